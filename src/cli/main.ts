@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+// gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
+import { ConfigError, loadConfig, redactConfig } from '../config/config.ts';
+import { createService, storeOptions } from '../service.ts';
+import { migrateToLatest } from '../store/migrate.ts';
+import { openStore } from '../store/store.ts';
+
+const USAGE = `usage: gavel <command>
+
+commands:
+  up        the embedded default: API and console on loopback, SQLite under ./data (npm start)
+  serve     the API and console only
+  migrate   apply pending database migrations and exit
+
+configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_LOG_LEVEL,
+GAVEL_BODY_LIMIT_BYTES, GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL,
+or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`;
+
+function fail(message: string): never {
+  process.stderr.write(`gavel: ${message}\n`);
+  process.exit(2);
+}
+
+async function serve(embedded: boolean): Promise<void> {
+  const config = loadConfig();
+  const service = await createService(config);
+  const { app } = service;
+  app.log.info({ config: redactConfig(config) }, 'configuration');
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const lines = [
+    `Gavel is running (${config.databaseUrl ? 'PostgreSQL' : `SQLite at ${storeOptions(config).kind === 'sqlite' ? (storeOptions(config) as { file: string }).file : ''}`}).`,
+    `  API:      ${base}/v1`,
+    `  Console:  ${base}/v1/console (log in with POST /v1/console/login)`,
+    `  OpenAPI:  ${base}/openapi.json`,
+    `  Project:  ${service.bootstrap.projectId}`,
+  ];
+  if (service.bootstrap.admin) {
+    lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this one-time password (shown only now):`, `  ${service.bootstrap.admin.password}`);
+  } else if (embedded) {
+    lines.push('', 'The administrator password was printed on first start only.');
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
+    force.unref();
+    service.close().then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function migrate(): Promise<void> {
+  const config = loadConfig();
+  const store = openStore(storeOptions(config));
+  try {
+    const applied = await migrateToLatest(store);
+    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'the database is up to date\n');
+  } finally {
+    await store.close();
+  }
+}
+
+const [command] = process.argv.slice(2);
+try {
+  switch (command) {
+    case 'up': await serve(true); break;
+    case 'serve': await serve(false); break;
+    case 'migrate': await migrate(); break;
+    case undefined: case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
+    default: fail(`unknown command "${command}"\n\n${USAGE}`);
+  }
+} catch (e) {
+  if (e instanceof ConfigError) fail(e.message);
+  throw e;
+}

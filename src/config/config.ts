@@ -1,0 +1,120 @@
+// Configuration: defaults < optional JSON config file (GAVEL_CONFIG) < GAVEL_* environment.
+// Validated once at start; a bad value stops the process with a message naming the key.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** postgres://… selects PostgreSQL; unset means SQLite at `<dataDir>/gavel.db`. */
+  databaseUrl: string | undefined;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  bodyLimitBytes: number;
+  /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
+  witnessUrl: string | undefined;
+  witnessPort: number;
+  /** Path of the merchants configuration file (JSON). */
+  merchantsFile: string | undefined;
+  /** Public base URL of the console, used for cookies (Secure when https) and origin checks. */
+  publicUrl: string | undefined;
+}
+
+export class ConfigError extends Error {
+  readonly key: string;
+  constructor(key: string, message: string) {
+    super(`configuration ${key}: ${message}`);
+    this.key = key;
+  }
+}
+
+type Spec = { env: string; file: string; parse: (raw: string) => unknown };
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const integer = (min: number, max: number) => (raw: string): number => {
+  if (!/^\d+$/.test(raw)) throw new Error(`must be an integer between ${min} and ${max}, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new Error(`must be an integer between ${min} and ${max}, got ${n}`);
+  return n;
+};
+const text = (raw: string) => {
+  if (raw.trim() === '') throw new Error('must not be empty');
+  return raw;
+};
+const url = (protocols: string[]) => (raw: string) => {
+  let u: URL;
+  try { u = new URL(raw); } catch { throw new Error('must be a URL'); }
+  if (!protocols.includes(u.protocol)) throw new Error(`must use ${protocols.join(' or ')}`);
+  return raw;
+};
+
+const SPECS: Record<keyof Config, Spec> = {
+  host: { env: 'GAVEL_HOST', file: 'host', parse: text },
+  port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
+  dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: text },
+  databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: url(['postgres:', 'postgresql:']) },
+  logLevel: {
+    env: 'GAVEL_LOG_LEVEL', file: 'log_level',
+    parse: (raw) => { if (!LOG_LEVELS.includes(raw)) throw new Error(`must be one of ${LOG_LEVELS.join(', ')}`); return raw; },
+  },
+  bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
+  witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:']) },
+  witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
+  merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: text },
+  publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:']) },
+};
+
+export const DEFAULTS: Config = {
+  host: '127.0.0.1',
+  port: 7400,
+  dataDir: './data',
+  databaseUrl: undefined,
+  logLevel: 'info',
+  bodyLimitBytes: 64 * 1024,
+  witnessUrl: undefined,
+  witnessPort: 7401,
+  merchantsFile: undefined,
+  publicUrl: undefined,
+};
+
+/** Reads configuration; throws ConfigError naming the first bad key. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const fromFile: Record<string, unknown> = {};
+  const path = env.GAVEL_CONFIG;
+  if (path) {
+    let parsed: unknown;
+    try { parsed = JSON.parse(readFileSync(path, 'utf8')); } catch (e) {
+      throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} as JSON (${(e as Error).message})`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new ConfigError('GAVEL_CONFIG', `${path} must hold a JSON object`);
+    }
+    const known = new Set(Object.values(SPECS).map((s) => s.file));
+    for (const [k, v] of Object.entries(parsed)) {
+      if (!known.has(k)) throw new ConfigError(`${path}: ${k}`, `unknown key (known: ${[...known].join(', ')})`);
+      fromFile[k] = v;
+    }
+  }
+  const config: Record<string, unknown> = { ...DEFAULTS };
+  for (const [name, spec] of Object.entries(SPECS)) {
+    const raw = env[spec.env] ?? (fromFile[spec.file] === undefined ? undefined : String(fromFile[spec.file]));
+    if (raw === undefined || raw === '') continue;
+    try { config[name] = spec.parse(raw); } catch (e) {
+      const where = env[spec.env] !== undefined ? spec.env : `${path}: ${spec.file}`;
+      throw new ConfigError(where, (e as Error).message);
+    }
+  }
+  const result = { ...(config as unknown as Config), ...overrides };
+  result.dataDir = resolve(result.dataDir);
+  return result;
+}
+
+/** A printable copy of the configuration with credentials in URLs masked. */
+export function redactConfig(config: Config): Record<string, unknown> {
+  const mask = (u: string | undefined) => {
+    if (!u) return u;
+    try { const x = new URL(u); if (x.password) x.password = '***'; return x.toString(); } catch { return '***'; }
+  };
+  return { ...config, databaseUrl: mask(config.databaseUrl), witnessUrl: mask(config.witnessUrl) };
+}

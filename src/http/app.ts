@@ -1,0 +1,77 @@
+// Builds the Fastify application: wire conventions (problem+json, request ids, closed schemas,
+// no type coercion), the OpenAPI document, and every route group. No I/O happens here.
+import type { Server } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import cookie from '@fastify/cookie';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { newId } from '../lib/ids.ts';
+import type { AppDeps } from './deps.ts';
+import { installErrorHandling } from './errors.ts';
+import { ProblemSchema } from './schemas/common.ts';
+import { routeGroups } from './routes.ts';
+
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify<Server>({
+    logger: options.logger ?? { level: deps.config.logLevel, redact: REDACT },
+    bodyLimit: deps.config.bodyLimitBytes,
+    genReqId: () => newId('req'),
+    onProtoPoisoning: 'error',
+    return503OnClosing: true,
+    ajv: {
+      customOptions: {
+        allErrors: true,
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: true,
+      },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('gavel', deps);
+  app.decorateRequest('auth', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const patterns: { method: string; regex: RegExp }[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.url === '*' || route.url.startsWith('/documentation')) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!route.schema?.response && !methods.every((m) => m === 'HEAD')) {
+      throw new Error(`route ${methods.join(',')} ${route.url} has no response schema; every route needs one`);
+    }
+    const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '/?$');
+    for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });
+  });
+
+  installErrorHandling(app, () => patterns);
+  app.addSchema(ProblemSchema);
+
+  await app.register(cookie);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Gavel',
+        version: '1',
+        description: 'Decides what AI agents may do, asks a person where a person must decide, executes allowed actions once, and proves what was decided.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'API key minted in the console (gvl_…)' },
+          session: { type: 'apiKey', in: 'cookie', name: 'gavel_session' },
+        },
+      },
+    },
+  });
+
+  for (const group of routeGroups) await app.register(group);
+  return app;
+}

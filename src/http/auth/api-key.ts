@@ -1,0 +1,56 @@
+// Machine-route authentication: `authorization: Bearer <API key>`. The key is looked up by the
+// SHA-256 of its secret; its roles are intersected with the holder's *current* grants on every
+// request, so revoking a key, a membership or a role takes effect on the next call everywhere.
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { isRole, permits, type Role } from '../../domain/access/roles.ts';
+import type { Db } from '../../store/store.ts';
+import { forbidden, unauthorized } from '../problem.ts';
+import type { AuthContext } from '../deps.ts';
+
+export const API_KEY_PREFIX = 'gvl_';
+const KEY_RE = /^gvl_[A-Za-z0-9_-]{43}$/;
+
+export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+
+/** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
+export async function authenticateApiKey(db: Db, header: string | undefined): Promise<AuthContext> {
+  if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
+  const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
+  if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
+  const row = await db.selectFrom('api_keys as k')
+    .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'k.project_id').onRef('m.principal_id', '=', 'k.principal_id'))
+    .innerJoin('principals as p', 'p.id', 'k.principal_id')
+    .select(['k.id', 'k.project_id', 'k.principal_id', 'k.roles', 'k.revoked_at', 'm.revoked_at as membership_revoked_at', 'p.disabled_at'])
+    .where('k.secret_hash', '=', hashSecret(match[1]!))
+    .executeTakeFirst();
+  if (!row || row.revoked_at || row.membership_revoked_at || row.disabled_at) {
+    throw unauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)');
+  }
+  const grants = await db.selectFrom('role_grants').select('role')
+    .where('project_id', '=', row.project_id).where('principal_id', '=', row.principal_id).execute();
+  const held = new Set(grants.map((g) => g.role));
+  const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
+  return {
+    kind: 'api_key', projectId: row.project_id, principalId: row.principal_id,
+    roles: new Set<Role>(keyRoles), keyId: row.id, actor: row.id,
+  };
+}
+
+/**
+ * preHandler for `/v1/projects/{projectId}/…` machine routes. `roles` empty means any valid key
+ * of the project; otherwise the key must carry one of them (403 `forbidden` if it does not).
+ */
+export function machineAuth(roles: readonly Role[] = []) {
+  return async function requireApiKey(request: FastifyRequest): Promise<void> {
+    const auth = await authenticateApiKey(request.server.gavel.store.db, request.headers.authorization);
+    const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
+    if (projectId !== undefined && projectId !== auth.projectId) {
+      throw forbidden('this API key belongs to another project');
+    }
+    if (!permits(auth.roles, roles)) {
+      throw forbidden(`this route needs one of the roles ${roles.join(', ')}; the key carries ${[...auth.roles].join(', ') || 'none'}`);
+    }
+    request.auth = auth;
+  };
+}

@@ -1,0 +1,34 @@
+// What route plugins receive: the adapters and configuration of one running service.
+import type { Config } from '../config/config.ts';
+import type { Clock } from '../lib/time.ts';
+import type { Signer } from '../signer/signer.ts';
+import type { Store } from '../store/store.ts';
+import type { Role } from '../domain/access/roles.ts';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  signer: Signer;
+  clock: Clock;
+}
+
+/** Who is calling, established afresh on every request (roles are never cached). */
+export interface AuthContext {
+  kind: 'api_key' | 'session';
+  projectId: string;
+  principalId: string;
+  roles: ReadonlySet<Role>;
+  keyId?: string;
+  sessionId?: string;
+  /** The audit actor: the key for machine calls, the principal for console calls. */
+  actor: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    gavel: AppDeps;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+}

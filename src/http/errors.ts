@@ -1,0 +1,88 @@
+// Maps every failure to RFC 9457 problem+json. Bad input is always a 4xx with a precise code;
+// only a fault of the service itself is a 500, and its details stay in the log.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Problem, problemBody, type FieldError } from './problem.ts';
+
+const KEYWORD_CODES: Record<string, string> = {
+  required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
+  minLength: 'too_short', pattern: 'bad_format', format: 'bad_format', enum: 'not_allowed', const: 'not_allowed',
+  minimum: 'too_small', maximum: 'too_large', exclusiveMinimum: 'too_small', exclusiveMaximum: 'too_large',
+  maxItems: 'too_many', minItems: 'too_few', uniqueItems: 'duplicate', anyOf: 'no_alternative_matched',
+  oneOf: 'no_alternative_matched', multipleOf: 'wrong_type', maxProperties: 'too_many', minProperties: 'too_few',
+};
+
+interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string }
+
+const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
+  const where = (context === 'querystring' ? 'query' : context) as FieldError['in'];
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    // anyOf/oneOf report every branch; the branch errors are noise next to the summary.
+    if (e.keyword === 'if') continue;
+    let pointer = e.instancePath;
+    if (e.keyword === 'required') pointer += '/' + escapePointer(String(e.params.missingProperty));
+    if (e.keyword === 'additionalProperties') pointer += '/' + escapePointer(String(e.params.additionalProperty));
+    const code = KEYWORD_CODES[e.keyword] ?? 'invalid';
+    let message = e.message ?? 'is not valid';
+    if (e.keyword === 'required') message = 'is required';
+    if (e.keyword === 'additionalProperties') message = 'is not a known field';
+    const key = `${pointer}|${code}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ pointer, code, message, ...(where && where !== 'body' ? { in: where } : {}) });
+  }
+  return out;
+}
+
+function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
+  if (error instanceof Problem) return error;
+  if (error.validation) {
+    return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {
+      errors: fieldErrors(error.validation, error.validationContext ?? 'body'),
+    });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new Problem(415, 'unsupported_media_type', 'send the body as application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new Problem(413, 'payload_too_large', 'the request body is larger than this service accepts');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new Problem(400, 'malformed_json', 'the body is declared as JSON but is empty');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new Problem(400, 'malformed_json', 'the body is not valid JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new Problem(400, 'invalid_content_length', 'the content-length header does not match the body');
+  }
+  if (error instanceof SyntaxError || error.statusCode === 400 && /JSON/i.test(error.message)) {
+    return new Problem(400, 'malformed_json', 'the body is not valid JSON');
+  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new Problem(error.statusCode, 'bad_request', error.message);
+  }
+  return new Problem(500, 'internal_error', 'the service failed to handle this request; it has been logged');
+}
+
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, problem: Problem): FastifyReply {
+  if (problem.headers) reply.headers(problem.headers);
+  return reply.code(problem.status).type('application/problem+json').send(problemBody(problem, String(request.id)));
+}
+
+export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = toProblem(error);
+    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, request, problem);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = [...new Set(routePatterns().filter((r) => r.regex.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendProblem(reply, request, new Problem(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+    }
+    return sendProblem(reply, request, new Problem(404, 'not_found', `no route ${request.method} ${path}`));
+  });
+}

@@ -1,0 +1,52 @@
+// RFC 9457 problem details with a `code` member carrying the spec's error code (DESIGN.md).
+export interface FieldError {
+  /** JSON Pointer (RFC 6901) into the request part named by `in` (the body unless stated). */
+  pointer: string;
+  code: string;
+  message: string;
+  in?: 'body' | 'query' | 'params' | 'headers';
+}
+
+export class Problem extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly detail: string;
+  readonly errors: FieldError[] | undefined;
+  readonly extra: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+  constructor(status: number, code: string, detail: string, options: { errors?: FieldError[]; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+    super(detail);
+    this.status = status;
+    this.code = code;
+    this.detail = detail;
+    this.errors = options.errors;
+    this.extra = options.extra;
+    this.headers = options.headers;
+  }
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
+  406: 'Not Acceptable', 409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type',
+  422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+export function problemBody(p: Problem, requestId: string): Record<string, unknown> {
+  return {
+    type: `https://gavel.dev/problems/${p.code}`,
+    title: TITLES[p.status] ?? 'Error',
+    status: p.status,
+    code: p.code,
+    detail: p.detail,
+    ...(p.errors ? { errors: p.errors } : {}),
+    ...(p.extra ?? {}),
+    request_id: requestId,
+  };
+}
+
+export const invalidRequest = (errors: FieldError[], detail = 'the request is not valid; see errors') =>
+  new Problem(400, 'invalid_request', detail, { errors });
+export const unauthorized = (detail = 'a valid API key is required') => new Problem(401, 'unauthorized', detail);
+export const forbidden = (detail: string) => new Problem(403, 'forbidden', detail);
+export const notFound = (detail: string) => new Problem(404, 'not_found', detail);
+export const conflict = (detail: string, code = 'conflict') => new Problem(409, code, detail);

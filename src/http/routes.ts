@@ -1,0 +1,7 @@
+// Every route group of the service, registered in this order. One line per capability.
+import type { FastifyPluginAsync } from 'fastify';
+import { systemRoutes } from './system/routes.ts';
+
+export const routeGroups: FastifyPluginAsync[] = [
+  systemRoutes,
+];

@@ -1,0 +1,22 @@
+// Liveness, readiness and the OpenAPI document.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { errorResponses } from '../schemas/common.ts';
+import { Problem } from '../problem.ts';
+
+export async function systemRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/healthz', {
+    schema: { tags: ['system'], summary: 'Liveness: the process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses() } },
+  }, async () => ({ status: 'ok' as const }));
+
+  app.get('/readyz', {
+    schema: { tags: ['system'], summary: 'Readiness: the database answers', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses() } },
+  }, async () => {
+    if (!(await app.gavel.store.ping())) throw new Problem(503, 'not_ready', 'the database does not answer');
+    return { status: 'ready' as const };
+  });
+
+  app.get('/openapi.json', {
+    schema: { tags: ['system'], summary: 'This OpenAPI 3.1 document', response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses() } },
+  }, async () => app.swagger());
+}

@@ -1,0 +1,39 @@
+// First start: one project and one administrator whose one-time password is returned once, to be
+// printed once. Later starts find the `bootstrapped` setting and do nothing.
+import { randomBytes } from 'node:crypto';
+import { newId } from '../lib/ids.ts';
+import { hashPassword } from '../lib/passwords.ts';
+import { lockFor, type Store } from '../store/store.ts';
+import { recordAudit } from './audit/record.ts';
+
+export interface BootstrapResult {
+  projectId: string;
+  /** Present only on the start that created the administrator. */
+  admin?: { name: string; password: string };
+}
+
+export const BOOTSTRAP_ADMIN = 'admin';
+
+export async function bootstrap(store: Store, now = new Date()): Promise<BootstrapResult> {
+  const done = await store.db.selectFrom('settings').select('value').where('key', '=', 'bootstrap_project').executeTakeFirst();
+  if (done) return { projectId: done.value };
+
+  const password = randomBytes(18).toString('base64url');
+  const passwordHash = await hashPassword(password);
+  return store.transaction(async (trx) => {
+    // Another process may have bootstrapped between our read and our write lock.
+    await lockFor(trx, store.dialect, 'bootstrap');
+    const again = await trx.selectFrom('settings').select('value').where('key', '=', 'bootstrap_project').executeTakeFirst();
+    if (again) return { projectId: again.value };
+    const at = now.toISOString();
+    const projectId = newId('prj');
+    const adminId = newId('prn');
+    await trx.insertInto('projects').values({ id: projectId, name: 'default', created_at: at }).execute();
+    await trx.insertInto('principals').values({ id: adminId, kind: 'person', name: BOOTSTRAP_ADMIN, password_hash: passwordHash, created_at: at, disabled_at: null }).execute();
+    await trx.insertInto('memberships').values({ project_id: projectId, principal_id: adminId, created_at: at, created_by: null, revoked_at: null }).execute();
+    await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: adminId, role: 'ADMIN', granted_at: at, granted_by: null }).execute();
+    await trx.insertInto('settings').values({ key: 'bootstrap_project', value: projectId }).execute();
+    await recordAudit(trx, { projectId, kind: 'project.bootstrapped', actor: 'system', data: { project_id: projectId, admin_principal_id: adminId }, at: now });
+    return { projectId, admin: { name: BOOTSTRAP_ADMIN, password } };
+  });
+}

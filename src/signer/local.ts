@@ -1,0 +1,56 @@
+// Local Signer: Ed25519 keys as PKCS#8 PEM files (mode 0600) under `<dataDir>/keys`, created on
+// first use. For development and single-machine deployments; the custody component replaces it.
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync, openSync, closeSync, fsyncSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Signer } from './signer.ts';
+
+const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,100}$/;
+
+export class LocalSigner implements Signer {
+  readonly #dir: string;
+  readonly #keys = new Map<string, KeyObject>();
+
+  constructor(dir: string) {
+    this.#dir = dir;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  #key(name: string): KeyObject {
+    const cached = this.#keys.get(name);
+    if (cached) return cached;
+    if (!NAME_RE.test(name)) throw new Error(`invalid key name ${JSON.stringify(name)}`);
+    const file = join(this.#dir, `${name}.pem`);
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(readFileSync(file));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      const { privateKey } = generateKeyPairSync('ed25519');
+      const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
+      try {
+        // 'wx': two processes racing to create the key must not overwrite each other.
+        writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
+        const fd = openSync(file, 'r');
+        fsyncSync(fd);
+        closeSync(fd);
+        key = privateKey;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        key = createPrivateKey(readFileSync(file));
+      }
+    }
+    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`key ${name} is not Ed25519`);
+    this.#keys.set(name, key);
+    return key;
+  }
+
+  async sign(name: string, message: Uint8Array): Promise<Uint8Array> {
+    return new Uint8Array(sign(null, message, this.#key(name)));
+  }
+
+  async publicKey(name: string): Promise<Uint8Array> {
+    const jwk = createPublicKey(this.#key(name)).export({ format: 'jwk' });
+    return new Uint8Array(Buffer.from(jwk.x!, 'base64url'));
+  }
+}

@@ -1,0 +1,40 @@
+// Versioned migrations for both engines: every file in ./migrations exporting `up(db, dialect)`,
+// applied in name order. Capabilities own their own files, so adding one touches no registry.
+import { readdir } from 'node:fs/promises';
+import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
+import type { Store } from './store.ts';
+
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+
+class FolderProvider implements MigrationProvider {
+  readonly #dialect: Store['dialect'];
+  constructor(dialect: Store['dialect']) { this.#dialect = dialect; }
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f)).sort();
+    const migrations: Record<string, Migration> = {};
+    for (const file of files) {
+      const mod = await import(new URL(file, MIGRATIONS_DIR).href);
+      const dialect = this.#dialect;
+      migrations[file.replace(/\.ts$/, '')] = { up: (db) => mod.up(db, dialect) };
+    }
+    return migrations;
+  }
+}
+
+export class MigrationError extends Error {}
+
+/** Applies every pending migration; returns the names applied. Safe to run on every start. */
+export async function migrateToLatest(store: Store): Promise<string[]> {
+  const migrator = new Migrator({
+    db: store.db,
+    provider: new FolderProvider(store.dialect),
+    // Capabilities are developed in parallel; a later-numbered file may land first.
+    allowUnorderedMigrations: true,
+  });
+  const { error, results }: MigrationResultSet = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new MigrationError(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? error}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

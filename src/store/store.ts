@@ -1,0 +1,64 @@
+// One store interface over two engines: SQLite (embedded default) and PostgreSQL (scale-out).
+// Callers write Kysely queries; engine differences live in the dialect setup and in columns.ts.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, sql, type Transaction } from 'kysely';
+import type { Database } from './schema/index.ts';
+import { createSqliteDialect } from './sqlite/dialect.ts';
+import { createPostgresDialect } from './postgres/dialect.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Tx = Transaction<Database>;
+export type Db = Kysely<Database>;
+
+export interface Store {
+  readonly db: Db;
+  readonly dialect: Dialect;
+  /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
+  transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /** True when the database answers a trivial query. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export type StoreOptions =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; url: string; schema?: string; poolSize?: number };
+
+export function openStore(options: StoreOptions): Store {
+  let db: Db;
+  if (options.kind === 'sqlite') {
+    if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
+    db = new Kysely<Database>({ dialect: createSqliteDialect(options.file) });
+  } else {
+    db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
+  }
+  let closed = false;
+  return {
+    db,
+    dialect: options.kind,
+    transaction: (fn) => db.transaction().execute(fn),
+    async ping() {
+      try { await sql`select 1`.execute(db); return true; } catch { return false; }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
+}
+
+/** Rows changed by an update/delete, the same way on both engines. */
+export function affected(result: { numUpdatedRows?: bigint; numDeletedRows?: bigint } | readonly { numUpdatedRows?: bigint; numDeletedRows?: bigint }[]): number {
+  const r = Array.isArray(result) ? result[0] : result;
+  return Number(r?.numUpdatedRows ?? r?.numDeletedRows ?? 0n);
+}
+
+/**
+ * Serializes transactions that name the same lock until commit. SQLite's BEGIN IMMEDIATE already
+ * serializes every writer; PostgreSQL takes a transaction-scoped advisory lock.
+ */
+export async function lockFor(trx: Tx, dialect: Dialect, name: string): Promise<void> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${name}))`.execute(trx);
+}

@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, DEFAULTS, loadConfig, redactConfig } from '../../src/config/config.ts';
+
+test('defaults bind to loopback with SQLite under ./data', () => {
+  const c = loadConfig({});
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.port, DEFAULTS.port);
+  assert.equal(c.databaseUrl, undefined);
+  assert.ok(c.dataDir.endsWith('/data'));
+});
+
+test('environment overrides the file, and the file overrides defaults', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ port: 9000, host: '0.0.0.0' }));
+  const c = loadConfig({ GAVEL_CONFIG: file, GAVEL_PORT: '9100' });
+  assert.equal(c.port, 9100);
+  assert.equal(c.host, '0.0.0.0');
+});
+
+test('a bad value names its key', () => {
+  assert.throws(() => loadConfig({ GAVEL_PORT: 'eighty' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_PORT');
+  assert.throws(() => loadConfig({ GAVEL_PORT: '70000' }), /GAVEL_PORT/);
+  assert.throws(() => loadConfig({ GAVEL_DATABASE_URL: 'mysql://x' }), /GAVEL_DATABASE_URL: must use postgres/);
+  assert.throws(() => loadConfig({ GAVEL_LOG_LEVEL: 'loud' }), /GAVEL_LOG_LEVEL/);
+});
+
+test('an unknown key in the config file is refused by name', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ prot: 1 }));
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /prot: unknown key/);
+  writeFileSync(file, '[1,2]');
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /JSON object/);
+});
+
+test('credentials in URLs are masked when printed', () => {
+  const c = loadConfig({ GAVEL_DATABASE_URL: 'postgres://gavel:s3cret@db:5432/gavel' });
+  assert.equal(c.databaseUrl, 'postgres://gavel:s3cret@db:5432/gavel');
+  assert.ok(!JSON.stringify(redactConfig(c)).includes('s3cret'));
+});

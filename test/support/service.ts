@@ -1,0 +1,42 @@
+// A real Gavel service on a test store, driven through Fastify's inject (no socket needed).
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import { createService, type Service } from '../../src/service.ts';
+import { newId } from '../../src/lib/ids.ts';
+import type { Role } from '../../src/domain/access/roles.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
+import type { Backend, TestStore } from './backends.ts';
+
+export interface TestService extends Service {
+  ts: TestStore;
+  projectId: string;
+  /** A new member of the project holding `roles`, with an API key carrying them. */
+  member(roles: Role[], name?: string): Promise<{ principalId: string; key: string; keyId: string }>;
+  /** `authorization` header for a fresh key with `roles`. */
+  keyHeader(roles: Role[]): Promise<{ authorization: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startService(backend: Backend, overrides: Partial<Config> = {}): Promise<TestService> {
+  const ts = await backend.open();
+  const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides });
+  const service = await createService(config, { store: ts.store, logger: false });
+  const projectId = service.bootstrap.projectId;
+  const member: TestService['member'] = async (roles, name) => {
+    const principalId = newId('prn');
+    const at = new Date().toISOString();
+    return ts.store.transaction(async (trx) => {
+      await trx.insertInto('principals').values({ id: principalId, kind: 'service', name: name ?? `svc-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
+      await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+      for (const role of roles) {
+        await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
+      }
+      const key = await mintApiKey(trx, { projectId, principalId, name: 'test', roles, actor: 'system' });
+      return { principalId, key: key.secret, keyId: key.id };
+    });
+  };
+  return {
+    ...service, ts, projectId, member,
+    async keyHeader(roles) { return { authorization: `Bearer ${(await member(roles)).key}` }; },
+    async stop() { await service.close(); await ts.cleanup(); },
+  };
+}
