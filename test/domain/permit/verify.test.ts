@@ -81,7 +81,7 @@ test('wrong audience, wrong issuer and wrong subject are named', async () => {
   const otherProject = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { aud: 'prj_other' }));
   assert.equal(failure(await verifyPermit(otherProject, f.ctx(f.alice.did))).check, 'audience');
 
-  const badIssuer = await signPermitClaims({ ...(decodePayload(f.root) as never), iss: 'gavel:project:prj_other' }, permitKeyId(f.projectKey), (m) =>
+  const badIssuer = await signPermitClaims({ ...decodePayload(f.root), iss: 'gavel:project:prj_other' } as never, permitKeyId(f.projectKey), (m) =>
     f.signer.sign(KEY, m),
   );
   assert.equal(failure(await verifyPermit(badIssuer, f.ctx(f.alice.did))).check, 'issuer');
