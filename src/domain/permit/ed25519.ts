@@ -3,10 +3,21 @@ import { createPublicKey, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { base64urlEncode } from './base64url.ts';
 
+// Importing a key costs about a third of a verification, and the same few keys (the project's,
+// its agents') recur; memoised by key *value* (never by array identity, which a caller may reuse).
+const MAX_CACHED_KEYS = 1024;
+const keyCache = new Map<string, KeyObject>();
+
 export function ed25519PublicKey(raw32: Uint8Array): KeyObject | null {
   if (!(raw32 instanceof Uint8Array) || raw32.length !== 32) return null;
+  const x = base64urlEncode(raw32);
+  const cached = keyCache.get(x);
+  if (cached !== undefined) return cached;
   try {
-    return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: base64urlEncode(raw32) }, format: 'jwk' });
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' });
+    if (keyCache.size >= MAX_CACHED_KEYS) keyCache.clear();
+    keyCache.set(x, key);
+    return key;
   } catch {
     return null;
   }
