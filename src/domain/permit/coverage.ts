@@ -64,6 +64,7 @@ function checkLink(c: PermitClaims, request: CoverageRequest, link: number): Cov
 }
 
 export function checkCoverage(permit: VerifiedPermit, request: CoverageRequest): CoverageResult {
+  if (typeof request !== 'object' || request === null) return { ok: false, check: 'action_not_covered', detail: 'no request to cover' };
   const { action, resource, amount } = request;
   if (typeof action !== 'string' || action.length === 0) return { ok: false, check: 'action_not_covered', detail: 'the action must be a non-empty string' };
   if (typeof resource !== 'string' || resource.length > 512 || !resource.startsWith(RESOURCE_SCHEME) || resource.includes('*') || hasDotSegment(resource)) {

@@ -130,3 +130,11 @@ test('pattern matching and covering follow prefix-set semantics', () => {
   assert.equal(patternCovers('resource://a/b', 'resource://a/b'), true);
   assert.equal(patternCovers('resource://*', 'resource://anything*'), true);
 });
+
+test('checkCoverage answers a value, never a TypeError, for a hostile request', async () => {
+  const p = await rootPermit();
+  for (const bad of [null, undefined, 42, { action: 1, resource: 2 }, { action: 'payments.create', resource: null }, { action: 'payments.create', resource: 'resource://payments/1', amount: null }]) {
+    const r = checkCoverage(p, bad as never);
+    assert.equal(r.ok, false, JSON.stringify(bad));
+  }
+});
