@@ -1,0 +1,80 @@
+// One link as a compact JWS (RFC 7515 §7.1): BASE64URL(header).BASE64URL(payload).BASE64URL(sig).
+// Decoding here is syntax and shape only; signatures are checked in verify-signatures.ts.
+import { base64urlDecode, base64urlEncode } from './base64url.ts';
+import { validateClaims } from './claims.ts';
+import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
+import { PermitError, fail } from './types.ts';
+
+export const PERMIT_TYP = 'gavel-permit+jwt';
+const HEADER_KEYS = new Set(['alg', 'typ', 'kid']);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const ascii = new TextEncoder();
+
+export interface DecodedLink {
+  header: PermitHeader;
+  claims: PermitClaims;
+  signingInput: Uint8Array;
+  signature: Uint8Array;
+}
+
+function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false } {
+  const bytes = base64urlDecode(segment);
+  if (bytes === null) return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(utf8.decode(bytes)) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function describe(v: unknown): string {
+  const s = typeof v === 'string' ? JSON.stringify(v) : typeof v;
+  return s.length > 40 ? `${s.slice(0, 40)}…` : s;
+}
+
+/** Decodes and shape-checks one compact JWS; `link` is its index for error reporting. */
+export function decodeLink(jws: string, link: number): { ok: true; value: DecodedLink } | PermitFailure {
+  const parts = jws.split('.');
+  if (parts.length !== 3) return fail('malformed', 'a permit link must be a compact JWS of three dot-separated parts', { link });
+  const [h, p, s] = parts as [string, string, string];
+  const header = decodeJson(h);
+  if (!header.ok || typeof header.value !== 'object' || header.value === null || Array.isArray(header.value)) {
+    return fail('malformed', 'the protected header is not base64url-encoded JSON object', { link });
+  }
+  const hv = header.value as Record<string, unknown>;
+  // alg first: `none` and HMAC (key-confusion) headers are refused by name before anything else.
+  if (hv.alg !== 'EdDSA') return fail('algorithm', `alg ${describe(hv.alg)} is refused; permits are signed with EdDSA (Ed25519)`, { link });
+  for (const k of Object.keys(hv)) if (!HEADER_KEYS.has(k)) return fail('header', `unsupported header parameter ${describe(k)}`, { link });
+  if (hv.typ !== PERMIT_TYP) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
+  if (typeof hv.kid !== 'string' || hv.kid.length === 0 || hv.kid.length > 2200) return fail('header', 'kid must be a non-empty string', { link });
+  const payload = decodeJson(p);
+  if (!payload.ok) return fail('malformed', 'the payload is not base64url-encoded JSON', { link });
+  const claims = validateClaims(payload.value);
+  if (!claims.ok) return { ...claims, link };
+  const signature = base64urlDecode(s);
+  if (signature === null) return fail('malformed', 'the signature is not base64url', { link });
+  if (signature.length !== 64) return fail('signature', 'an Ed25519 signature is 64 bytes', { link });
+  return {
+    ok: true,
+    value: {
+      header: { alg: 'EdDSA', typ: PERMIT_TYP, kid: hv.kid },
+      claims: claims.value,
+      signingInput: ascii.encode(`${h}.${p}`),
+      signature,
+    },
+  };
+}
+
+/** Validates claims, then signs them as one compact JWS. Throws PermitError on bad claims. */
+export async function signPermitClaims(claims: PermitClaims, kid: string, sign: SignFunction): Promise<string> {
+  const checked = validateClaims(claims);
+  if (!checked.ok) throw new PermitError(checked.check, checked.detail);
+  const header: PermitHeader = { alg: 'EdDSA', typ: PERMIT_TYP, kid };
+  const h = base64urlEncode(ascii.encode(JSON.stringify(header)));
+  const p = base64urlEncode(ascii.encode(JSON.stringify(checked.value)));
+  const signature = await sign(ascii.encode(`${h}.${p}`));
+  if (!(signature instanceof Uint8Array) || signature.length !== 64) {
+    throw new PermitError('signature', 'the signer did not return a 64-byte Ed25519 signature');
+  }
+  return `${h}.${p}.${base64urlEncode(signature)}`;
+}

@@ -1,0 +1,38 @@
+// DIDs: the generic syntax check (W3C DID Core §3.1) and the did:key Ed25519 method.
+import { base58btcDecode, base58btcEncode } from './base58btc.ts';
+
+/** Longest DID accepted anywhere in a permit; bounds regex work on hostile input. */
+export const MAX_DID_LENGTH = 2048;
+
+// did = "did:" method-name ":" method-specific-id
+// method-name = 1*(%x61-7A / DIGIT); method-specific-id = *( *idchar ":" ) 1*idchar
+// idchar = ALPHA / DIGIT / "." / "-" / "_" / pct-encoded
+const DID_SYNTAX = /^did:[a-z0-9]+:(?:(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})*:)*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})+$/;
+
+/** True when `s` is a DID (not a DID URL: no path, query or fragment). */
+export function isDid(s: unknown): s is string {
+  return typeof s === 'string' && s.length <= MAX_DID_LENGTH && DID_SYNTAX.test(s);
+}
+
+// Multicodec varint for ed25519-pub (0xed) is the two bytes 0xed 0x01.
+const ED25519_PUB_PREFIX = [0xed, 0x01] as const;
+
+/** `did:key:z6Mk...` for a raw 32-byte Ed25519 public key. */
+export function didKeyFromPublicKey(raw32: Uint8Array): string {
+  if (!(raw32 instanceof Uint8Array) || raw32.length !== 32) {
+    throw new TypeError('an Ed25519 public key is 32 bytes');
+  }
+  const bytes = new Uint8Array(34);
+  bytes.set(ED25519_PUB_PREFIX, 0);
+  bytes.set(raw32, 2);
+  return `did:key:z${base58btcEncode(bytes)}`;
+}
+
+/** The raw Ed25519 public key named by a did:key DID, or null if it is not one. */
+export function publicKeyFromDidKey(did: string): Uint8Array | null {
+  if (typeof did !== 'string' || !did.startsWith('did:key:z') || did.length > 100) return null;
+  const bytes = base58btcDecode(did.slice('did:key:z'.length));
+  if (bytes === null || bytes.length !== 34) return null;
+  if (bytes[0] !== ED25519_PUB_PREFIX[0] || bytes[1] !== ED25519_PUB_PREFIX[1]) return null;
+  return bytes.slice(2);
+}
