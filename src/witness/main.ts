@@ -1,0 +1,51 @@
+// Entry for `gavel witness`: parses flags, starts the witness, stops on SIGINT/SIGTERM.
+//   --data-dir DIR        key and database (default ./data/witness)
+//   --host H --port P     default 127.0.0.1:7380
+//   --name NAME           witness key name (default localhost/gavel-witness)
+//   --log ORIGIN=VKEY     a log it accepts (repeatable); --log VKEY uses the key name as origin
+import { parseArgs } from 'node:util';
+import { parseVkey } from '../domain/auditlog/note.ts';
+import { startWitness, type RunningWitness, type WitnessLogConfig, type WitnessOptions } from './server.ts';
+
+export function parseWitnessArgs(argv: readonly string[]): WitnessOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      'data-dir': { type: 'string', default: './data/witness' },
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string', default: '7380' },
+      name: { type: 'string' },
+      log: { type: 'string', multiple: true, default: [] },
+    },
+    strict: true,
+  });
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be 0-65535');
+  const byOrigin = new Map<string, string[]>();
+  for (const spec of values.log ?? []) {
+    // Origins contain no '+' (tlog-checkpoint recommends it) and every vkey does before any '='.
+    const eq = spec.indexOf('=');
+    const [origin, vkey] = eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [parseVkey(spec).name, spec];
+    parseVkey(vkey);
+    byOrigin.set(origin, [...(byOrigin.get(origin) ?? []), vkey]);
+  }
+  if (byOrigin.size === 0) throw new Error('at least one --log ORIGIN=VKEY is required');
+  const logs: WitnessLogConfig[] = [...byOrigin].map(([origin, vkeys]) => ({ origin, vkeys }));
+  return { dataDir: values['data-dir'] as string, host: values.host as string, port, logs, ...(values.name ? { name: values.name } : {}) };
+}
+
+export async function runWitnessCommand(argv: readonly string[]): Promise<RunningWitness> {
+  const w = await startWitness(parseWitnessArgs(argv));
+  process.stdout.write(`witness listening on ${w.url}\nwitness vkey ${w.publicKeyVkey}\n`);
+  const stop = () => void w.close().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return w;
+}
+
+if (import.meta.main) {
+  runWitnessCommand(process.argv.slice(2)).catch((e: unknown) => {
+    process.stderr.write(`gavel witness: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  });
+}

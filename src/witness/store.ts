@@ -1,0 +1,87 @@
+// The witness's own durable state, in its own SQLite file (never Gavel's main store):
+// the latest cosigned checkpoint per origin, and every checkpoint it cosigned, by root.
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { WitnessedState } from '../domain/auditlog/witness.ts';
+
+export const WITNESS_DB_FILE = 'witness.sqlite';
+
+export interface CosignedRecord {
+  readonly origin: string;
+  readonly size: number;
+  readonly root: Uint8Array;
+  /** The checkpoint note as submitted, followed by this witness's cosignature line. */
+  readonly note: string;
+  readonly cosignedAt: number;
+}
+
+export class WitnessStore {
+  readonly db: Database.Database;
+  readonly #latest: Database.Statement<[string], { size: number; root: Buffer }>;
+  readonly #setLatest: Database.Statement<[string, number, Uint8Array, number]>;
+  readonly #addCosigned: Database.Statement<[string, Uint8Array, number, string, number]>;
+  readonly #byRoot: Database.Statement<[string, Uint8Array], { size: number; note: string; cosigned_at: number }>;
+
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    this.db = new Database(join(dataDir, WITNESS_DB_FILE));
+    this.db.pragma('journal_mode = WAL');
+    // A cosignature is a promise about the future: it must survive power loss once returned.
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS latest (
+        origin TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        root BLOB NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE IF NOT EXISTS cosigned (
+        origin TEXT NOT NULL,
+        root BLOB NOT NULL,
+        size INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        cosigned_at INTEGER NOT NULL,
+        PRIMARY KEY (origin, root)
+      ) STRICT;
+    `);
+    this.#latest = this.db.prepare('SELECT size, root FROM latest WHERE origin = ?');
+    this.#setLatest = this.db.prepare(
+      `INSERT INTO latest (origin, size, root, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (origin) DO UPDATE SET size = excluded.size, root = excluded.root, updated_at = excluded.updated_at`,
+    );
+    this.#addCosigned = this.db.prepare(
+      `INSERT INTO cosigned (origin, root, size, note, cosigned_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (origin, root) DO NOTHING`,
+    );
+    this.#byRoot = this.db.prepare('SELECT size, note, cosigned_at FROM cosigned WHERE origin = ? AND root = ?');
+  }
+
+  latest(origin: string): WitnessedState | null {
+    const row = this.#latest.get(origin);
+    return row ? { size: row.size, root: new Uint8Array(row.root) } : null;
+  }
+
+  setLatest(origin: string, size: number, root: Uint8Array, at: number): void {
+    this.#setLatest.run(origin, size, root, at);
+  }
+
+  recordCosigned(r: CosignedRecord): void {
+    this.#addCosigned.run(r.origin, r.root, r.size, r.note, r.cosignedAt);
+  }
+
+  cosignedByRoot(origin: string, root: Uint8Array): CosignedRecord | null {
+    const row = this.#byRoot.get(origin, root);
+    return row ? { origin, root, size: row.size, note: row.note, cosignedAt: row.cosigned_at } : null;
+  }
+
+  /** Runs fn in a BEGIN IMMEDIATE transaction: the read-decide-write is one atomic step. */
+  atomically<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

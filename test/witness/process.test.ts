@@ -1,0 +1,78 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { parseWitnessArgs } from '../../src/witness/main.ts';
+import { addCheckpoint } from '../../src/witness/client.ts';
+import { leafHash } from '../../src/domain/auditlog/hash.ts';
+import { appendLeaves, consistencyProof, nodeKey, type StoredNode } from '../../src/domain/auditlog/tree.ts';
+import { signCheckpoint } from '../../src/domain/auditlog/checkpoint.ts';
+import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
+import { TestSigner } from '../domain/auditlog/support.ts';
+
+const ORIGIN = 'gavel.test/audit';
+const children: ChildProcess[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-proc-'));
+after(() => {
+  for (const c of children) c.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('parseWitnessArgs: ORIGIN=VKEY and bare VKEY (origin = key name), with defaults', () => {
+  const vkey = 'TEST+7997405c+AQcC+FTVKf0jlTdHDY3rbevmnKxxPjigCXlVtGe6RIr6';
+  const o = parseWitnessArgs(['--log', `gavel.test/audit=${vkey}`, '--log', vkey, '--port', '0']);
+  assert.deepEqual(o.logs, [
+    { origin: 'gavel.test/audit', vkeys: [vkey] },
+    { origin: 'TEST', vkeys: [vkey] },
+  ]);
+  assert.equal(o.host, '127.0.0.1');
+  assert.equal(o.port, 0);
+  assert.throws(() => parseWitnessArgs([]), /--log/);
+  assert.throws(() => parseWitnessArgs(['--log', 'o=not-a-vkey']));
+  assert.throws(() => parseWitnessArgs(['--log', vkey, '--port', '70000']));
+});
+
+async function spawnWitness(vkey: string): Promise<string> {
+  const child = spawn(process.execPath, ['src/witness/main.ts', '--data-dir', dir, '--port', '0', '--log', `${ORIGIN}=${vkey}`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  for (;;) {
+    const [chunk] = (await once(child.stdout, 'data')) as [string];
+    out += chunk;
+    const m = /listening on (\S+)/.exec(out);
+    if (m) return m[1] as string;
+  }
+}
+
+test('two witness processes on one data directory still never both advance from the same size', async () => {
+  const s = new TestSigner();
+  const pub = await s.publicKey('log');
+  const signer = ed25519NoteSigner(ORIGIN, pub, (m) => s.sign('log', m));
+  const store = new Map<string, StoredNode>();
+  const read = (l: number, i: number) => store.get(nodeKey(l, i))?.hash;
+  const roots: Uint8Array[] = [];
+  let size = 0;
+  for (let i = 0; i < 64; i++) {
+    const r = appendLeaves(size, [leafHash(new TextEncoder().encode(`e${i}`))], read);
+    for (const x of r.nodes) store.set(nodeKey(x.level, x.index), x);
+    size = r.size;
+    roots[size] = r.root;
+  }
+  const cp = (n: number) => signCheckpoint({ origin: ORIGIN, size: n, root: roots[n] as Uint8Array }, signer);
+  const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, pub);
+  const [a, b] = await Promise.all([spawnWitness(vkey), spawnWitness(vkey)]);
+  assert.equal((await addCheckpoint(a, 0, [], await cp(3))).kind, 'cosigned');
+  const sizes = Array.from({ length: 60 }, (_, i) => 4 + i);
+  const results = await Promise.all(sizes.map(async (n, i) => addCheckpoint(i % 2 ? a : b, 3, consistencyProof(3, n, read), await cp(n))));
+  const accepted = sizes.filter((_, i) => results[i]?.kind === 'cosigned');
+  assert.equal(accepted.length, 1, `exactly one advance from 3, got ${accepted.join(',')}`);
+  for (const r of results) if (r.kind !== 'cosigned') assert.deepEqual(r, { kind: 'conflict', size: accepted[0] });
+  // Both processes agree on what is held.
+  for (const url of [a, b]) assert.deepEqual(await addCheckpoint(url, 0, [], await cp(64)), { kind: 'conflict', size: accepted[0] });
+});
