@@ -46,7 +46,7 @@ export interface CompiledRule {
 
 interface Dimension {
   readonly byKey: Map<Scalar, number[]>;
-  /** Every rule indexed on this input, used when the request lacks it. */
+  /** Every rule indexed on this input (for resource: exact and prefix), used when the request lacks it. */
   readonly all: number[];
 }
 

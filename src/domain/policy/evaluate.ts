@@ -112,22 +112,31 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
   // Candidate buckets. Each rule sits in exactly one dimension, and one request key hits
   // at most one bucket per dimension, so no rule is visited twice.
   const buckets: (readonly number[])[] = [index.always];
-  const action = v[0], agent = v[2], resource = v[1] as string | undefined;
-  if (action === undefined) buckets.push(index.action.all);
-  else { env.steps++; buckets.push(index.action.byKey.get(action) ?? EMPTY); }
-  if (agent === undefined) buckets.push(index.agent.all);
-  else { env.steps++; buckets.push(index.agent.byKey.get(agent) ?? EMPTY); }
-  if (resource === undefined) buckets.push(index.resource.all);
-  else {
-    env.steps++;
-    buckets.push(index.resource.byKey.get(resource) ?? EMPTY);
-    const lengths = index.prefixLengths;
-    for (let i = 0; i < lengths.length; i++) {
-      const length = lengths[i] as number;
-      if (length > resource.length) break;
-      env.steps++;
-      const bucket = index.prefixes.get(resource.slice(0, length));
-      if (bucket !== undefined) buckets.push(bucket);
+  // A dimension holding no rules is not probed (and costs no step). A missing or malformed
+  // indexed input makes every rule of its dimension a candidate: they evaluate UNKNOWN or FALSE.
+  if (index.action.all.length > 0) {
+    const action = v[0];
+    if (action === undefined) buckets.push(index.action.all);
+    else { env.steps++; buckets.push(index.action.byKey.get(action) ?? EMPTY); }
+  }
+  if (index.agent.all.length > 0) {
+    const agent = v[2];
+    if (agent === undefined) buckets.push(index.agent.all);
+    else { env.steps++; buckets.push(index.agent.byKey.get(agent) ?? EMPTY); }
+  }
+  if (index.resource.all.length > 0) {
+    const resource = v[1] as string | undefined;
+    if (resource === undefined) buckets.push(index.resource.all);
+    else {
+      if (index.resource.byKey.size > 0) { env.steps++; buckets.push(index.resource.byKey.get(resource) ?? EMPTY); }
+      const lengths = index.prefixLengths;
+      for (let i = 0; i < lengths.length; i++) {
+        const length = lengths[i] as number;
+        if (length > resource.length) break;
+        env.steps++;
+        const bucket = index.prefixes.get(resource.slice(0, length));
+        if (bucket !== undefined) buckets.push(bucket);
+      }
     }
   }
 
