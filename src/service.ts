@@ -10,6 +10,8 @@ import { LocalSigner } from './signer/local.ts';
 import type { Signer } from './signer/signer.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
+import { createCommitter } from './store/group-commit.ts';
+import { Authorizer } from './services/authorize/authorize.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -35,7 +37,9 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const store = options.store ?? openStore(storeOptions(config));
   await migrateToLatest(store);
   const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
-  const deps: AppDeps = { config, store, signer, clock: options.clock ?? systemClock };
+  const committer = createCommitter(store);
+  const authorizer = new Authorizer({ store, signer, committer });
+  const deps: AppDeps = { config, store, signer, clock: options.clock ?? systemClock, committer, authorizer };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
   let closing: Promise<void> | undefined;

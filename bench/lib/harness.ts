@@ -38,11 +38,12 @@ export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dat
 
 export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number }
 
-export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; duration?: number; requests?: autocannon.Request[] }): Promise<Load> {
+export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; duration?: number; overallRate?: number; requests?: autocannon.Request[] }): Promise<Load> {
   const r = await autocannon({
     url: opts.url, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body,
     connections: opts.connections ?? 20, duration: opts.duration ?? Number(process.env.BENCH_SECONDS ?? 8),
     ...(opts.requests ? { requests: opts.requests } : {}),
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
   });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }

@@ -4,12 +4,17 @@ import type { Clock } from '../lib/time.ts';
 import type { Signer } from '../signer/signer.ts';
 import type { Store } from '../store/store.ts';
 import type { Role } from '../domain/access/roles.ts';
+import type { Committer } from '../store/group-commit.ts';
+import type { Authorizer } from '../services/authorize/authorize.ts';
 
 export interface AppDeps {
   config: Config;
   store: Store;
   signer: Signer;
   clock: Clock;
+  /** Batches decision transactions (group commit on SQLite). */
+  committer: Committer;
+  authorizer: Authorizer;
 }
 
 /** Who is calling, established afresh on every request (roles are never cached). */

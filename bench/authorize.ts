@@ -1,0 +1,66 @@
+// npm run bench:authorize: POST /v1/authorize on loopback (20-rule policy, cached permit, durable
+// audit writes) beside the bare-Fastify baseline measured in the same run, on SQLite and on
+// PostgreSQL (when reachable). Prints req/s, p50, p99, the ratio to the baseline, p99 at half of
+// the measured maximum, and the server's resident memory.
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { load, startBaseline, startGavel, table, type Load } from './lib/harness.ts';
+import { prepareProject, type Project } from './lib/fixtures.ts';
+
+const PG_URL = process.env.GAVEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const rssMb = (pid: number) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+};
+
+async function measure(name: string, project: Project, baseline: Load) {
+  const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn' });
+  try {
+    const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
+    await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
+    const max = await load(opts);
+    const half = await load({ ...opts, overallRate: Math.max(1, Math.floor(max.rps / 2)) });
+    const rss = rssMb(gavel.child.pid!);
+    return { rows: [
+      { name: `${name}: authorize, max`, load: max, baseline },
+      { name: `${name}: authorize at half max`, load: half, baseline },
+    ], rss };
+  } finally { await gavel.stop(); }
+}
+
+async function pgAvailable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try { await c.connect(); await c.end(); return true; } catch { return false; }
+}
+
+const baselineServer = await startBaseline();
+try {
+  const base = await load({ url: `${baselineServer.url}/baseline`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const rows: Parameters<typeof table>[0] = [{ name: 'baseline: bare Fastify constant JSON', load: base }];
+  const notes: string[] = [];
+  const sqlite = await measure('SQLite', await prepareProject(), base);
+  rows.push(...sqlite.rows);
+  notes.push(`SQLite server RSS after load: ${sqlite.rss.toFixed(0)} MB`);
+  if (await pgAvailable()) {
+    const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    try {
+      const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base);
+      rows.push(...pgr.rows);
+      notes.push(`PostgreSQL server RSS after load: ${pgr.rss.toFixed(0)} MB`);
+    } finally {
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.end();
+    }
+  } else {
+    notes.push(`PostgreSQL not reachable at ${PG_URL}: skipped`);
+  }
+  table(rows);
+  for (const n of notes) process.stdout.write(n + '\n');
+} finally {
+  await baselineServer.stop();
+}

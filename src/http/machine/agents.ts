@@ -1,0 +1,39 @@
+// Freeze, release and state of agents on the machine plane (spec 4.2).
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { machineAuth } from '../auth/api-key.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { freezeAgent, getAgentState, releaseAgent } from '../../services/agents/agents.ts';
+
+export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
+  const tags = ['agents'];
+  const security = [{ apiKey: [] }];
+  app.get('/v1/projects/:projectId/agents/state', {
+    schema: { tags, security, summary: 'Whether an agent is frozen, since when and by whom', params: ProjectParams,
+      querystring: Type.Object({ agent: AgentDid }, { additionalProperties: false }), response: { 200: AgentState, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request) => {
+    const { agent } = request.query as { agent: string };
+    return getAgentState(app.gavel.store.db, request.auth!.projectId, agent);
+  });
+
+  app.post('/v1/projects/:projectId/agents/freeze', {
+    schema: { tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
+      body: FreezeBody, response: { 200: AgentState, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request) => {
+    const body = request.body as { agent: string; reason?: string };
+    const a = request.auth!;
+    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+  });
+
+  app.post('/v1/projects/:projectId/agents/release', {
+    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request) => {
+    const body = request.body as { agent: string };
+    const a = request.auth!;
+    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, at: app.gavel.clock.now().toISOString() }));
+  });
+}

@@ -1,0 +1,87 @@
+// POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { machineAuth } from '../auth/api-key.ts';
+import { Problem } from '../problem.ts';
+import { errorResponses, Money } from '../schemas/common.ts';
+
+export const ExecutionRequest = Type.Object({
+  merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+  operation: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+  payload: Type.Object({}, { additionalProperties: true, description: 'Operation payload, sent to the merchant as JSON' }),
+  nonce: Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$', description: 'Chosen by the caller, unique per action' }),
+}, { additionalProperties: false, description: 'There is no url field: merchants are deployment configuration' });
+
+export const AuthorizeBody = Type.Object({
+  agent: Type.String({ minLength: 8, maxLength: 512, pattern: '^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$', description: 'Agent DID' }),
+  permit: Type.String({ minLength: 1, maxLength: 16384, description: 'Permit artifact: compact JWS, or a delegation chain joined by ~' }),
+  action: Type.String({ minLength: 1, maxLength: 64 }),
+  resource: Type.String({ minLength: 12, maxLength: 512, pattern: '^resource://.+', description: 'resource://<path>' }),
+  amount: Type.Optional(Money),
+  intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),
+  execution: Type.Optional(ExecutionRequest),
+  chain_authorization: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Chain-authorization alternative (deployments that sign for a chain)' })),
+}, { additionalProperties: false });
+export type AuthorizeBodyT = Static<typeof AuthorizeBody>;
+
+export const AuthorizeResponse = Type.Object({
+  decision: Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL'), Type.Literal('REPLAY')]),
+  reason_code: Type.String({ description: 'See docs/reason-codes.md' }),
+  policy_version: Type.Union([Type.Integer(), Type.Null()]),
+  request_id: Type.String(),
+  audit_id: Type.String(),
+  detail: Type.Optional(Type.String({ description: 'Which check failed, for DENY decisions' })),
+  approval_request_id: Type.Optional(Type.String({ description: 'The obligation a REQUIRE_APPROVAL opened' })),
+  execution: Type.Optional(Type.Object({
+    id: Type.String(),
+    status: Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')]),
+  }, { description: 'Present only when the decision is ALLOW (or REPLAY) and an execution was requested' })),
+});
+
+/** Refusals the schema cannot name precisely: both alternatives, and a url inside execution. */
+export function refuseAmbiguousRequest(body: unknown): void {
+  if (typeof body !== 'object' || body === null) return;
+  const b = body as Record<string, unknown>;
+  if (b.execution !== undefined && b.chain_authorization !== undefined) {
+    throw new Problem(400, 'both_execution_and_chain_authorization',
+      'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous');
+  }
+  const exec = b.execution;
+  if (typeof exec === 'object' && exec !== null && 'url' in exec) {
+    throw new Problem(400, 'execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
+      { errors: [{ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' }] });
+  }
+  if (b.chain_authorization !== undefined) {
+    throw new Problem(422, 'chain_authorization_unavailable', 'this deployment does not sign for a chain');
+  }
+}
+
+export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
+  const auth = machineAuth();
+  app.post('/v1/authorize', {
+    schema: {
+      tags: ['decision'], summary: 'Decide whether an agent may perform an action on a resource',
+      security: [{ apiKey: [] }],
+      body: AuthorizeBody,
+      response: { 200: AuthorizeResponse, ...errorResponses() },
+    },
+    preValidation: async (request, reply) => {
+      await auth(request);
+      refuseAmbiguousRequest(request.body);
+    },
+  }, async (request) => {
+    const body = request.body as AuthorizeBodyT;
+    const { gavel } = app;
+    const a = request.auth!;
+    const record = await gavel.authorizer.decide(
+      { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now() },
+      { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}) },
+    );
+    return {
+      decision: record.decision, reason_code: record.reason_code, policy_version: record.policy_version,
+      request_id: record.request_id, audit_id: record.audit_id,
+      ...(record.detail ? { detail: record.detail } : {}),
+      ...(record.approval_request_id ? { approval_request_id: record.approval_request_id } : {}),
+    };
+  });
+}

@@ -1,0 +1,18 @@
+import { Type } from 'typebox';
+
+export const AgentDid = Type.String({ minLength: 8, maxLength: 512, pattern: '^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$', description: 'Agent DID' });
+
+export const AgentState = Type.Object({
+  agent: AgentDid,
+  frozen: Type.Boolean(),
+  frozen_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is frozen' }),
+  frozen_by: Type.Union([Type.String(), Type.Null()], { description: 'Who froze it (principal or API key id)' }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const FreezeBody = Type.Object({
+  agent: AgentDid,
+  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+}, { additionalProperties: false });
+
+export const ReleaseBody = Type.Object({ agent: AgentDid }, { additionalProperties: false });

@@ -1,0 +1,61 @@
+// Agents: registered by DID per project; frozen and released by people or platform keys.
+// Freezing takes effect on the next decision, including one in flight: the decision re-reads the
+// agent row inside its own transaction, under a lock that a freeze must wait for (PostgreSQL) or
+// behind the single writer (SQLite).
+
+import { Problem } from '../../http/problem.ts';
+import type { Dialect, Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+
+export interface AgentState {
+  agent: string;
+  frozen: boolean;
+  frozen_at: string | null;
+  frozen_by: string | null;
+  reason: string | null;
+}
+
+/** Makes sure the agent has a row (so it can be locked), without changing an existing one. */
+export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null): Promise<void> {
+  await trx.insertInto('agents').values({
+    project_id: projectId, did, name, created_at: at, created_by: actor, frozen_at: null, frozen_by: null, frozen_reason: null,
+  }).onConflict((oc) => oc.columns(['project_id', 'did']).doNothing()).execute();
+}
+
+/** The agent's frozen state, read under a share lock that a concurrent freeze must wait for. */
+export async function lockAgentState(trx: Tx, dialect: Dialect, projectId: string, did: string): Promise<{ frozen_at: string | null } | undefined> {
+  let q = trx.selectFrom('agents').select('frozen_at').where('project_id', '=', projectId).where('did', '=', did);
+  if (dialect === 'postgres') q = q.forShare();
+  return q.executeTakeFirst();
+}
+
+export async function freezeAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {
+  await ensureAgent(trx, input.projectId, input.did, input.actor, input.at);
+  const row = await trx.updateTable('agents')
+    .set({ frozen_at: input.at, frozen_by: input.actor, frozen_reason: input.reason })
+    .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is', null)
+    .returning(['frozen_at', 'frozen_by', 'frozen_reason']).executeTakeFirst();
+  if (!row) {
+    const current = await getAgentState(trx, input.projectId, input.did);
+    throw new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
+  }
+  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, data: { agent: input.did, reason: input.reason } });
+  return { agent: input.did, frozen: true, frozen_at: row.frozen_at, frozen_by: row.frozen_by, reason: row.frozen_reason };
+}
+
+export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; at: string }): Promise<AgentState> {
+  const row = await trx.updateTable('agents')
+    .set({ frozen_at: null, frozen_by: null, frozen_reason: null })
+    .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
+    .returning('did').executeTakeFirst();
+  if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
+  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did } });
+  return { agent: input.did, frozen: false, frozen_at: null, frozen_by: null, reason: null };
+}
+
+export async function getAgentState(trx: Tx | import('../../store/store.ts').Db, projectId: string, did: string): Promise<AgentState> {
+  const row = await trx.selectFrom('agents').select(['frozen_at', 'frozen_by', 'frozen_reason'])
+    .where('project_id', '=', projectId).where('did', '=', did).executeTakeFirst();
+  return { agent: did, frozen: Boolean(row?.frozen_at), frozen_at: row?.frozen_at ?? null, frozen_by: row?.frozen_by ?? null, reason: row?.frozen_reason ?? null };
+}
+

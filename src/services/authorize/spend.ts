@@ -1,0 +1,33 @@
+// Spends a permit's live limits atomically with the decision: for each link carrying a budget or a
+// use count, a conditional UPDATE adds the amount only if the result stays within the limit. The
+// row lock the UPDATE takes serializes concurrent spenders on PostgreSQL; SQLite has one writer.
+// Any refusal rolls back every counter of this request (savepoint), so a DENY spends nothing.
+import { sql } from 'kysely';
+import type { LiveCounter, Money } from '../../domain/permit/index.ts';
+import type { Tx } from '../../store/store.ts';
+
+export type SpendResult = { ok: true } | { ok: false; detail: string };
+
+export async function spendLimits(trx: Tx, projectId: string, counters: LiveCounter[], amount: Money | undefined): Promise<SpendResult> {
+  if (counters.length === 0) return { ok: true };
+  await sql`savepoint spend`.execute(trx);
+  for (const c of counters) {
+    const minor = c.budget ? (amount?.minor ?? 0) : 0;
+    await trx.insertInto('permit_usage').values({ commitment: c.commitment, project_id: projectId, spent_minor: 0, currency: c.budget?.currency ?? null, uses: 0 })
+      .onConflict((oc) => oc.column('commitment').doNothing()).execute();
+    let q = trx.updateTable('permit_usage')
+      .set((eb) => ({ spent_minor: eb('spent_minor', '+', minor), uses: eb('uses', '+', 1) }))
+      .where('commitment', '=', c.commitment);
+    if (c.budget) q = q.where(sql<boolean>`spent_minor + ${minor} <= ${c.budget.minor}`);
+    if (c.max_uses !== undefined) q = q.where(sql<boolean>`uses + 1 <= ${c.max_uses}`);
+    const updated = await q.returning('commitment').executeTakeFirst();
+    if (!updated) {
+      await sql`rollback to savepoint spend`.execute(trx);
+      await sql`release savepoint spend`.execute(trx);
+      const what = c.link === 0 ? 'the permit' : `delegation link ${c.link} of the permit`;
+      return { ok: false, detail: c.budget && minor > 0 ? `${what} has not enough budget left for this amount (budget_exhausted)` : `${what} has no uses left (uses_exhausted)` };
+    }
+  }
+  await sql`release savepoint spend`.execute(trx);
+  return { ok: true };
+}

@@ -1,0 +1,92 @@
+// Issuing, listing and revoking permits. Root permits are signed through the Signer with the
+// project's permit key; revoking a permit revokes every permit delegated from it, because every
+// decision checks each commitment of the presented chain against this table.
+import { randomUUID } from 'node:crypto';
+import { issuePermit, permitCommitment, PermitError, type GavelConstraints } from '../../domain/permit/index.ts';
+import { Problem } from '../../http/problem.ts';
+import type { Signer } from '../../signer/signer.ts';
+import type { Db, Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+import { ensureAgent } from '../agents/agents.ts';
+
+/** The Signer key that signs a project's permits. */
+export const permitKeyName = (projectId: string) => `permit-${projectId}`;
+
+export interface IssueInput {
+  projectId: string;
+  agent: string;
+  constraints: Omit<GavelConstraints, 'parent'>;
+  notBefore?: Date;
+  expiresAt: Date;
+  actor: string;
+  now: Date;
+}
+
+export interface PermitView {
+  commitment: string;
+  agent: string;
+  parent: string | null;
+  claims: unknown;
+  issued_by: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  status: 'active' | 'revoked' | 'expired';
+}
+
+/** Signs a permit (outside any transaction: signing may be remote), then records it. */
+export async function signRootPermit(signer: Signer, input: IssueInput): Promise<string> {
+  const iat = Math.floor(input.now.getTime() / 1000);
+  try {
+    return await issuePermit(signer, permitKeyName(input.projectId), {
+      aud: input.projectId, sub: input.agent, jti: randomUUID(), iat,
+      nbf: input.notBefore ? Math.floor(input.notBefore.getTime() / 1000) : iat,
+      exp: Math.floor(input.expiresAt.getTime() / 1000),
+      gavel: input.constraints,
+    });
+  } catch (e) {
+    if (e instanceof PermitError) throw new Problem(422, 'invalid_permit_claims', e.message);
+    throw e;
+  }
+}
+
+export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string): Promise<PermitView> {
+  const commitment = permitCommitment(jws);
+  const at = input.now.toISOString();
+  const claims = JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8'));
+  await ensureAgent(trx, input.projectId, input.agent, input.actor, at);
+  await trx.insertInto('permits').values({
+    commitment, project_id: input.projectId, agent: input.agent, jws, parent: null, claims: JSON.stringify(claims),
+    issued_by: input.actor, created_at: at, expires_at: input.expiresAt.toISOString(), revoked_at: null, revoked_by: null,
+  }).execute();
+  await recordAudit(trx, { projectId: input.projectId, kind: 'permit.issued', actor: input.actor, data: { commitment, agent: input.agent, constraints: input.constraints, expires_at: input.expiresAt.toISOString() } });
+  return view({ commitment, agent: input.agent, parent: null, claims: JSON.stringify(claims), issued_by: input.actor, created_at: at, expires_at: input.expiresAt.toISOString(), revoked_at: null, revoked_by: null }, input.now);
+}
+
+export async function revokePermit(trx: Tx, input: { projectId: string; commitment: string; actor: string; now: Date }): Promise<PermitView> {
+  const at = input.now.toISOString();
+  const row = await trx.updateTable('permits').set({ revoked_at: at, revoked_by: input.actor })
+    .where('project_id', '=', input.projectId).where('commitment', '=', input.commitment).where('revoked_at', 'is', null)
+    .returningAll().executeTakeFirst();
+  if (!row) {
+    const exists = await trx.selectFrom('permits').select('revoked_at').where('project_id', '=', input.projectId).where('commitment', '=', input.commitment).executeTakeFirst();
+    if (!exists) throw new Problem(404, 'not_found', 'no permit with this commitment in the project');
+    throw new Problem(409, 'already_revoked', `the permit was revoked at ${exists.revoked_at}`);
+  }
+  await recordAudit(trx, { projectId: input.projectId, kind: 'permit.revoked', actor: input.actor, data: { commitment: input.commitment } });
+  return view(row, input.now);
+}
+
+/** True when any commitment of the chain is revoked (checked live on every decision). */
+export async function anyRevoked(trx: Tx | Db, chain: string[]): Promise<boolean> {
+  const row = await trx.selectFrom('permits').select('commitment')
+    .where('commitment', 'in', chain).where('revoked_at', 'is not', null).executeTakeFirst();
+  return row !== undefined;
+}
+
+type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };
+export function view(row: Row, now: Date): PermitView {
+  const status = row.revoked_at ? 'revoked' : row.expires_at <= now.toISOString() ? 'expired' : 'active';
+  return { ...row, claims: JSON.parse(row.claims), status };
+}

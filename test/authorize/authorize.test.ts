@@ -1,0 +1,211 @@
+// POST /v1/authorize end to end: every reason code, the meet of the conjuncts, audit durability,
+// live revocation of delegation chains, freezing, and budgets that are never overspent.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
+
+const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
+
+for (const backend of backends()) {
+  describe(`authorize on ${backend.name}`, () => {
+    let svc: TestService;
+    let key: { authorization: string };
+    const authorize = (body: Record<string, unknown>, headers = key) =>
+      svc.app.inject({ method: 'POST', url: '/v1/authorize', headers, payload: body });
+
+    before(async () => {
+      svc = await startService(backend);
+      key = await svc.keyHeader([]);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('no active policy: DENY no_active_policy, audited', async () => {
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, PAY);
+      const res = await authorize({ agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } });
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json();
+      assert.equal(body.decision, 'DENY');
+      assert.equal(body.reason_code, 'no_active_policy');
+      assert.equal(body.policy_version, null);
+      const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', body.audit_id).executeTakeFirstOrThrow();
+      assert.equal(event.kind, 'decision');
+    });
+
+    test('ALLOW by policy with a covering permit; the response is exactly spec 2.4 and its audit event is committed', async () => {
+      const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws, commitment } = await issue(svc, agent.did, PAY);
+      const res = await authorize({ agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 500, currency: 'EUR' } });
+      const body = res.json();
+      assert.deepEqual(Object.keys(body).sort(), ['audit_id', 'decision', 'policy_version', 'reason_code', 'request_id']);
+      assert.equal(body.decision, 'ALLOW');
+      assert.equal(body.reason_code, 'policy_allow');
+      assert.equal(body.policy_version, version);
+      assert.equal(body.request_id, res.headers['x-request-id']);
+      assert.ok(!('execution' in body), 'no execution requested: the field is absent');
+      const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', body.audit_id).executeTakeFirstOrThrow();
+      const data = JSON.parse(event.data);
+      assert.equal(data.decision, 'ALLOW');
+      assert.equal(data.permit_commitment, commitment);
+      assert.deepEqual(data.matched_rules, ['pay-small']);
+      assert.equal(data.request_id, body.request_id);
+      assert.equal(data.policy_version, version);
+      const decision = await svc.ts.store.db.selectFrom('decisions').selectAll().where('audit_id', '=', body.audit_id).executeTakeFirstOrThrow();
+      assert.equal(decision.decision, 'ALLOW');
+    });
+
+    test('every reason code is reached', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const other = newAgent();
+      const { jws } = await issue(svc, agent.did, PAY);
+      const cases: [string, Record<string, unknown>, string, string, RegExp?][] = [
+        ['policy allow', { action: 'read', resource: 'resource://docs/a' }, 'ALLOW', 'policy_allow'],
+        ['policy deny', { action: 'read', resource: 'resource://docs/secret/x' }, 'DENY', 'policy_deny'],
+        ['no rule', { action: 'read', resource: 'resource://shop/catalog' }, 'DENY', 'no_matching_rule'],
+        ['approval', { action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } }, 'REQUIRE_APPROVAL', 'policy_require_approval'],
+        ['currency mismatch', { action: 'pay', resource: 'resource://shop/1', amount: { minor: 5, currency: 'USD' } }, 'DENY', 'indeterminate_currency_mismatch'],
+        ['action not in permit', { action: 'refund', resource: 'resource://shop/1' }, 'DENY', 'permit_invalid', /action_not_covered/],
+        ['resource not in permit', { action: 'read', resource: 'resource://bank/1' }, 'DENY', 'permit_invalid', /resource_not_covered/],
+        ['someone else\'s permit', { agent: other.did, action: 'read', resource: 'resource://docs/a' }, 'DENY', 'permit_invalid', /subject_mismatch/],
+        ['tampered permit', { permit: jws.slice(0, -4) + (jws.endsWith('AAAA') ? 'BBBB' : 'AAAA'), action: 'read', resource: 'resource://docs/a' }, 'DENY', 'permit_invalid', /signature|malformed/],
+        ['garbage permit', { permit: 'not-a-permit', action: 'read', resource: 'resource://docs/a' }, 'DENY', 'permit_invalid', /malformed/],
+      ];
+      for (const [name, over, decision, reason, detail] of cases) {
+        const res = await authorize({ agent: agent.did, permit: jws, ...over });
+        assert.equal(res.statusCode, 200, `${name}: ${res.body}`);
+        const body = res.json();
+        assert.equal(body.decision, decision, `${name}: ${res.body}`);
+        assert.equal(body.reason_code, reason, `${name}: ${res.body}`);
+        if (detail) assert.match(body.detail, detail, name);
+        if (decision === 'REQUIRE_APPROVAL') {
+          assert.match(body.approval_request_id, /^apr_/);
+          const obligation = await svc.ts.store.db.selectFrom('approval_requests').selectAll().where('id', '=', body.approval_request_id).executeTakeFirstOrThrow();
+          assert.equal(obligation.status, 'pending');
+          assert.equal(obligation.amount_minor, 50_000);
+        }
+      }
+      const expired = await issue(svc, agent.did, PAY, { ttlSeconds: -10, notBefore: new Date(Date.now() - 60_000) });
+      const res = await authorize({ agent: agent.did, permit: expired.jws, action: 'read', resource: 'resource://docs/a' });
+      assert.equal(res.json().reason_code, 'permit_invalid');
+      assert.match(res.json().detail, /expired/);
+    });
+
+    test('meet: a frozen agent is denied whatever it presents, and released it may act again', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, PAY);
+      const req = { agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' };
+      assert.equal((await authorize(req)).json().decision, 'ALLOW');
+      const frozen = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did, reason: 'suspicious' } });
+      assert.equal(frozen.statusCode, 200, frozen.body);
+      assert.equal(frozen.json().frozen, true);
+      for (const over of [{}, { permit: 'garbage' }, { action: 'pay', amount: { minor: 50_000, currency: 'EUR' }, resource: 'resource://shop/1' }]) {
+        const res = (await authorize({ ...req, ...over })).json();
+        assert.equal(res.decision, 'DENY');
+        assert.equal(res.reason_code, 'agent_frozen');
+      }
+      const state = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent.did)}`, headers: key });
+      assert.equal(state.json().frozen, true);
+      assert.equal(state.json().reason, 'suspicious');
+      assert.match(state.json().frozen_by, /^key_/);
+      const again = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did } });
+      assert.equal(again.statusCode, 409);
+      const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did } });
+      assert.equal(released.statusCode, 200);
+      assert.equal((await authorize(req)).json().decision, 'ALLOW');
+      const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'agent.%').execute()).map((e) => e.kind);
+      assert.ok(kinds.includes('agent.frozen') && kinds.includes('agent.released'));
+    });
+
+    test('revoking a parent permit denies every permit delegated from it, on the next decision', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const parent = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, parent.did, PAY);
+      const chain = await delegate(root.jws, parent, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const req = { agent: child.did, permit: chain, action: 'read', resource: 'resource://docs/a' };
+      assert.equal((await authorize(req)).json().decision, 'ALLOW');
+      // The delegate cannot use its permit beyond what it was given.
+      assert.equal((await authorize({ ...req, action: 'pay', resource: 'resource://shop/1', amount: { minor: 1, currency: 'EUR' } })).json().reason_code, 'permit_invalid');
+      await svc.ts.store.transaction(async (trx) => {
+        const { revokePermit } = await import('../../src/services/permits/permits.ts');
+        await revokePermit(trx, { projectId: svc.projectId, commitment: root.commitment, actor: 'system', now: new Date() });
+      });
+      const denied = (await authorize(req)).json();
+      assert.equal(denied.decision, 'DENY');
+      assert.match(denied.detail, /revoked/);
+    });
+
+    test(`a budget admitting exactly k requests is never overspent under a 200-way race`, async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const k = 7;
+      const { jws, commitment } = await issue(svc, agent.did, { ...PAY, budget: { minor: k * 100, currency: 'EUR' } });
+      const results = await Promise.all(Array.from({ length: 200 }, () =>
+        authorize({ agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } })));
+      const decisions = results.map((r) => r.json());
+      assert.equal(decisions.filter((d) => d.decision === 'ALLOW').length, k);
+      for (const d of decisions.filter((x) => x.decision === 'DENY')) assert.match(d.detail, /budget_exhausted/);
+      const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+      assert.equal(usage.spent_minor, k * 100);
+      assert.equal(usage.uses, k);
+    });
+
+    test('a use count admits exactly max_uses, and a DENY spends nothing', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws, commitment } = await issue(svc, agent.did, { ...PAY, max_uses: 3 });
+      // A policy DENY first: it must not spend a use.
+      assert.equal((await authorize({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/secret/a' })).json().decision, 'DENY');
+      const results = await Promise.all(Array.from({ length: 20 }, () => authorize({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' })));
+      assert.equal(results.filter((r) => r.json().decision === 'ALLOW').length, 3);
+      const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+      assert.equal(usage.uses, 3);
+    });
+
+    test('bad requests are refused with precise codes before any decision', async () => {
+      const agent = newAgent();
+      const base = { agent: agent.did, permit: 'x', action: 'read', resource: 'resource://docs/a' };
+      const before = (await svc.ts.store.db.selectFrom('decisions').select('id').execute()).length;
+      const cases: [Record<string, unknown>, number, string, string?][] = [
+        [{ ...base, action: 'a'.repeat(65) }, 400, 'invalid_request', '/action'],
+        [{ ...base, resource: 'resource://' + 'a'.repeat(512) }, 400, 'invalid_request', '/resource'],
+        [{ ...base, resource: 'https://evil' }, 400, 'invalid_request', '/resource'],
+        [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
+        [{ ...base, amount: { minor: 1.5, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
+        [{ ...base, amount: { minor: '100', currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
+        [{ ...base, amount: { minor: -1, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
+        [{ ...base, amount: { minor: 2 ** 53, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
+        [{ ...base, amount: { minor: 1, currency: 'euro' } }, 400, 'invalid_request', '/amount/currency'],
+        [{ ...base, extra: 1 }, 400, 'invalid_request', '/extra'],
+        [{ agent: agent.did }, 400, 'invalid_request', '/permit'],
+        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } }, 400, 'execution_url_not_allowed'],
+        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n' }, chain_authorization: {} }, 400, 'both_execution_and_chain_authorization'],
+      ];
+      for (const [body, status, code, pointer] of cases) {
+        const res = await authorize(body);
+        assert.equal(res.statusCode, status, `${JSON.stringify(body).slice(0, 80)}: ${res.body}`);
+        assert.equal(res.json().code, code);
+        if (pointer) assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
+      }
+      assert.equal((await svc.ts.store.db.selectFrom('decisions').select('id').execute()).length, before, 'no decision was recorded');
+    });
+
+    test('a missing, malformed, wrong or revoked key is 401 unauthorized', async () => {
+      const member = await svc.member([]);
+      const body = { agent: newAgent().did, permit: 'x', action: 'read', resource: 'resource://docs/a' };
+      for (const authorization of [undefined, 'Bearer', 'Basic abc', 'Bearer gvl_short', `Bearer gvl_${'A'.repeat(43)}`]) {
+        const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: authorization ? { authorization } : {}, payload: body });
+        assert.equal(res.statusCode, 401);
+        assert.equal(res.json().code, 'unauthorized');
+      }
+      await svc.ts.store.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', member.keyId).execute();
+      const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: `Bearer ${member.key}` }, payload: body });
+      assert.equal(res.statusCode, 401);
+    });
+  });
+}
