@@ -1,4 +1,5 @@
 // The whole database as Kysely sees it: one interface per capability, merged here.
 import type { CoreTables } from './core.ts';
+import type { IdentityTables } from './identity.ts';
 
-export interface Database extends CoreTables {}
+export interface Database extends CoreTables, IdentityTables {}
