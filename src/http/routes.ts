@@ -1,6 +1,7 @@
 // Every route group of the service, registered in this order. One line per capability.
 import type { FastifyPluginAsync } from 'fastify';
 import { systemRoutes } from './system/routes.ts';
+<<<<<<< HEAD
 import { authorizeRoutes } from './machine/authorize.ts';
 import { machineAgentRoutes } from './machine/agents.ts';
 
@@ -8,4 +9,19 @@ export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
   authorizeRoutes,
   machineAgentRoutes,
+=======
+import { consoleAuthRoutes } from './console/auth.ts';
+import { consoleProjectRoutes } from './console/projects.ts';
+import { consoleMemberRoutes } from './console/members.ts';
+import { consoleApiKeyRoutes } from './console/api-keys.ts';
+import { machineIdentityRoutes } from './machine/identity.ts';
+
+export const routeGroups: FastifyPluginAsync[] = [
+  systemRoutes,
+  consoleAuthRoutes,
+  consoleProjectRoutes,
+  consoleMemberRoutes,
+  consoleApiKeyRoutes,
+  machineIdentityRoutes,
+>>>>>>> identity
 ];
