@@ -1,20 +1,13 @@
 // Every route group of the service, registered in this order. One line per capability.
 import type { FastifyPluginAsync } from 'fastify';
 import { systemRoutes } from './system/routes.ts';
-<<<<<<< HEAD
-import { authorizeRoutes } from './machine/authorize.ts';
-import { machineAgentRoutes } from './machine/agents.ts';
-
-export const routeGroups: FastifyPluginAsync[] = [
-  systemRoutes,
-  authorizeRoutes,
-  machineAgentRoutes,
-=======
 import { consoleAuthRoutes } from './console/auth.ts';
 import { consoleProjectRoutes } from './console/projects.ts';
 import { consoleMemberRoutes } from './console/members.ts';
 import { consoleApiKeyRoutes } from './console/api-keys.ts';
 import { machineIdentityRoutes } from './machine/identity.ts';
+import { authorizeRoutes } from './machine/authorize.ts';
+import { machineAgentRoutes } from './machine/agents.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -23,5 +16,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleMemberRoutes,
   consoleApiKeyRoutes,
   machineIdentityRoutes,
->>>>>>> identity
+  authorizeRoutes,
+  machineAgentRoutes,
 ];
