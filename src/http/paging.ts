@@ -24,3 +24,14 @@ export function page<T extends { id: string }>(rows: T[], limit: number): { item
   const last = items[items.length - 1];
   return { items, next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null };
 }
+
+/** Cursors over a composite sort key (e.g. `created_at~commitment`) rather than an id. */
+export const encodeKeyCursor = (key: string): string => Buffer.from(JSON.stringify({ k: key })).toString('base64url');
+export function decodeKeyCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof parsed?.k === 'string' && parsed.k.length <= 300) return parsed.k;
+  } catch { /* fall through */ }
+  throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
+}

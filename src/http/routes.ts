@@ -8,6 +8,8 @@ import { consoleApiKeyRoutes } from './console/api-keys.ts';
 import { machineIdentityRoutes } from './machine/identity.ts';
 import { authorizeRoutes } from './machine/authorize.ts';
 import { machineAgentRoutes } from './machine/agents.ts';
+import { consoleAgentRoutes } from './console/agents.ts';
+import { consolePermitRoutes } from './console/permits.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -18,4 +20,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   machineIdentityRoutes,
   authorizeRoutes,
   machineAgentRoutes,
+  consoleAgentRoutes,
+  consolePermitRoutes,
 ];

@@ -1,0 +1,101 @@
+// Agents in the console: register, list, inspect, freeze and release (spec 4.7).
+// Freezing is an emergency stop, so every role that oversees agents may pull it.
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { consoleAuth } from '../auth/session.ts';
+import { Problem, notFound } from '../problem.ts';
+import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
+import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { freezeAgent, releaseAgent } from '../../services/agents/agents.ts';
+import { recordAudit } from '../../services/audit/record.ts';
+
+const READERS = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'] as const;
+const MANAGERS = ['ADMIN', 'PERMIT_ISSUER'] as const;
+const STOPPERS = ['ADMIN', 'PERMIT_ISSUER', 'APPROVER'] as const;
+
+const AgentView = Type.Object({
+  did: AgentDid,
+  name: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  created_by: Type.String(),
+  ...AgentState.properties,
+});
+type Row = { did: string; name: string | null; created_at: string; created_by: string; frozen_at: string | null; frozen_by: string | null; frozen_reason: string | null };
+const toView = (r: Row) => ({
+  did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by,
+  agent: r.did, frozen: Boolean(r.frozen_at), frozen_at: r.frozen_at, frozen_by: r.frozen_by, reason: r.frozen_reason,
+});
+
+const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false });
+
+export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
+  const tags = ['agents'];
+  const P = '/v1/console/projects/:projectId/agents';
+
+  app.post(P, {
+    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses() } },
+    preValidation: consoleAuth([...MANAGERS]),
+  }, async (request, reply) => {
+    const body = request.body as Static<typeof CreateAgentBody>;
+    const a = request.auth!;
+    const at = app.gavel.clock.now().toISOString();
+    const row = await app.gavel.store.transaction(async (trx) => {
+      const inserted = await trx.insertInto('agents').values({
+        project_id: a.projectId, did: body.did, name: body.name ?? null, created_at: at, created_by: a.actor, frozen_at: null, frozen_by: null, frozen_reason: null,
+      }).onConflict((oc) => oc.columns(['project_id', 'did']).doNothing()).returningAll().executeTakeFirst();
+      if (!inserted) throw new Problem(409, 'agent_exists', 'this agent is already registered in the project');
+      await recordAudit(trx, { projectId: a.projectId, kind: 'agent.registered', actor: a.actor, data: { agent: body.did, name: body.name ?? null } });
+      return inserted;
+    });
+    return reply.code(201).send(toView(row));
+  });
+
+  app.get(P, {
+    schema: { tags, summary: 'Agents of the project, newest first', params: ProjectParams, querystring: PageQuery,
+      response: { 200: Type.Object({ agents: Type.Array(AgentView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+    preValidation: consoleAuth([...READERS]),
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit?: number };
+    const limit = q.limit ?? 50;
+    const before = decodeKeyCursor(q.cursor);
+    let query = app.gavel.store.db.selectFrom('agents').selectAll().where('project_id', '=', request.auth!.projectId);
+    if (before) {
+      const [at = '', did = ''] = before.split('~');
+      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('did', '<', did)])]));
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('did', 'desc').limit(limit + 1).execute();
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return { agents: items.map(toView), next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.did}`) : null };
+  });
+
+  app.get(`${P}/:agentDid`, {
+    schema: { tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDid }, { additionalProperties: false }),
+      response: { 200: AgentView, ...errorResponses() } },
+    preValidation: consoleAuth([...READERS]),
+  }, async (request) => {
+    const { agentDid } = request.params as { agentDid: string };
+    const row = await app.gavel.store.db.selectFrom('agents').selectAll().where('project_id', '=', request.auth!.projectId).where('did', '=', agentDid).executeTakeFirst();
+    if (!row) throw notFound('no such agent in the project');
+    return toView(row);
+  });
+
+  app.post(`${P}/freeze`, {
+    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses() } },
+    preValidation: consoleAuth([...STOPPERS]),
+  }, async (request) => {
+    const body = request.body as Static<typeof FreezeBody>;
+    const a = request.auth!;
+    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+  });
+
+  app.post(`${P}/release`, {
+    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses() } },
+    preValidation: consoleAuth([...MANAGERS]),
+  }, async (request) => {
+    const body = request.body as Static<typeof ReleaseBody>;
+    const a = request.auth!;
+    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, at: app.gavel.clock.now().toISOString() }));
+  });
+}

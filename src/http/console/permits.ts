@@ -1,0 +1,99 @@
+// Permits in the console: PERMIT_ISSUER issues and revokes; readers list them (spec 4.7).
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { consoleAuth } from '../auth/session.ts';
+import { Problem, notFound } from '../problem.ts';
+import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
+import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
+import { recordIssuedPermit, revokePermit, signRootPermit, view } from '../../services/permits/permits.ts';
+import type { Static } from 'typebox';
+
+const ISSUERS = ['PERMIT_ISSUER'] as const;
+const READERS = ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] as const;
+const CommitmentParams = Type.Object({ projectId: ProjectParams.properties.projectId, commitment: Commitment }, { additionalProperties: false });
+
+export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
+  const tags = ['permits'];
+  const P = '/v1/console/projects/:projectId/permits';
+
+  app.post(P, {
+    schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
+      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses() } },
+    preValidation: consoleAuth([...ISSUERS]),
+  }, async (request, reply) => {
+    const body = request.body as Static<typeof IssuePermitBody>;
+    const now = app.gavel.clock.now();
+    const expiresAt = new Date(body.expires_at);
+    const notBefore = body.not_before ? new Date(body.not_before) : undefined;
+    const errors = [];
+    if (expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
+    if (notBefore && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
+    for (const f of ['max_per_request', 'budget'] as const) {
+      if (body[f] && body.max_per_request && body.budget && body.max_per_request.currency !== body.budget.currency) {
+        errors.push({ pointer: `/${f}`, code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
+        break;
+      }
+    }
+    if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
+    const input = {
+      projectId: request.auth!.projectId, agent: body.agent, actor: request.auth!.actor, now, expiresAt,
+      ...(notBefore ? { notBefore } : {}),
+      constraints: {
+        actions: body.actions, resources: body.resources,
+        ...(body.max_per_request ? { max_per_request: body.max_per_request } : {}),
+        ...(body.budget ? { budget: body.budget } : {}),
+        ...(body.max_uses !== undefined ? { max_uses: body.max_uses } : {}),
+      },
+    };
+    const jws = await signRootPermit(app.gavel.signer, input);
+    const permit = await app.gavel.store.transaction((trx) => recordIssuedPermit(trx, input, jws));
+    return reply.code(201).send({ permit: jws, ...permit });
+  });
+
+  app.get(P, {
+    schema: { tags, summary: 'Permits of the project, newest first', params: ProjectParams,
+      querystring: Type.Object({ ...PageQuery.properties, agent: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false }),
+      response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+    preValidation: consoleAuth([...READERS]),
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit?: number; agent?: string };
+    const limit = q.limit ?? 50;
+    const before = decodeKeyCursor(q.cursor);
+    let query = app.gavel.store.db.selectFrom('permits').selectAll().where('project_id', '=', request.auth!.projectId);
+    if (q.agent) query = query.where('agent', '=', q.agent);
+    // Commitments are not time-ordered: page by (created_at, commitment), newest first.
+    if (before) {
+      const [at = '', c = ''] = before.split('~');
+      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('commitment', '<', c)])]));
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('commitment', 'desc').limit(limit + 1).execute();
+    const now = app.gavel.clock.now();
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      permits: items.map((r) => view(r, now)),
+      next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.commitment}`) : null,
+    };
+  });
+
+  app.get(`${P}/:commitment`, {
+    schema: { tags, summary: 'One permit', params: CommitmentParams, response: { 200: PermitView, ...errorResponses() } },
+    preValidation: consoleAuth([...READERS]),
+  }, async (request) => {
+    const { commitment } = request.params as { commitment: string };
+    const row = await app.gavel.store.db.selectFrom('permits').selectAll().where('project_id', '=', request.auth!.projectId).where('commitment', '=', commitment).executeTakeFirst();
+    if (!row) throw notFound('no permit with this commitment in the project');
+    return view(row, app.gavel.clock.now());
+  });
+
+  app.post(`${P}/:commitment/revoke`, {
+    schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
+      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses() } },
+    preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
+  }, async (request) => {
+    const { commitment } = request.params as { commitment: string };
+    return app.gavel.store.transaction((trx) => revokePermit(trx, { projectId: request.auth!.projectId, commitment, actor: request.auth!.actor, now: app.gavel.clock.now() }));
+  });
+}
+

@@ -1,0 +1,29 @@
+import { Type } from 'typebox';
+import { Money } from './common.ts';
+import { AgentDid } from './agents.ts';
+
+export const Commitment = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'permit_commitment: SHA-256 (hex) of the permit' });
+
+export const IssuePermitBody = Type.Object({
+  agent: AgentDid,
+  actions: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 64, description: 'Action names, or "*"' }),
+  resources: Type.Array(Type.String({ minLength: 12, maxLength: 512, pattern: '^resource://' }), { minItems: 1, maxItems: 64, description: 'resource:// patterns; a trailing * matches any remainder' }),
+  max_per_request: Type.Optional(Money),
+  budget: Type.Optional(Money),
+  max_uses: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
+  not_before: Type.Optional(Type.String({ format: 'date-time' })),
+  expires_at: Type.String({ format: 'date-time', description: 'When the permit stops verifying' }),
+}, { additionalProperties: false });
+
+export const PermitView = Type.Object({
+  commitment: Commitment,
+  agent: Type.String(),
+  parent: Type.Union([Type.String(), Type.Null()]),
+  claims: Type.Object({}, { additionalProperties: true }),
+  issued_by: Type.String(),
+  created_at: Type.String(),
+  expires_at: Type.String(),
+  revoked_at: Type.Union([Type.String(), Type.Null()]),
+  revoked_by: Type.Union([Type.String(), Type.Null()]),
+  status: Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]),
+});
