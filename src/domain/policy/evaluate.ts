@@ -49,10 +49,10 @@ function fill(env: Env, input: unknown, reads: number): void {
   }
   const r = input as Record<string, unknown>;
   const v = env.v;
-  const raw = [r.action, r.resource, r.agent];
   for (let slot = 0; slot < 3; slot++) {
-    const value = raw[slot];
-    if (value === undefined || (reads & (1 << slot)) === 0) continue;
+    if ((reads & (1 << slot)) === 0) continue;
+    const value = slot === 0 ? r.action : slot === 1 ? r.resource : r.agent;
+    if (value === undefined) continue;
     if ((SLOT_CHECKS[slot] as (x: unknown) => boolean)(value)) v[slot] = value as string;
     else env.invalid |= 1 << slot;
   }

@@ -59,9 +59,13 @@ export function parseResourcePattern(value: unknown): ResourcePattern | null {
 
 const DID = /^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$/;
 
+const DID_PLAIN = /^did:[a-z0-9]+:[A-Za-z0-9._:-]*[A-Za-z0-9._-]$/;
+
 /** W3C DID syntax: did:<method>:<method-specific-id>. */
 export function isDid(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && DID.test(value);
+  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH) return false;
+  // Most DIDs carry no percent escape; the simpler expression is markedly faster.
+  return value.indexOf('%') === -1 ? DID_PLAIN.test(value) : DID.test(value);
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
