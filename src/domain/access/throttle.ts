@@ -1,12 +1,12 @@
 // Login throttling by counter, per account and per address. Pure: state in, state out.
-// Within a window, failures up to `free` cost nothing; every further failure locks the key for a
-// delay that doubles (base, 2*base, ...) up to `maxLockMs`. A window with no failure resets it.
+// Within a window, the `lockAfter`-th failure and every later one lock the key for a delay that
+// doubles (base, 2*base, ...) up to `maxLockMs`. A window with no failure starts afresh.
 
-export interface ThrottleLimits { free: number; windowMs: number; baseLockMs: number; maxLockMs: number }
+export interface ThrottleLimits { lockAfter: number; windowMs: number; baseLockMs: number; maxLockMs: number }
 export interface ThrottleState { failures: number; window_start: string; locked_until: string | null }
 
-export const ACCOUNT_LIMITS: ThrottleLimits = { free: 5, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
-export const ADDRESS_LIMITS: ThrottleLimits = { free: 50, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+export const ACCOUNT_LIMITS: ThrottleLimits = { lockAfter: 5, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+export const ADDRESS_LIMITS: ThrottleLimits = { lockAfter: 50, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
 
 /** Milliseconds until `state` allows an attempt at `now` (0 when it does). */
 export function lockRemaining(state: ThrottleState | undefined, now: Date): number {
@@ -19,8 +19,8 @@ export function afterFailure(state: ThrottleState | undefined, now: Date, limits
   const fresh = !state || now.getTime() - Date.parse(state.window_start) > limits.windowMs;
   const failures = fresh ? 1 : state.failures + 1;
   const window_start = fresh ? now.toISOString() : state.window_start;
-  if (failures <= limits.free) return { failures, window_start, locked_until: null };
-  const over = Math.min(failures - limits.free - 1, 30);
+  if (failures < limits.lockAfter) return { failures, window_start, locked_until: null };
+  const over = Math.min(failures - limits.lockAfter, 30);
   const lock = Math.min(limits.baseLockMs * 2 ** over, limits.maxLockMs);
   return { failures, window_start, locked_until: new Date(now.getTime() + lock).toISOString() };
 }

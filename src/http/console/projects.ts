@@ -56,7 +56,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
         200: Type.Object({
           project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
           sessions: Type.Object({ idle_timeout_seconds: Type.Integer(), absolute_timeout_seconds: Type.Integer(), session_cookie: Type.String(), csrf_cookie: Type.String(), csrf_header: Type.String(), secure_cookies: Type.Boolean() }),
-          login_throttle: Type.Object({ account_free_failures: Type.Integer(), address_free_failures: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
+          login_throttle: Type.Object({ account_failures_before_lock: Type.Integer(), address_failures_before_lock: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
           sod: SodDocumentSchema,
           roles: RoleList,
         }),
@@ -72,7 +72,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
         idle_timeout_seconds: SESSION_LIFETIMES.idleMs / 1000, absolute_timeout_seconds: SESSION_LIFETIMES.absoluteMs / 1000,
         session_cookie: names.session, csrf_cookie: names.csrf, csrf_header: CSRF_HEADER, secure_cookies: servedOverTls(app.gavel.config),
       },
-      login_throttle: { account_free_failures: ACCOUNT_LIMITS.free, address_free_failures: ADDRESS_LIMITS.free, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
+      login_throttle: { account_failures_before_lock: ACCOUNT_LIMITS.lockAfter, address_failures_before_lock: ADDRESS_LIMITS.lockAfter, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
       sod: (await readSod(db(), p.id)).document,
       roles: [...ROLES],
     };
