@@ -1,0 +1,162 @@
+// Evaluates a compiled policy against one request. Pure: no clock (request_time is an
+// input), no randomness, no I/O; the same input and document give the same result and
+// the same step count.
+import { checkMinor, isCurrencyCode } from '../money/money.ts';
+import { F, SLOT_COUNT, T, U_CURRENCY, U_INVALID, type CompiledPolicy, type Env } from './compile.ts';
+import { isAction, isDid, isResourceUri, isSha256Hex, isToken } from './formats.ts';
+import { EFFECT_BY_RANK } from './meet.ts';
+import { POLICY_REASONS, type PolicyReasonCode } from './reasons.ts';
+import type { Effect } from './types.ts';
+import type { Money } from '../money/money.ts';
+
+/** What a rule may read. Absent members are absent inputs. */
+export interface PolicyInput {
+  readonly action?: string;
+  /** resource://<path> */
+  readonly resource?: string;
+  /** Agent DID. */
+  readonly agent?: string;
+  /** Supplies amount.minor and amount.currency. */
+  readonly amount?: Money;
+  /** Epoch milliseconds (an integer); the server's clock, set by the caller of evaluate. */
+  readonly request_time?: number;
+  readonly delegation_depth?: number;
+  readonly permit_commitment?: string;
+  readonly backend_finality?: string;
+}
+
+export interface PolicyResult {
+  readonly decision: Effect;
+  readonly reason_code: PolicyReasonCode;
+  /** Ids of the rules whose condition held, in document order. */
+  readonly matched_rules: string[];
+  /** Ids of the rules whose condition was indeterminate, in document order. */
+  readonly indeterminate_rules: string[];
+  /** Index probes + rules considered + condition nodes evaluated. */
+  readonly steps: number;
+}
+
+const ALL_INVALID = (1 << SLOT_COUNT) - 1;
+
+function fill(env: Env, input: unknown): void {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    env.invalid = ALL_INVALID;
+    return;
+  }
+  const r = input as Record<string, unknown>;
+  const v = env.v;
+  const string = (slot: number, value: unknown, ok: (x: unknown) => boolean) => {
+    if (value === undefined) return;
+    if (ok(value)) v[slot] = value as string;
+    else env.invalid |= 1 << slot;
+  };
+  string(0, r.action, isAction);
+  string(1, r.resource, isResourceUri);
+  string(2, r.agent, isDid);
+  const amount = r.amount;
+  if (amount !== undefined) {
+    const a = amount as Record<string, unknown> | null;
+    if (typeof a === 'object' && a !== null && checkMinor(a.minor) === null && isCurrencyCode(a.currency)) {
+      v[3] = (a.minor as number) + 0;
+      v[4] = a.currency;
+    } else env.invalid |= (1 << 3) | (1 << 4);
+  }
+  const time = r.request_time;
+  if (time !== undefined) {
+    if (Number.isSafeInteger(time)) v[5] = (time as number) + 0;
+    else env.invalid |= 1 << 5;
+  }
+  const depth = r.delegation_depth;
+  if (depth !== undefined) {
+    if (Number.isSafeInteger(depth) && (depth as number) >= 0) v[6] = (depth as number) + 0;
+    else env.invalid |= 1 << 6;
+  }
+  string(7, r.permit_commitment, isSha256Hex);
+  string(8, r.backend_finality, isToken);
+}
+
+const EMPTY: readonly number[] = [];
+
+/** Evaluates `input` against `compiled`. Never throws; malformed input members count as indeterminate. */
+export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyResult {
+  const env: Env = { v: [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined], invalid: 0, steps: 0 };
+  try {
+    fill(env, input);
+  } catch {
+    env.v.fill(undefined);
+    env.invalid = ALL_INVALID; // a throwing getter: nothing in it is trusted
+  }
+  const { index, rules } = compiled;
+  const v = env.v;
+
+  // Candidate buckets. Each rule sits in exactly one dimension, and one request key hits
+  // at most one bucket per dimension, so no rule is visited twice.
+  const buckets: (readonly number[])[] = [index.always];
+  const action = v[0], agent = v[2], resource = v[1] as string | undefined;
+  if (action === undefined) buckets.push(index.action.all);
+  else { env.steps++; buckets.push(index.action.byKey.get(action) ?? EMPTY); }
+  if (agent === undefined) buckets.push(index.agent.all);
+  else { env.steps++; buckets.push(index.agent.byKey.get(agent) ?? EMPTY); }
+  if (resource === undefined) buckets.push(index.resource.all);
+  else {
+    env.steps++;
+    buckets.push(index.resource.byKey.get(resource) ?? EMPTY);
+    const lengths = index.prefixLengths;
+    for (let i = 0; i < lengths.length; i++) {
+      const length = lengths[i] as number;
+      if (length > resource.length) break;
+      env.steps++;
+      const bucket = index.prefixes.get(resource.slice(0, length));
+      if (bucket !== undefined) buckets.push(bucket);
+    }
+  }
+
+  let matchedRank = 3; // above ALLOW: nothing matched yet
+  let unknownRankMin = 3; // meet of indeterminate rules' effects
+  let unknownWorst = 0;
+  let matched: number[] | undefined;
+  let unknowns: number[] | undefined;
+  for (let b = 0; b < buckets.length; b++) {
+    const bucket = buckets[b] as readonly number[];
+    for (let i = 0; i < bucket.length; i++) {
+      const ruleIndex = bucket[i] as number;
+      const rule = rules[ruleIndex]!;
+      env.steps++;
+      const r = rule.check === null ? T : rule.check(env);
+      if (r === F) continue;
+      if (r === T) {
+        (matched ??= []).push(ruleIndex);
+        if (rule.rank < matchedRank) matchedRank = rule.rank;
+      } else {
+        (unknowns ??= []).push(ruleIndex);
+        if (rule.rank < unknownRankMin) unknownRankMin = rule.rank;
+        if (r > unknownWorst) unknownWorst = r;
+      }
+    }
+  }
+
+  const ids = (list: number[] | undefined): string[] => (list === undefined ? [] : list.sort((a, b) => a - b).map((i) => rules[i]!.id));
+  const result = (decision: Effect, reason_code: PolicyReasonCode): PolicyResult => ({
+    decision,
+    reason_code,
+    matched_rules: ids(matched),
+    indeterminate_rules: ids(unknowns),
+    steps: env.steps,
+  });
+
+  if (matchedRank === 0) return result('DENY', POLICY_REASONS.deny);
+  if (unknowns !== undefined) {
+    // An indeterminate rule matters only if its matching could change the decision:
+    // with matches, when it is more restrictive than their meet; without matches, always
+    // (its match would replace the default deny, or make the reason a policy deny).
+    // When it matters, fail closed.
+    const matters = matchedRank <= 2 ? unknownRankMin < matchedRank : true;
+    if (matters) {
+      const reason = unknownWorst === U_CURRENCY ? POLICY_REASONS.currencyMismatch : unknownWorst === U_INVALID ? POLICY_REASONS.invalidInput : POLICY_REASONS.missingInput;
+      return result('DENY', reason);
+    }
+  }
+  if (matchedRank > 2) return result('DENY', POLICY_REASONS.noMatchingRule);
+  const decision = EFFECT_BY_RANK[matchedRank] as Effect;
+  return result(decision, decision === 'ALLOW' ? POLICY_REASONS.allow : POLICY_REASONS.requireApproval);
+}

@@ -1,0 +1,113 @@
+// Shapes of the literals a policy and an evaluation input carry. Each check is linear in
+// the (bounded) string length; none backtracks badly.
+
+export const RESOURCE_SCHEME = 'resource://';
+export const MAX_RESOURCE_LENGTH = 512;
+export const MAX_ACTION_LENGTH = 64;
+
+// RFC 3986 pchar and "/" without "*": "*" is reserved for patterns, so no resource
+// can be confused with one.
+const RESOURCE_CHARS = /^[A-Za-z0-9\-._~%!$&'()+,;=:@/]*$/;
+const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/;
+
+function isDotSegment(segment: string): boolean {
+  if (segment.length > 6) return false;
+  const decoded = segment.replace(/%2e/gi, '.');
+  return decoded === '.' || decoded === '..';
+}
+
+/**
+ * True for `resource://<path>`: non-empty segments, no dot segments (also percent-encoded),
+ * well-formed percent escapes, at most 512 characters. Refusing `..` keeps
+ * `resource://public/../admin` from matching the pattern `resource://public/*`.
+ */
+export function isResourceUri(value: unknown): value is string {
+  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH || !value.startsWith(RESOURCE_SCHEME)) return false;
+  const path = value.slice(RESOURCE_SCHEME.length);
+  if (path.length === 0 || !RESOURCE_CHARS.test(path) || BAD_PERCENT.test(path)) return false;
+  for (const segment of path.split('/')) {
+    if (segment.length === 0 || isDotSegment(segment)) return false;
+  }
+  return true;
+}
+
+export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };
+
+/**
+ * Parses a matches_resource pattern: a resource URI, or a URI prefix followed by one
+ * trailing `*` that matches any remainder (including none and further `/` segments).
+ * Returns null when malformed.
+ */
+export function parseResourcePattern(value: unknown): ResourcePattern | null {
+  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH) return null;
+  if (!value.endsWith('*')) return isResourceUri(value) ? { kind: 'exact', uri: value } : null;
+  const prefix = value.slice(0, -1);
+  if (!prefix.startsWith(RESOURCE_SCHEME)) return null;
+  const path = prefix.slice(RESOURCE_SCHEME.length);
+  if (!RESOURCE_CHARS.test(path) || BAD_PERCENT.test(path)) return null;
+  const segments = path.split('/');
+  // Every complete segment must be valid; the last one is partial and may be empty.
+  for (let i = 0; i < segments.length - 1; i++) {
+    const segment = segments[i] as string;
+    if (segment.length === 0 || isDotSegment(segment)) return null;
+  }
+  return { kind: 'prefix', prefix };
+}
+
+const DID = /^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$/;
+
+/** W3C DID syntax: did:<method>:<method-specific-id>. */
+export function isDid(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && DID.test(value);
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Lowercase hex SHA-256, the form of a permit commitment. */
+export function isSha256Hex(value: unknown): value is string {
+  return typeof value === 'string' && SHA256_HEX.test(value);
+}
+
+const ACTION = /^[\x21-\x7e]+$/;
+
+/** An action: 1 to 64 printable ASCII characters without spaces. */
+export function isAction(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_ACTION_LENGTH && ACTION.test(value);
+}
+
+const TOKEN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** A short token such as a backend finality level. */
+export function isToken(value: unknown): value is string {
+  return typeof value === 'string' && TOKEN.test(value);
+}
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:(Z)|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * Parses an RFC 3339 timestamp (`2025-01-31T09:00:00Z`, `2025-01-31T10:00:00.250+01:00`)
+ * to epoch milliseconds; null when malformed or not a real calendar instant.
+ * At most millisecond precision; no leap second (60).
+ */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value !== 'string' || value.length > 40) return null;
+  const m = ISO.exec(value);
+  if (m === null) return null;
+  const year = Number(m[1]), month = Number(m[2]), day = Number(m[3]);
+  const hour = Number(m[4]), minute = Number(m[5]), second = Number(m[6]);
+  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const daysInMonth = month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  if (day > daysInMonth) return null;
+  let offset = 0;
+  if (m[8] === undefined) {
+    const oh = Number(m[10]), om = Number(m[11]);
+    if (oh > 23 || om > 59) return null;
+    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
+  }
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day); // setUTCFullYear keeps years 0-99 literal
+  utc.setUTCHours(hour, minute, second, millis);
+  return utc.getTime() - offset;
+}
