@@ -10,6 +10,7 @@ import { authorizeRoutes } from './machine/authorize.ts';
 import { machineAgentRoutes } from './machine/agents.ts';
 import { consoleAgentRoutes } from './console/agents.ts';
 import { consolePermitRoutes } from './console/permits.ts';
+import { policyMachineRoutes } from './machine/policy.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -22,4 +23,5 @@ export const routeGroups: FastifyPluginAsync[] = [
   machineAgentRoutes,
   consoleAgentRoutes,
   consolePermitRoutes,
+  policyMachineRoutes,
 ];

@@ -1,7 +1,8 @@
 // The whole database as Kysely sees it: one interface per capability, merged here.
 import type { CoreTables } from './core.ts';
 import type { IdentityTables } from './identity.ts';
+import type { PolicyTables } from './policy.ts';
 import type { AuthorizeTables } from './authorize.ts';
 import type { DecisionTables } from './decisions.ts';
 
-export interface Database extends CoreTables, IdentityTables, AuthorizeTables, DecisionTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables {}

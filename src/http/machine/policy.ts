@@ -1,0 +1,195 @@
+// Policy lifecycle over API keys: save, read, list, activate, simulate, replay
+// (spec 2.8, 2.9, section 4; docs/policy-lifecycle.md).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { POLICY_LIMITS } from '../../domain/policy/index.ts';
+import { machineAuth } from '../auth/api-key.ts';
+import { invalidRequest } from '../problem.ts';
+import { errorResponses, Money, ProjectParams } from '../schemas/common.ts';
+import type { AuthContext } from '../deps.ts';
+import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
+import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
+import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
+import { savePolicyVersion } from '../../services/policy/save.ts';
+import { simulatePolicy } from '../../services/policy/simulate.ts';
+
+const TAGS = ['policy'];
+/** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
+export const POLICY_BODY_LIMIT = POLICY_LIMITS.maxDocumentBytes;
+
+const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the RFC 8785 canonical JSON of the document' });
+const Time = Type.String({ format: 'date-time' });
+const NullableTime = Type.Union([Time, Type.Null()]);
+const State = Type.Union([Type.Literal('saved'), Type.Literal('active'), Type.Literal('retired')], {
+  description: 'saved: never active; active: decides now; retired: was active, since replaced (may be activated again)',
+});
+const PolicyDocumentSchema = Type.Unknown({ description: 'A policy document (spec 2.7); validated by the policy engine, every error reported under /policy' });
+const VersionNumber = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+
+const VersionSummary = Type.Object({
+  version: Type.Integer(), id: Type.String(), state: State, hash: Sha256, note: Type.String(),
+  created_by: Type.String({ description: 'principal that saved it' }), created_at: Time,
+  activated_at: NullableTime, activated_by: Type.Union([Type.String(), Type.Null()]), retired_at: NullableTime,
+});
+
+const SaveBody = Type.Object({
+  policy: PolicyDocumentSchema,
+  note: Type.String({ minLength: 1, maxLength: 2000, description: 'why this version exists' }),
+});
+const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time });
+
+const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() });
+
+const VersionsQuery = Type.Object({
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+});
+const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+const ActivateBody = Type.Object({ version: VersionNumber });
+const Activated = Type.Object({
+  version: Type.Integer(), hash: Sha256, state: Type.Literal('active'), activated_at: Time, activated_by: Type.String(),
+  previous_version: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+const SimRequest = Type.Object({
+  agent: Type.Optional(Type.String({ maxLength: 2048, description: 'agent DID; required (a request without it is refused with agent_required)' })),
+  action: Type.Optional(Type.String({ maxLength: 256 })),
+  resource: Type.Optional(Type.String({ maxLength: 2048 })),
+  amount: Type.Optional(Money),
+  request_time: Type.Optional(Type.String({ maxLength: 64, description: 'RFC 3339; defaults to the server clock' })),
+  delegation_depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
+  permit_commitment: Type.Optional(Type.String({ maxLength: 128 })),
+});
+const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) });
+const Effect = Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL')]);
+const Simulated = Type.Object({
+  policy_decision: Effect, policy_reason: Type.String(),
+  policy_version: Type.Union([Type.Integer(), Type.Null()], { description: 'null when a submitted document was simulated' }),
+  policy_hash: Sha256, matched_rules: Type.Array(Type.String()), indeterminate_rules: Type.Array(Type.String()), steps: Type.Integer(),
+});
+
+const ReplayBody = Type.Object({
+  version: Type.Optional(VersionNumber),
+  policy: Type.Optional(PolicyDocumentSchema),
+  last: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLAY_MAX, description: 'newest decisions to replay (default 1000)' })),
+  from: Type.Optional(Time),
+  until: Type.Optional(Time),
+});
+const Inputs = Type.Object({
+  agent: Type.String(), action: Type.String(), resource: Type.String(),
+  amount: Type.Union([Type.Object({ minor: Type.Integer(), currency: Type.String() }), Type.Null()]),
+  delegation_depth: Type.Integer(), permit_commitment: Type.Union([Type.String(), Type.Null()]), request_time: Type.String(),
+});
+const Replayed = Type.Object({
+  candidate: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), hash: Sha256 }),
+  window: Type.Object({ from: Type.Union([Type.String(), Type.Null()]), until: Type.Union([Type.String(), Type.Null()]), last: Type.Integer() }),
+  considered: Type.Integer(), evaluated: Type.Integer(), unchanged: Type.Integer(), changed: Type.Integer(),
+  skipped: Type.Record(Type.String(), Type.Integer()),
+  transitions: Type.Record(Type.String(), Type.Integer(), { description: 'e.g. {"ALLOW->DENY": 3}' }),
+  samples: Type.Array(Type.Object({
+    decision_id: Type.String(), request_id: Type.String(), created_at: Type.String(), inputs: Inputs,
+    old: Type.Object({ decision: Type.String(), reason_code: Type.String(), policy_version: Type.Union([Type.Integer(), Type.Null()]), matched_rules: Type.Unknown() }),
+    new: Type.Object({ decision: Effect, reason_code: Type.String(), matched_rules: Type.Array(Type.String()) }),
+  })),
+});
+
+const auth = (request: FastifyRequest): AuthContext => request.auth as AuthContext;
+
+function encodeVersionCursor(version: number): string {
+  return Buffer.from(JSON.stringify({ v: version })).toString('base64url');
+}
+function decodeVersionCursor(cursor: string | undefined): number | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Number.isSafeInteger(parsed?.v) && parsed.v >= 1) return parsed.v as number;
+  } catch { /* fall through */ }
+  throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
+}
+
+export async function policyMachineRoutes(instance: FastifyInstance): Promise<void> {
+  const app = instance.withTypeProvider<TypeBoxTypeProvider>();
+  const { store, clock } = app.gavel;
+  const base = '/v1/projects/:projectId/policy';
+
+  app.put(base, {
+    bodyLimit: POLICY_BODY_LIMIT,
+    preValidation: machineAuth(['POLICY_AUTHOR']),
+    schema: {
+      tags: TAGS, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
+      response: { 201: Saved, ...errorResponses() },
+    },
+  }, async (request, reply) => {
+    const a = auth(request);
+    const saved = await savePolicyVersion(store, {
+      projectId: a.projectId, principalId: a.principalId, actor: a.actor,
+      document: request.body.policy, note: request.body.note, at: clock.now(),
+    });
+    return reply.code(201).send(saved);
+  });
+
+  app.get(base, {
+    preValidation: machineAuth([]),
+    schema: {
+      tags: TAGS, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
+      params: ProjectParams, response: { 200: ActiveBody, ...errorResponses() },
+    },
+  }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
+
+  app.get(`${base}/versions`, {
+    preValidation: machineAuth([]),
+    schema: {
+      tags: TAGS, summary: 'Every policy version with its state, creator, note and hash, newest first',
+      params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses() },
+    },
+  }, async (request) => {
+    const limit = request.query.limit ?? 50;
+    const rows = await listVersions(store.db, auth(request).projectId, limit, decodeVersionCursor(request.query.cursor));
+    const items = rows.slice(0, limit);
+    const lastItem = items[items.length - 1];
+    return { items, next_cursor: rows.length > limit && lastItem ? encodeVersionCursor(lastItem.version) : null };
+  });
+
+  app.post(`${base}/activate`, {
+    // Authenticate any key of the project, then refuse (and audit) a caller without POLICY_AUTHOR
+    // before the body is even validated: every refused activation attempt leaves a trace.
+    preValidation: async (request) => {
+      await machineAuth([])(request);
+      const a = auth(request);
+      if (!a.roles.has('POLICY_AUTHOR')) {
+        const raw = (request.body as { version?: unknown } | null | undefined)?.version;
+        const version = Number.isSafeInteger(raw) ? (raw as number) : null;
+        throw await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version, at: clock.now() }, 'role_missing');
+      }
+    },
+    schema: {
+      tags: TAGS, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
+      params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses() },
+    },
+  }, async (request) => {
+    const a = auth(request);
+    return activatePolicyVersion(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: request.body.version, at: clock.now() });
+  });
+
+  app.post(`${base}/simulate`, {
+    bodyLimit: POLICY_BODY_LIMIT,
+    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    schema: {
+      tags: TAGS, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
+      params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses() },
+    },
+  }, async (request) => simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>);
+
+  app.post(`${base}/replay`, {
+    bodyLimit: POLICY_BODY_LIMIT,
+    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    schema: {
+      tags: TAGS, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
+      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses() },
+    },
+  }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
+
+  
+}

@@ -1,0 +1,84 @@
+// Activating a policy version. One transaction, under the project's policy lock, moves the
+// pointer row, the states of the old and new versions, and writes `policy.activated`. A refusal
+// (missing role, four-eyes, unknown version, already active) changes nothing and is audited as
+// `policy.activation_refused` in its own committed transaction before the caller hears of it.
+import type { Role } from '../../domain/access/roles.ts';
+import { Problem } from '../../http/problem.ts';
+import { lockFor, type Store } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+import { policyLock } from './save.ts';
+import { fourEyesRequired } from './sod.ts';
+
+export type ActivationRefusal = 'role_missing' | 'four_eyes' | 'version_not_found' | 'already_active';
+
+export interface ActivateInput {
+  projectId: string;
+  principalId: string;
+  actor: string;
+  roles: ReadonlySet<Role>;
+  /** null when the request carried no usable version (only possible for a role refusal). */
+  version: number | null;
+  at: Date;
+}
+
+export interface Activated {
+  version: number;
+  hash: string;
+  state: 'active';
+  activated_at: string;
+  activated_by: string;
+  /** The version this one replaced (now retired), or null. */
+  previous_version: number | null;
+}
+
+const PROBLEMS: Record<ActivationRefusal, (version: number | null) => Problem> = {
+  role_missing: () => new Problem(403, 'forbidden', 'activating a policy needs the POLICY_AUTHOR role; ADMIN does not acquire it'),
+  four_eyes: (v) => new Problem(403, 'four_eyes_required', `version ${v} was saved by you; this project requires a different POLICY_AUTHOR to activate it`),
+  version_not_found: (v) => new Problem(404, 'policy_version_not_found', `policy version ${v} does not exist in this project`),
+  already_active: (v) => new Problem(409, 'already_active', `policy version ${v} is already the active version`),
+};
+
+/** Records the refusal in its own committed transaction, then returns the problem to throw. */
+export async function refuseActivation(store: Store, input: ActivateInput, reason: ActivationRefusal): Promise<Problem> {
+  await store.transaction(async (trx) => {
+    await recordAudit(trx, {
+      projectId: input.projectId, kind: 'policy.activation_refused', actor: input.actor, at: input.at,
+      data: { version: input.version, reason, principal: input.principalId, roles: [...input.roles].sort() },
+    });
+  });
+  return PROBLEMS[reason](input.version);
+}
+
+export async function activatePolicyVersion(store: Store, input: ActivateInput): Promise<Activated> {
+  if (!input.roles.has('POLICY_AUTHOR') || input.version === null) throw await refuseActivation(store, input, 'role_missing');
+  const version = input.version;
+  const at = input.at.toISOString();
+  const outcome = await store.transaction(async (trx): Promise<Activated | ActivationRefusal> => {
+    await lockFor(trx, store.dialect, policyLock(input.projectId));
+    const row = await trx.selectFrom('policy_versions').select(['version', 'hash', 'state', 'created_by'])
+      .where('project_id', '=', input.projectId).where('version', '=', version).executeTakeFirst();
+    if (!row) return 'version_not_found';
+    const current = await trx.selectFrom('policy_active').select(['version']).where('project_id', '=', input.projectId).executeTakeFirst();
+    const previous = current ? Number(current.version) : null;
+    if (previous === version) return 'already_active';
+    if (row.created_by === input.principalId && (await fourEyesRequired(trx, input.projectId))) return 'four_eyes';
+
+    if (previous !== null) {
+      await trx.updateTable('policy_versions').set({ state: 'retired', retired_at: at })
+        .where('project_id', '=', input.projectId).where('version', '=', previous).execute();
+    }
+    await trx.updateTable('policy_versions').set({ state: 'active', activated_at: at, activated_by: input.principalId, retired_at: null })
+      .where('project_id', '=', input.projectId).where('version', '=', version).execute();
+    await trx.insertInto('policy_active')
+      .values({ project_id: input.projectId, version, hash: row.hash, activated_at: at, activated_by: input.principalId })
+      .onConflict((oc) => oc.column('project_id').doUpdateSet({ version, hash: row.hash, activated_at: at, activated_by: input.principalId }))
+      .execute();
+    await recordAudit(trx, {
+      projectId: input.projectId, kind: 'policy.activated', actor: input.actor, at: input.at,
+      data: { version, hash: row.hash, previous_version: previous, principal: input.principalId, saved_by: row.created_by },
+    });
+    return { version, hash: row.hash, state: 'active', activated_at: at, activated_by: input.principalId, previous_version: previous };
+  });
+  if (typeof outcome === 'string') throw await refuseActivation(store, input, outcome);
+  return outcome;
+}

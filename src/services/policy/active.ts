@@ -1,0 +1,63 @@
+// The active policy of a project, for the decision path. The pointer row is read on every call, so
+// an activation committed anywhere decides the next request everywhere; only the compiled
+// evaluator is cached, keyed by (project, version, hash), so each version compiles once.
+import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
+import type { Db } from '../../store/store.ts';
+
+export interface ActivePolicy {
+  version: number;
+  hash: string;
+  compiled: CompiledPolicy;
+}
+
+/** Thrown when a stored version no longer matches its hash or no longer validates. */
+export class PolicyIntegrityError extends Error {
+  readonly code = 'policy_integrity';
+}
+
+const CACHE_SIZE = 256;
+const cache = new Map<string, CompiledPolicy>();
+
+function remember(key: string, compiled: CompiledPolicy): void {
+  cache.set(key, compiled);
+  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+}
+
+/** Compiles a stored version's document, checking it still validates and still has its hash. */
+export function compileStored(document: string, hash: string): CompiledPolicy {
+  const result = validatePolicy(JSON.parse(document));
+  if (!result.ok) throw new PolicyIntegrityError('a stored policy version no longer validates');
+  if (policyHash(result.policy) !== hash) throw new PolicyIntegrityError('a stored policy version does not match its hash');
+  return compilePolicy(result.policy);
+}
+
+/** The compiled evaluator of one stored version, from the cache when possible. */
+export async function compiledVersion(db: Db, projectId: string, version: number, hash: string): Promise<CompiledPolicy | null> {
+  const key = `${projectId}\u0000${version}\u0000${hash}`;
+  const hit = cache.get(key);
+  if (hit !== undefined) {
+    cache.delete(key); // most recently used goes last
+    cache.set(key, hit);
+    return hit;
+  }
+  const row = await db.selectFrom('policy_versions').select(['document', 'hash'])
+    .where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+  if (!row || row.hash !== hash) return null;
+  const compiled = compileStored(row.document, row.hash);
+  remember(key, compiled);
+  return compiled;
+}
+
+export async function getActivePolicy(db: Db, projectId: string): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
+  const pointer = await db.selectFrom('policy_active').select(['version', 'hash']).where('project_id', '=', projectId).executeTakeFirst();
+  if (!pointer) return null;
+  const version = Number(pointer.version);
+  const compiled = await compiledVersion(db, projectId, version, pointer.hash);
+  if (compiled === null) throw new PolicyIntegrityError('the active policy pointer names a version that does not exist');
+  return { version, hash: pointer.hash, compiled };
+}
+
+/** For tests and diagnostics: how many compiled versions this process holds. */
+export function compiledCacheSize(): number {
+  return cache.size;
+}

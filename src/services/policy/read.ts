@@ -1,0 +1,54 @@
+// Reading policy versions: the active one with its document, and the list of every version.
+import { Problem } from '../../http/problem.ts';
+import type { Db } from '../../store/store.ts';
+import type { PolicyVersionState } from '../../store/schema/policy.ts';
+
+export interface VersionSummary {
+  version: number;
+  id: string;
+  state: PolicyVersionState;
+  hash: string;
+  note: string;
+  created_by: string;
+  created_at: string;
+  activated_at: string | null;
+  activated_by: string | null;
+  retired_at: string | null;
+}
+
+export interface ActiveVersion extends VersionSummary {
+  policy: unknown;
+}
+
+const SUMMARY = ['version', 'id', 'state', 'hash', 'note', 'created_by', 'created_at', 'activated_at', 'activated_by', 'retired_at'] as const;
+
+const summary = (r: VersionSummary): VersionSummary => ({ ...r, version: Number(r.version) });
+
+export const noActivePolicy = () => new Problem(404, 'no_active_policy', 'this project has no active policy; save a version and activate it');
+
+/** The active version and its document; 404 `no_active_policy` when there is none. */
+export async function readActiveVersion(db: Db, projectId: string): Promise<ActiveVersion> {
+  const row = await db.selectFrom('policy_active as a')
+    .innerJoin('policy_versions as v', (j) => j.onRef('v.project_id', '=', 'a.project_id').onRef('v.version', '=', 'a.version'))
+    .select(SUMMARY.map((c) => `v.${c}` as const)).select('v.document')
+    .where('a.project_id', '=', projectId).executeTakeFirst();
+  if (!row) throw noActivePolicy();
+  const { document, ...rest } = row;
+  return { ...summary(rest), policy: JSON.parse(document) };
+}
+
+/** Versions newest first, `before` exclusive; fetches limit+1 so the caller can tell if more exist. */
+export async function listVersions(db: Db, projectId: string, limit: number, before?: number): Promise<VersionSummary[]> {
+  let q = db.selectFrom('policy_versions').select([...SUMMARY]).where('project_id', '=', projectId);
+  if (before !== undefined) q = q.where('version', '<', before);
+  const rows = await q.orderBy('version', 'desc').limit(limit + 1).execute();
+  return rows.map(summary);
+}
+
+/** One stored version's document and hash; 404 when the version does not exist. */
+export async function readVersion(db: Db, projectId: string, version: number): Promise<{ version: number; hash: string; document: string }> {
+  const row = await db.selectFrom('policy_versions').select(['version', 'hash', 'document'])
+    .where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
+  if (!row) throw new Problem(404, 'policy_version_not_found', `policy version ${version} does not exist in this project`);
+  return { version: Number(row.version), hash: row.hash, document: row.document };
+}

@@ -1,0 +1,129 @@
+// Replay simulation: re-evaluates a candidate policy against the inputs of recorded decisions and
+// reports which would change. Only decisions the policy decided are compared (their reason code
+// is a policy reason); a decision taken elsewhere (frozen agent, invalid permit, a replayed nonce)
+// would stand whatever the policy says, so it is counted as skipped. Reads only; audits nothing.
+import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
+import { parseTimestamp } from '../../domain/policy/index.ts';
+import { invalidRequest } from '../../http/problem.ts';
+import type { Db } from '../../store/store.ts';
+import type { DecisionsTable } from '../../store/schema/decisions.ts';
+import { compiledVersion } from './active.ts';
+import { requireValidPolicy } from './document.ts';
+import { readVersion } from './read.ts';
+
+export const REPLAY_MAX = 10_000;
+export const REPLAY_DEFAULT = 1_000;
+export const REPLAY_SAMPLES = 20;
+
+const POLICY_REASON_SET: ReadonlySet<string> = new Set(Object.values(POLICY_REASONS));
+
+export interface ReplayRequest {
+  version?: number;
+  policy?: unknown;
+  last?: number;
+  from?: string;
+  until?: string;
+}
+
+export interface ReplaySample {
+  decision_id: string;
+  request_id: string;
+  created_at: string;
+  inputs: {
+    agent: string; action: string; resource: string; amount: { minor: number; currency: string } | null;
+    delegation_depth: number; permit_commitment: string | null; request_time: string;
+  };
+  old: { decision: string; reason_code: string; policy_version: number | null; matched_rules: unknown };
+  new: { decision: string; reason_code: string; matched_rules: string[] };
+}
+
+export interface ReplayResult {
+  candidate: { version: number | null; hash: string };
+  window: { from: string | null; until: string | null; last: number };
+  /** Decisions read from the window. */
+  considered: number;
+  /** Decisions re-evaluated (decided by the policy). */
+  evaluated: number;
+  unchanged: number;
+  changed: number;
+  /** Decisions not decided by the policy, by reason code. */
+  skipped: Record<string, number>;
+  /** "OLD->NEW": count, for changed decisions only. */
+  transitions: Record<string, number>;
+  samples: ReplaySample[];
+}
+
+function rowInput(row: DecisionsTable): PolicyInput {
+  const time = parseTimestamp(row.request_time);
+  return {
+    agent: row.agent, action: row.action, resource: row.resource,
+    delegation_depth: Number(row.delegation_depth),
+    ...(row.amount_minor !== null && row.amount_currency !== null ? { amount: { minor: Number(row.amount_minor), currency: row.amount_currency } } : {}),
+    ...(row.permit_commitment !== null ? { permit_commitment: row.permit_commitment } : {}),
+    ...(time !== null ? { request_time: time } : {}),
+  };
+}
+
+function parseRules(text: string): unknown {
+  try { return JSON.parse(text); } catch { return []; }
+}
+
+export async function replayPolicy(db: Db, projectId: string, body: ReplayRequest): Promise<ReplayResult> {
+  const errors = [];
+  if ((body.version === undefined) === (body.policy === undefined)) {
+    errors.push({ pointer: '', code: 'candidate_required', message: 'give exactly one of version (a saved version) or policy (a document)' });
+  }
+  if (body.from !== undefined && body.until !== undefined && parseTimestamp(body.from)! >= parseTimestamp(body.until)!) {
+    errors.push({ pointer: '/until', code: 'invalid_range', message: 'until must be later than from' });
+  }
+  if (errors.length > 0) throw invalidRequest(errors);
+
+  let compiled: CompiledPolicy | null;
+  let candidate: ReplayResult['candidate'];
+  if (body.policy !== undefined) {
+    const policy = requireValidPolicy(body.policy);
+    compiled = compilePolicy(policy);
+    candidate = { version: null, hash: policyHash(policy) };
+  } else {
+    const stored = await readVersion(db, projectId, body.version as number);
+    compiled = await compiledVersion(db, projectId, stored.version, stored.hash);
+    candidate = { version: stored.version, hash: stored.hash };
+  }
+  if (compiled === null) throw new Error('a stored policy version vanished while replaying');
+
+  const last = body.last ?? REPLAY_DEFAULT;
+  let q = db.selectFrom('decisions').selectAll().where('project_id', '=', projectId);
+  if (body.from !== undefined) q = q.where('created_at', '>=', new Date(parseTimestamp(body.from)!).toISOString());
+  if (body.until !== undefined) q = q.where('created_at', '<', new Date(parseTimestamp(body.until)!).toISOString());
+  const rows = await q.orderBy('id', 'desc').limit(last).execute();
+
+  const result: ReplayResult = {
+    candidate, window: { from: body.from ?? null, until: body.until ?? null, last },
+    considered: rows.length, evaluated: 0, unchanged: 0, changed: 0, skipped: {}, transitions: {}, samples: [],
+  };
+  for (const row of rows) {
+    if (!POLICY_REASON_SET.has(row.reason_code)) {
+      result.skipped[row.reason_code] = (result.skipped[row.reason_code] ?? 0) + 1;
+      continue;
+    }
+    result.evaluated++;
+    const r = evaluate(compiled, rowInput(row));
+    if (r.decision === row.decision) { result.unchanged++; continue; }
+    result.changed++;
+    const transition = `${row.decision}->${r.decision}`;
+    result.transitions[transition] = (result.transitions[transition] ?? 0) + 1;
+    if (result.samples.length < REPLAY_SAMPLES) {
+      result.samples.push({
+        decision_id: row.id, request_id: row.request_id, created_at: row.created_at,
+        inputs: {
+          agent: row.agent, action: row.action, resource: row.resource,
+          amount: row.amount_minor !== null && row.amount_currency !== null ? { minor: Number(row.amount_minor), currency: row.amount_currency } : null,
+          delegation_depth: Number(row.delegation_depth), permit_commitment: row.permit_commitment, request_time: row.request_time,
+        },
+        old: { decision: row.decision, reason_code: row.reason_code, policy_version: row.policy_version === null ? null : Number(row.policy_version), matched_rules: parseRules(row.matched_rules) },
+        new: { decision: r.decision, reason_code: r.reason_code, matched_rules: r.matched_rules },
+      });
+    }
+  }
+  return result;
+}

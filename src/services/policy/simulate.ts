@@ -1,0 +1,85 @@
+// Policy simulation: evaluates one request against the active policy or a submitted document.
+// Authorizes nothing, spends no counter, writes nothing (no audit event): it only reads.
+import { compilePolicy, evaluate, policyHash, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
+import { isAction, isDid, isResourceUri, isSha256Hex, parseTimestamp } from '../../domain/policy/formats.ts';
+import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
+import type { Db } from '../../store/store.ts';
+import { getActivePolicy } from './active.ts';
+import { requireValidPolicy } from './document.ts';
+import { noActivePolicy } from './read.ts';
+
+export interface SimulationRequest {
+  agent?: string;
+  action?: string;
+  resource?: string;
+  amount?: { minor: number; currency: string };
+  request_time?: string;
+  delegation_depth?: number;
+  permit_commitment?: string;
+}
+
+export interface SimulationResult {
+  policy_decision: string;
+  policy_reason: string;
+  /** null when the document simulated is not a saved version. */
+  policy_version: number | null;
+  policy_hash: string;
+  matched_rules: string[];
+  indeterminate_rules: string[];
+  steps: number;
+}
+
+/**
+ * Turns the simulation request into evaluator input, refusing malformed members precisely
+ * (the evaluator would treat them as indeterminate; a person simulating wants to know).
+ */
+export function simulationInput(request: SimulationRequest, now: Date, at = '/request'): PolicyInput {
+  if (request.agent === undefined) {
+    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', {
+      errors: [{ pointer: `${at}/agent`, code: 'agent_required', message: 'agent is required' }],
+    });
+  }
+  const errors: FieldError[] = [];
+  if (!isDid(request.agent)) errors.push({ pointer: `${at}/agent`, code: 'invalid_did', message: 'expected a DID (did:<method>:<id>)' });
+  if (request.action !== undefined && !isAction(request.action)) errors.push({ pointer: `${at}/action`, code: 'invalid_action', message: 'expected 1-64 printable ASCII characters' });
+  if (request.resource !== undefined && !isResourceUri(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path>' });
+  if (request.permit_commitment !== undefined && !isSha256Hex(request.permit_commitment)) errors.push({ pointer: `${at}/permit_commitment`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
+  let time = now.getTime();
+  if (request.request_time !== undefined) {
+    const parsed = parseTimestamp(request.request_time);
+    if (parsed === null) errors.push({ pointer: `${at}/request_time`, code: 'invalid_timestamp', message: 'expected an RFC 3339 timestamp, e.g. 2025-01-31T09:00:00Z' });
+    else time = parsed;
+  }
+  if (errors.length > 0) throw invalidRequest(errors);
+  return {
+    agent: request.agent,
+    request_time: time,
+    ...(request.action !== undefined ? { action: request.action } : {}),
+    ...(request.resource !== undefined ? { resource: request.resource } : {}),
+    ...(request.amount !== undefined ? { amount: { minor: request.amount.minor, currency: request.amount.currency } } : {}),
+    ...(request.delegation_depth !== undefined ? { delegation_depth: request.delegation_depth } : {}),
+    ...(request.permit_commitment !== undefined ? { permit_commitment: request.permit_commitment } : {}),
+  };
+}
+
+export async function simulatePolicy(db: Db, projectId: string, body: { request: SimulationRequest; policy?: unknown }, now: Date): Promise<SimulationResult> {
+  const input = simulationInput(body.request, now);
+  let compiled: CompiledPolicy;
+  let version: number | null;
+  let hash: string;
+  if (body.policy !== undefined) {
+    const policy = requireValidPolicy(body.policy);
+    compiled = compilePolicy(policy);
+    version = null;
+    hash = policyHash(policy);
+  } else {
+    const active = await getActivePolicy(db, projectId);
+    if (active === null) throw noActivePolicy();
+    ({ compiled, version, hash } = active);
+  }
+  const r = evaluate(compiled, input);
+  return {
+    policy_decision: r.decision, policy_reason: r.reason_code, policy_version: version, policy_hash: hash,
+    matched_rules: r.matched_rules, indeterminate_rules: r.indeterminate_rules, steps: r.steps,
+  };
+}
