@@ -4,6 +4,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { POLICY_LIMITS } from '../../src/domain/policy/index.ts';
+
+// Larger than the largest body any route accepts (policy documents have their own, higher limit).
+const OVERSIZED = Math.max(70 * 1024, POLICY_LIMITS.maxDocumentBytes + 1024);
 
 type Op = { method: string; path: string; hasBody: boolean };
 
@@ -100,7 +104,7 @@ describe('wire conventions', () => {
       assert.equal(wrongType.statusCode, 415, label);
       const empty = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '' });
       assert.ok([400, 401].includes(empty.statusCode), `${label}: empty body gives ${empty.statusCode}`);
-      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(70 * 1024) }) });
+      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(OVERSIZED) }) });
       assertProblem(big, 413, 'payload_too_large');
       const poisoned = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '{"__proto__": {"admin": true}}' });
       assert.ok(poisoned.statusCode >= 400 && poisoned.statusCode < 500, `${label}: __proto__ gives ${poisoned.statusCode}`);

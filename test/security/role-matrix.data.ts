@@ -18,9 +18,15 @@ export interface MatrixContext {
   newKeyId(): Promise<string>;
   /** A name nobody has used. */
   uniqueName(prefix: string): string;
+  /** A fresh agent DID (did:key), registered in the project. */
+  newAgent(): Promise<string>;
+  /** A fresh live permit of the project, issued to a fresh agent. */
+  newPermit(): Promise<{ commitment: string; jws: string; agent: string }>;
+  /** Freezes an agent directly in the store. */
+  freeze(did: string): Promise<void>;
 }
 
-export interface RouteExample { params?: Record<string, string>; body?: unknown }
+export interface RouteExample { params?: Record<string, string>; body?: unknown; /** Query string without the `?`. */ query?: string }
 
 export interface RouteEntry {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -36,6 +42,7 @@ export interface RouteEntry {
 const C = '/v1/console/projects/{projectId}';
 const M = '/v1/projects/{projectId}';
 const READERS: Role[] = ['ADMIN', 'AUDITOR'];
+const ALL_ROLES: Role[] = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'];
 
 /** Routes anyone may call without credentials; not in the matrix. */
 export const PUBLIC_ROUTES = ['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'POST /v1/console/login', 'POST /v1/console/register'];
@@ -84,4 +91,36 @@ export const ROUTES: RouteEntry[] = [
     method: 'PUT', path: `${M}/sod`, plane: 'machine', allowed: ['ADMIN'],
     example: () => ({ body: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false } }),
   },
+  // authorize, agents, permits (issue 5)
+  {
+    method: 'POST', path: '/v1/authorize', plane: 'machine', allowed: 'any',
+    example: async (ctx) => { const p = await ctx.newPermit(); return { body: { agent: p.agent, permit: p.jws, action: 'read', resource: 'resource://docs/a' } }; },
+  },
+  { method: 'GET', path: `${M}/agents/state`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ query: `agent=${encodeURIComponent(await ctx.newAgent())}` }) },
+  { method: 'POST', path: `${M}/agents/freeze`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ body: { agent: await ctx.newAgent(), reason: 'matrix' } }) },
+  { method: 'POST', path: `${M}/agents/release`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ body: { agent: await frozenAgent(ctx) } }) },
+  { method: 'POST', path: `${C}/agents`, plane: 'console', allowed: ['ADMIN', 'PERMIT_ISSUER'], example: async (ctx) => ({ body: { did: unregisteredDid(ctx), name: 'matrix' } }) },
+  { method: 'GET', path: `${C}/agents`, plane: 'console', allowed: ALL_ROLES },
+  { method: 'GET', path: `${C}/agents/{agentDid}`, plane: 'console', allowed: ALL_ROLES, example: async (ctx) => ({ params: { agentDid: await ctx.newAgent() } }) },
+  { method: 'POST', path: `${C}/agents/freeze`, plane: 'console', allowed: ['ADMIN', 'PERMIT_ISSUER', 'APPROVER'], example: async (ctx) => ({ body: { agent: await ctx.newAgent() } }) },
+  { method: 'POST', path: `${C}/agents/release`, plane: 'console', allowed: ['ADMIN', 'PERMIT_ISSUER'], example: async (ctx) => ({ body: { agent: await frozenAgent(ctx) } }) },
+  {
+    method: 'POST', path: `${C}/permits`, plane: 'console', allowed: ['PERMIT_ISSUER'],
+    example: async (ctx) => ({ body: { agent: await ctx.newAgent(), actions: ['read'], resources: ['resource://docs/*'], expires_at: new Date(Date.now() + 3_600_000).toISOString() } }),
+  },
+  { method: 'GET', path: `${C}/permits`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] },
+  { method: 'GET', path: `${C}/permits/{commitment}`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'], example: async (ctx) => ({ params: { commitment: (await ctx.newPermit()).commitment } }) },
+  { method: 'POST', path: `${C}/permits/{commitment}/revoke`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN'], example: async (ctx) => ({ params: { commitment: (await ctx.newPermit()).commitment }, body: {} }) },
 ];
+
+
+/** A DID with the shape of did:key that no test registers (the registration route must create it). */
+function unregisteredDid(ctx: MatrixContext): string {
+  return `did:example:${ctx.uniqueName('agent')}`;
+}
+
+async function frozenAgent(ctx: MatrixContext): Promise<string> {
+  const did = await ctx.newAgent();
+  await ctx.freeze(did);
+  return did;
+}

@@ -12,6 +12,8 @@ import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { newAgent, issue } from '../support/authorize.ts';
+import { ensureAgent, freezeAgent } from '../../src/services/agents/agents.ts';
 import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry } from './role-matrix.data.ts';
 
 const isAllowed = (e: RouteEntry, role: Role) => e.allowed === 'any' || e.allowed.includes(role);
@@ -43,6 +45,19 @@ for (const backend of backends()) {
           return { principalId, name };
         },
         newKeyId: async () => (await svc.member(['AUDITOR'])).keyId,
+        newAgent: async () => {
+          const did = newAgent().did;
+          await svc.ts.store.transaction((trx) => ensureAgent(trx, svc.projectId, did, 'test', new Date().toISOString()));
+          return did;
+        },
+        newPermit: async () => {
+          const agent = newAgent().did;
+          const p = await issue(svc, agent, { actions: ['read'], resources: ['resource://docs/*'] });
+          return { ...p, agent };
+        },
+        freeze: async (did) => {
+          await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did, actor: 'test', reason: null, at: new Date().toISOString() }));
+        },
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));
@@ -64,7 +79,7 @@ for (const backend of backends()) {
     async function call(e: RouteEntry, headers: Record<string, string>) {
       const ex = e.example ? await e.example(ctx) : {};
       const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
-      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? `missing-${k}`);
+      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`)) + (ex.query ? `?${ex.query}` : '');
       const hasBody = e.method !== 'GET' && e.method !== 'DELETE';
       return svc.app.inject({
         method: e.method, url,
