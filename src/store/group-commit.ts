@@ -10,22 +10,33 @@ type Unit = { work: (trx: Tx) => Promise<unknown>; resolve: (v: unknown) => void
 
 export interface Committer {
   run<T>(work: (trx: Tx) => Promise<T>): Promise<T>;
+  /** Commits made so far (one per batch on SQLite, one per unit on PostgreSQL). */
+  readonly commits: number;
 }
 
 export function createCommitter(store: Store, maxBatch = 256): Committer {
-  if (store.dialect === 'postgres') return { run: (work) => store.transaction(work) };
+  if (store.dialect === 'postgres') {
+    let commits = 0;
+    return {
+      run: async (work) => { const r = await store.transaction(work); commits++; return r; },
+      get commits() { return commits; },
+    };
+  }
 
   let queue: Unit[] = [];
   let running = false;
+  let commits = 0;
 
   async function drain(): Promise<void> {
     running = true;
     while (queue.length > 0) {
-      const batch = queue.slice(0, maxBatch);
-      queue = queue.slice(batch.length);
+      let batch: Unit[] = [];
       const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
       try {
         await store.transaction(async (trx) => {
+          // Take the batch only once the connection is ours: every unit that queued while we
+          // waited for it (behind other requests' reads) joins this commit.
+          batch = queue.splice(0, maxBatch);
           for (const unit of batch) {
             await sql`savepoint unit`.execute(trx);
             try {
@@ -39,6 +50,7 @@ export function createCommitter(store: Store, maxBatch = 256): Committer {
             }
           }
         });
+        commits++;
       } catch (error) {
         // The commit itself failed: nothing of the batch is durable, so every unit fails.
         for (const unit of batch) unit.reject(error);
@@ -53,6 +65,7 @@ export function createCommitter(store: Store, maxBatch = 256): Committer {
   }
 
   return {
+    get commits() { return commits; },
     run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ work, resolve: resolve as (v: unknown) => void, reject });

@@ -29,6 +29,27 @@ export function openSqliteDatabase(file: string): BetterSqlite3.Database {
   return database;
 }
 
+/**
+ * Kysely prepares every query afresh; preparing costs more than running most of ours. Queries are
+ * parameterized, so the SQL text is a good cache key. Statements are used one at a time (Kysely
+ * serializes the single connection), so sharing them is safe.
+ */
+function withStatementCache(database: BetterSqlite3.Database, max = 1000) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    prepare(sql: string) {
+      let stmt = cache.get(sql);
+      if (!stmt) {
+        stmt = database.prepare(sql);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+        cache.set(sql, stmt);
+      }
+      return stmt;
+    },
+    close() { cache.clear(); database.close(); },
+  };
+}
+
 export function createSqliteDialect(file: string): SqliteDialect {
-  return new GavelSqliteDialect({ database: async () => openSqliteDatabase(file) });
+  return new GavelSqliteDialect({ database: async () => withStatementCache(openSqliteDatabase(file)) as never });
 }
