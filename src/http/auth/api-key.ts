@@ -18,18 +18,19 @@ export async function authenticateApiKey(db: Db, header: string | undefined): Pr
   if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
-  const row = await db.selectFrom('api_keys as k')
+  // One query: the key, its holder's membership, and the holder's current role grants (a row each).
+  const rows = await db.selectFrom('api_keys as k')
     .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'k.project_id').onRef('m.principal_id', '=', 'k.principal_id'))
     .innerJoin('principals as p', 'p.id', 'k.principal_id')
-    .select(['k.id', 'k.project_id', 'k.principal_id', 'k.roles', 'k.revoked_at', 'm.revoked_at as membership_revoked_at', 'p.disabled_at'])
+    .leftJoin('role_grants as g', (j) => j.onRef('g.project_id', '=', 'k.project_id').onRef('g.principal_id', '=', 'k.principal_id'))
+    .select(['k.id', 'k.project_id', 'k.principal_id', 'k.roles', 'k.revoked_at', 'm.revoked_at as membership_revoked_at', 'p.disabled_at', 'g.role'])
     .where('k.secret_hash', '=', hashSecret(match[1]!))
-    .executeTakeFirst();
+    .execute();
+  const row = rows[0];
   if (!row || row.revoked_at || row.membership_revoked_at || row.disabled_at) {
     throw unauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)');
   }
-  const grants = await db.selectFrom('role_grants').select('role')
-    .where('project_id', '=', row.project_id).where('principal_id', '=', row.principal_id).execute();
-  const held = new Set(grants.map((g) => g.role));
+  const held = new Set(rows.map((r) => r.role).filter((r) => r !== null));
   const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
   return {
     kind: 'api_key', projectId: row.project_id, principalId: row.principal_id,
