@@ -34,6 +34,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // JSON only: a text/plain body is 415, not a string handed to the route.
+  app.removeContentTypeParser('text/plain');
   app.decorate('gavel', deps);
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request, reply) => {

@@ -33,10 +33,12 @@ const VersionSummary = Type.Object({
   activated_at: NullableTime, activated_by: Type.Union([Type.String(), Type.Null()]), retired_at: NullableTime,
 });
 
+// The description tells clients (and the wire test) this body's own size limit.
+const BIG_BODY = { description: `Body limit: ${POLICY_BODY_LIMIT} bytes.` };
 const SaveBody = Type.Object({
   policy: PolicyDocumentSchema,
   note: Type.String({ minLength: 1, maxLength: 2000, description: 'why this version exists' }),
-});
+}, BIG_BODY);
 const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time });
 
 const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() });
@@ -62,7 +64,7 @@ const SimRequest = Type.Object({
   delegation_depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   permit_commitment: Type.Optional(Type.String({ maxLength: 128 })),
 });
-const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) });
+const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) }, BIG_BODY);
 const Effect = Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL')]);
 const Simulated = Type.Object({
   policy_decision: Effect, policy_reason: Type.String(),
@@ -76,7 +78,7 @@ const ReplayBody = Type.Object({
   last: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLAY_MAX, description: 'newest decisions to replay (default 1000)' })),
   from: Type.Optional(Time),
   until: Type.Optional(Time),
-});
+}, BIG_BODY);
 const Inputs = Type.Object({
   agent: Type.String(), action: Type.String(), resource: Type.String(),
   amount: Type.Union([Type.Object({ minor: Type.Integer(), currency: Type.String() }), Type.Null()]),
