@@ -18,6 +18,7 @@ const TAGS = ['policy'];
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
 export const POLICY_BODY_LIMIT = POLICY_LIMITS.maxDocumentBytes;
 
+const CLOSED = { additionalProperties: false };
 const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the RFC 8785 canonical JSON of the document' });
 const Time = Type.String({ format: 'date-time' });
 const NullableTime = Type.Union([Time, Type.Null()]);
@@ -31,29 +32,30 @@ const VersionSummary = Type.Object({
   version: Type.Integer(), id: Type.String(), state: State, hash: Sha256, note: Type.String(),
   created_by: Type.String({ description: 'principal that saved it' }), created_at: Time,
   activated_at: NullableTime, activated_by: Type.Union([Type.String(), Type.Null()]), retired_at: NullableTime,
-});
+}, CLOSED);
 
 // The description tells clients (and the wire test) this body's own size limit.
-const BIG_BODY = { description: `Body limit: ${POLICY_BODY_LIMIT} bytes.` };
+const BIG_BODY = { additionalProperties: false, description: `Body limit: ${POLICY_BODY_LIMIT} bytes.` };
 const SaveBody = Type.Object({
   policy: PolicyDocumentSchema,
   note: Type.String({ minLength: 1, maxLength: 2000, description: 'why this version exists' }),
 }, BIG_BODY);
-const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time });
+const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time }, CLOSED);
 
-const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() });
+const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() }, CLOSED);
 
+// Query strings are not coerced, so limit is a decimal string here (1-500).
 const VersionsQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-});
-const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'page size, 1-500 (default 50)' })),
+}, CLOSED);
+const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) }, CLOSED);
 
-const ActivateBody = Type.Object({ version: VersionNumber });
+const ActivateBody = Type.Object({ version: VersionNumber }, CLOSED);
 const Activated = Type.Object({
   version: Type.Integer(), hash: Sha256, state: Type.Literal('active'), activated_at: Time, activated_by: Type.String(),
   previous_version: Type.Union([Type.Integer(), Type.Null()]),
-});
+}, CLOSED);
 
 const SimRequest = Type.Object({
   agent: Type.Optional(Type.String({ maxLength: 2048, description: 'agent DID; required (a request without it is refused with agent_required)' })),
@@ -63,14 +65,14 @@ const SimRequest = Type.Object({
   request_time: Type.Optional(Type.String({ maxLength: 64, description: 'RFC 3339; defaults to the server clock' })),
   delegation_depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   permit_commitment: Type.Optional(Type.String({ maxLength: 128 })),
-});
+}, CLOSED);
 const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) }, BIG_BODY);
 const Effect = Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL')]);
 const Simulated = Type.Object({
   policy_decision: Effect, policy_reason: Type.String(),
   policy_version: Type.Union([Type.Integer(), Type.Null()], { description: 'null when a submitted document was simulated' }),
   policy_hash: Sha256, matched_rules: Type.Array(Type.String()), indeterminate_rules: Type.Array(Type.String()), steps: Type.Integer(),
-});
+}, CLOSED);
 
 const ReplayBody = Type.Object({
   version: Type.Optional(VersionNumber),
@@ -147,7 +149,7 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
       params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses() },
     },
   }, async (request) => {
-    const limit = request.query.limit ?? 50;
+    const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
     const rows = await listVersions(store.db, auth(request).projectId, limit, decodeVersionCursor(request.query.cursor));
     const items = rows.slice(0, limit);
     const lastItem = items[items.length - 1];
