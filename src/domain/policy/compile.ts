@@ -46,7 +46,7 @@ export interface CompiledRule {
 
 interface Dimension {
   readonly byKey: Map<Scalar, number[]>;
-  /** Every rule indexed on this input, used when the request lacks it. */
+  /** Every rule indexed on this input (for resource: exact and prefix), used when the request lacks it. */
   readonly all: number[];
 }
 
@@ -67,6 +67,8 @@ export interface CompiledPolicy {
   readonly specVersion: string;
   readonly rules: readonly CompiledRule[];
   readonly index: RuleIndex;
+  /** Bitmask of input slots some rule reads; evaluate() checks only these. */
+  readonly reads: number;
 }
 
 function unknown(env: Env, slot: number): Truth {
@@ -170,6 +172,21 @@ export function compileCondition(condition: Condition): Check {
   }
 }
 
+/** Adds the slots a condition reads to `mask`. */
+function readsOf(condition: Condition): number {
+  switch (condition.op) {
+    case 'and':
+    case 'or':
+    case 'not':
+      return condition.args.reduce((mask, arg) => mask | readsOf(arg), 0);
+    case 'eq': case 'neq': case 'lt': case 'lte': case 'gt': case 'gte': case 'between': case 'in': case 'not_in':
+      // Money reads the currency too.
+      return condition.input === 'amount.minor' ? 0b11000 : 1 << SLOT[condition.input];
+    default:
+      return 1 << SLOT[condition.input];
+  }
+}
+
 /** Top-level conjuncts: a condition is false whenever one of them is false. */
 function conjuncts(condition: Condition, out: LeafCondition[]): void {
   switch (condition.op) {
@@ -225,8 +242,10 @@ export function compilePolicy(policy: PolicyDocument): CompiledPolicy {
   const dimension = (): Dimension => ({ byKey: new Map(), all: [] });
   const index = { action: dimension(), agent: dimension(), resource: dimension(), prefixes: new Map<string, number[]>(), prefixLengths: [] as number[], always: [] as number[] };
   const resourceRules: number[] = [];
+  let reads = 0;
   const rules = policy.rules.map((rule, i): CompiledRule => {
     const key = indexKey(rule.when);
+    if (rule.when !== undefined) reads |= readsOf(rule.when);
     if (key === null) index.always.push(i);
     else if (key.dim === 'prefix') {
       push(index.prefixes, key.prefix, i);
@@ -242,5 +261,9 @@ export function compilePolicy(policy: PolicyDocument): CompiledPolicy {
   index.resource.all.push(...resourceRules);
   index.prefixLengths.push(...new Set([...index.prefixes.keys()].map((p) => p.length)));
   index.prefixLengths.sort((a, b) => a - b);
-  return { specVersion: policy.spec_version, rules, index };
+  // The index probes action, agent and resource whenever a dimension holds rules.
+  if (index.action.all.length > 0) reads |= 1 << SLOT.action;
+  if (index.agent.all.length > 0) reads |= 1 << SLOT.agent;
+  if (index.resource.all.length > 0) reads |= 1 << SLOT.resource;
+  return { specVersion: policy.spec_version, rules, index, reads };
 }

@@ -38,50 +38,70 @@ export interface PolicyResult {
 
 const ALL_INVALID = (1 << SLOT_COUNT) - 1;
 
-function fill(env: Env, input: unknown): void {
+const SLOT_CHECKS: readonly ((x: unknown) => boolean)[] = [isAction, isResourceUri, isDid];
+
+// Normalizes only the inputs some rule reads (`reads`, a slot bitmask), so a policy that never
+// looks at, say, permit_commitment never pays to check it.
+function fill(env: Env, input: unknown, reads: number): void {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     env.invalid = ALL_INVALID;
     return;
   }
   const r = input as Record<string, unknown>;
   const v = env.v;
-  const string = (slot: number, value: unknown, ok: (x: unknown) => boolean) => {
-    if (value === undefined) return;
-    if (ok(value)) v[slot] = value as string;
+  for (let slot = 0; slot < 3; slot++) {
+    if ((reads & (1 << slot)) === 0) continue;
+    const value = slot === 0 ? r.action : slot === 1 ? r.resource : r.agent;
+    if (value === undefined) continue;
+    if ((SLOT_CHECKS[slot] as (x: unknown) => boolean)(value)) v[slot] = value as string;
     else env.invalid |= 1 << slot;
-  };
-  string(0, r.action, isAction);
-  string(1, r.resource, isResourceUri);
-  string(2, r.agent, isDid);
-  const amount = r.amount;
-  if (amount !== undefined) {
-    const a = amount as Record<string, unknown> | null;
+  }
+  if ((reads & 0b11000) !== 0 && r.amount !== undefined) {
+    const a = r.amount as Record<string, unknown> | null;
     if (typeof a === 'object' && a !== null && checkMinor(a.minor) === null && isCurrencyCode(a.currency)) {
       v[3] = (a.minor as number) + 0;
       v[4] = a.currency;
-    } else env.invalid |= (1 << 3) | (1 << 4);
+    } else env.invalid |= 0b11000;
   }
-  const time = r.request_time;
-  if (time !== undefined) {
-    if (Number.isSafeInteger(time)) v[5] = (time as number) + 0;
+  if ((reads & (1 << 5)) !== 0 && r.request_time !== undefined) {
+    if (Number.isSafeInteger(r.request_time)) v[5] = (r.request_time as number) + 0;
     else env.invalid |= 1 << 5;
   }
-  const depth = r.delegation_depth;
-  if (depth !== undefined) {
+  if ((reads & (1 << 6)) !== 0 && r.delegation_depth !== undefined) {
+    const depth = r.delegation_depth;
     if (Number.isSafeInteger(depth) && (depth as number) >= 0) v[6] = (depth as number) + 0;
     else env.invalid |= 1 << 6;
   }
-  string(7, r.permit_commitment, isSha256Hex);
-  string(8, r.backend_finality, isToken);
+  if ((reads & (1 << 7)) !== 0 && r.permit_commitment !== undefined) {
+    if (isSha256Hex(r.permit_commitment)) v[7] = r.permit_commitment;
+    else env.invalid |= 1 << 7;
+  }
+  if ((reads & (1 << 8)) !== 0 && r.backend_finality !== undefined) {
+    if (isToken(r.backend_finality)) v[8] = r.backend_finality;
+    else env.invalid |= 1 << 8;
+  }
 }
 
 const EMPTY: readonly number[] = [];
+
+function byNumber(a: number, b: number): number {
+  return a - b;
+}
+
+/** Rule ids in document order (buckets are visited bucket by bucket). */
+function ids(rules: CompiledPolicy['rules'], list: number[] | undefined): string[] {
+  if (list === undefined) return [];
+  if (list.length > 1) list.sort(byNumber);
+  const out = new Array<string>(list.length);
+  for (let i = 0; i < list.length; i++) out[i] = rules[list[i] as number]!.id;
+  return out;
+}
 
 /** Evaluates `input` against `compiled`. Never throws; malformed input members count as indeterminate. */
 export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyResult {
   const env: Env = { v: [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined], invalid: 0, steps: 0 };
   try {
-    fill(env, input);
+    fill(env, input, compiled.reads);
   } catch {
     env.v.fill(undefined);
     env.invalid = ALL_INVALID; // a throwing getter: nothing in it is trusted
@@ -92,22 +112,31 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
   // Candidate buckets. Each rule sits in exactly one dimension, and one request key hits
   // at most one bucket per dimension, so no rule is visited twice.
   const buckets: (readonly number[])[] = [index.always];
-  const action = v[0], agent = v[2], resource = v[1] as string | undefined;
-  if (action === undefined) buckets.push(index.action.all);
-  else { env.steps++; buckets.push(index.action.byKey.get(action) ?? EMPTY); }
-  if (agent === undefined) buckets.push(index.agent.all);
-  else { env.steps++; buckets.push(index.agent.byKey.get(agent) ?? EMPTY); }
-  if (resource === undefined) buckets.push(index.resource.all);
-  else {
-    env.steps++;
-    buckets.push(index.resource.byKey.get(resource) ?? EMPTY);
-    const lengths = index.prefixLengths;
-    for (let i = 0; i < lengths.length; i++) {
-      const length = lengths[i] as number;
-      if (length > resource.length) break;
-      env.steps++;
-      const bucket = index.prefixes.get(resource.slice(0, length));
-      if (bucket !== undefined) buckets.push(bucket);
+  // A dimension holding no rules is not probed (and costs no step). A missing or malformed
+  // indexed input makes every rule of its dimension a candidate: they evaluate UNKNOWN or FALSE.
+  if (index.action.all.length > 0) {
+    const action = v[0];
+    if (action === undefined) buckets.push(index.action.all);
+    else { env.steps++; buckets.push(index.action.byKey.get(action) ?? EMPTY); }
+  }
+  if (index.agent.all.length > 0) {
+    const agent = v[2];
+    if (agent === undefined) buckets.push(index.agent.all);
+    else { env.steps++; buckets.push(index.agent.byKey.get(agent) ?? EMPTY); }
+  }
+  if (index.resource.all.length > 0) {
+    const resource = v[1] as string | undefined;
+    if (resource === undefined) buckets.push(index.resource.all);
+    else {
+      if (index.resource.byKey.size > 0) { env.steps++; buckets.push(index.resource.byKey.get(resource) ?? EMPTY); }
+      const lengths = index.prefixLengths;
+      for (let i = 0; i < lengths.length; i++) {
+        const length = lengths[i] as number;
+        if (length > resource.length) break;
+        env.steps++;
+        const bucket = index.prefixes.get(resource.slice(0, length));
+        if (bucket !== undefined) buckets.push(bucket);
+      }
     }
   }
 
@@ -135,12 +164,11 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
     }
   }
 
-  const ids = (list: number[] | undefined): string[] => (list === undefined ? [] : list.sort((a, b) => a - b).map((i) => rules[i]!.id));
   const result = (decision: Effect, reason_code: PolicyReasonCode): PolicyResult => ({
     decision,
     reason_code,
-    matched_rules: ids(matched),
-    indeterminate_rules: ids(unknowns),
+    matched_rules: ids(rules, matched),
+    indeterminate_rules: ids(rules, unknowns),
     steps: env.steps,
   });
 

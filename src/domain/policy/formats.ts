@@ -16,18 +16,21 @@ function isDotSegment(segment: string): boolean {
   return decoded === '.' || decoded === '..';
 }
 
+// One pass: segments of pchars, none empty, none "." or ".." (the lookahead).
+const RESOURCE_URI = /^resource:\/\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-._~%!$&'()+,;=:@]+(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-._~%!$&'()+,;=:@]+)*$/;
+const ENCODED_DOT = /%2e/i;
+
 /**
  * True for `resource://<path>`: non-empty segments, no dot segments (also percent-encoded),
  * well-formed percent escapes, at most 512 characters. Refusing `..` keeps
  * `resource://public/../admin` from matching the pattern `resource://public/*`.
  */
 export function isResourceUri(value: unknown): value is string {
-  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH || !value.startsWith(RESOURCE_SCHEME)) return false;
-  const path = value.slice(RESOURCE_SCHEME.length);
-  if (path.length === 0 || !RESOURCE_CHARS.test(path) || BAD_PERCENT.test(path)) return false;
-  for (const segment of path.split('/')) {
-    if (segment.length === 0 || isDotSegment(segment)) return false;
-  }
+  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH || !RESOURCE_URI.test(value)) return false;
+  if (value.indexOf('%') === -1) return true;
+  if (BAD_PERCENT.test(value)) return false;
+  if (!ENCODED_DOT.test(value)) return true;
+  for (const segment of value.slice(RESOURCE_SCHEME.length).split('/')) if (isDotSegment(segment)) return false;
   return true;
 }
 
@@ -56,9 +59,13 @@ export function parseResourcePattern(value: unknown): ResourcePattern | null {
 
 const DID = /^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$/;
 
+const DID_PLAIN = /^did:[a-z0-9]+:[A-Za-z0-9._:-]*[A-Za-z0-9._-]$/;
+
 /** W3C DID syntax: did:<method>:<method-specific-id>. */
 export function isDid(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && DID.test(value);
+  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH) return false;
+  // Most DIDs carry no percent escape; the simpler expression is markedly faster.
+  return value.indexOf('%') === -1 ? DID_PLAIN.test(value) : DID.test(value);
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;

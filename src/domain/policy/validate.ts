@@ -337,8 +337,8 @@ function checkRule(walk: Walk, node: unknown, pointer: string, seen: Map<string,
   if (effect !== undefined && (typeof effect !== 'string' || !EFFECTS.has(effect))) {
     report(walk, pointerAppend(pointer, 'effect'), 'invalid_effect', 'effect must be ALLOW, DENY or REQUIRE_APPROVAL');
   }
-  const hasWhen = Object.hasOwn(node, 'when');
-  const when = hasWhen ? checkCondition(walk, node.when, pointerAppend(pointer, 'when'), 1) : undefined;
+  const raw = own(node, 'when'); // undefined (not expressible in JSON) counts as absent
+  const when = raw !== undefined ? checkCondition(walk, raw, pointerAppend(pointer, 'when'), 1) : undefined;
   if (walk.errors.length !== before) return undefined;
   return when === undefined ? { id: id as string, effect: effect as Effect } : { id: id as string, effect: effect as Effect, when };
 }

@@ -1,0 +1,25 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isDid, isResourceUri, parseResourcePattern, parseTimestamp } from '../../../src/domain/policy/index.ts';
+
+test('DIDs follow the W3C syntax, with or without percent escapes', () => {
+  for (const ok of ['did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', 'did:web:example.com%3A8443', 'did:web:example.com:user:alice']) assert.equal(isDid(ok), true, ok);
+  for (const bad of ['did:key:', 'did:Key:z', 'did:web:example.com:', 'did:web:a%3', 'key:z6Mk', 'did:web:a b', 42]) assert.equal(isDid(bad), false, String(bad));
+});
+
+test('resource URIs refuse dot segments, empty segments and stars', () => {
+  for (const ok of ['resource://a', 'resource://a/b.c/..d', 'resource://shop/%41', 'resource://x:y@z']) assert.equal(isResourceUri(ok), true, ok);
+  for (const bad of ['resource://', 'resource://a/', 'resource://a//b', 'resource://a/./b', 'resource://a/%2E%2e', 'resource://a/%zz', 'resource://a*', 'https://a', 'resource://a b']) assert.equal(isResourceUri(bad), false, bad);
+  assert.deepEqual(parseResourcePattern('resource://docs/*'), { kind: 'prefix', prefix: 'resource://docs/' });
+  assert.deepEqual(parseResourcePattern('resource://docs'), { kind: 'exact', uri: 'resource://docs' });
+  assert.equal(parseResourcePattern('resource://*/docs'), null);
+});
+
+test('timestamps are strict RFC 3339 instants at millisecond precision', () => {
+  assert.equal(parseTimestamp('2025-01-31T09:00:00Z'), Date.UTC(2025, 0, 31, 9));
+  assert.equal(parseTimestamp('2025-01-31T10:00:00.25+01:00'), Date.UTC(2025, 0, 31, 9, 0, 0, 250));
+  assert.equal(parseTimestamp('2024-02-29T00:00:00Z'), Date.UTC(2024, 1, 29));
+  for (const bad of ['2025-02-29T00:00:00Z', '2025-01-31T24:00:00Z', '2025-01-31T09:00:60Z', '2025-01-31 09:00:00Z', '2025-01-31T09:00:00', '2025-01-31T09:00:00.1234Z', '2025-01-31T09:00:00+24:00', 1738314000000]) {
+    assert.equal(parseTimestamp(bad), null, String(bad));
+  }
+});
