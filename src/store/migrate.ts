@@ -1,6 +1,7 @@
 // Versioned migrations for both engines: every file in ./migrations exporting `up(db, dialect)`,
 // applied in name order. Capabilities own their own files, so adding one touches no registry.
 import { readdir } from 'node:fs/promises';
+import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
 import type { Store } from './store.ts';
 
@@ -25,8 +26,14 @@ export class MigrationError extends Error {}
 
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
+  // Kysely looks for its own tables in every schema unless told which one; with two stores in one
+  // PostgreSQL database (tests, tenants) it would find the other's and skip creating its own.
+  const schema = store.dialect === 'postgres'
+    ? (await sql<{ s: string }>`select current_schema() as s`.execute(store.db)).rows[0]?.s
+    : undefined;
   const migrator = new Migrator({
     db: store.db,
+    ...(schema ? { migrationTableSchema: schema } : {}),
     provider: new FolderProvider(store.dialect),
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,

@@ -168,7 +168,8 @@ for (const backend of backends()) {
     });
 
     test('four-eyes: the saver may not activate; another author may', async () => {
-      await svc.ts.store.db.insertInto('settings').values({ key: `sod:${svc.projectId}`, value: JSON.stringify({ four_eyes_policy_activation: true }) }).execute();
+      const sod = (on: boolean) => svc.app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: h(admin), payload: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: on } });
+      assert.equal((await sod(true)).statusCode, 200);
       try {
         const saved = (await put(author, { policy: doc(42), note: 'four eyes' })).json();
         const own = await post(author, '/activate', { version: saved.version });
@@ -180,7 +181,7 @@ for (const backend of backends()) {
         assert.equal(other.statusCode, 200);
         assert.equal((await getActivePolicy(svc.ts.store.db, svc.projectId))?.version, saved.version);
       } finally {
-        await svc.ts.store.db.deleteFrom('settings').where('key', '=', `sod:${svc.projectId}`).execute();
+        assert.equal((await sod(false)).statusCode, 200);
       }
     });
 

@@ -1,6 +1,7 @@
 // The whole database as Kysely sees it: one interface per capability, merged here.
 import type { CoreTables } from './core.ts';
 import type { DecisionTables } from './decisions.ts';
+import type { IdentityTables } from './identity.ts';
 import type { PolicyTables } from './policy.ts';
 
-export interface Database extends CoreTables, PolicyTables, DecisionTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, DecisionTables {}

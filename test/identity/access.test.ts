@@ -1,0 +1,286 @@
+// Members, roles, SoD, API keys, login and registration: the rules and the bad inputs.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createService } from '../../src/service.ts';
+import { getSod } from '../../src/services/identity/sod.ts';
+import { revokeMember, revokeRole } from '../../src/services/identity/members.ts';
+import { backends } from '../support/backends.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+for (const backend of backends()) {
+  describe(`identity and access (${backend.name})`, () => {
+    let svc: TestService;
+    let admin: ConsoleMember;
+    let P: string;
+    before(async () => {
+      svc = await startService(backend);
+      P = `/v1/console/projects/${svc.projectId}`;
+      admin = await consoleMember(svc, ['ADMIN']);
+    });
+    after(async () => { await svc.stop(); });
+    const post = (url: string, payload: unknown, headers: Record<string, string> = admin.post) => svc.app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
+    const auditCount = async () => Number((await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const rolesOf = async (id: string) => (await svc.ts.store.db.selectFrom('role_grants').select('role').where('project_id', '=', svc.projectId).where('principal_id', '=', id).execute()).map((r) => r.role).sort();
+
+    test('register, add as member by name, grant and revoke roles, each change audited', async () => {
+      const reg = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'Alice@Example.org', password: 'a long enough passphrase' } });
+      assert.equal(reg.statusCode, 201);
+      assert.equal(reg.json().name, 'alice@example.org');
+      const id = reg.json().principal_id;
+      // A registered person sees no project until added.
+      const s = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'alice@example.org', password: 'a long enough passphrase' } });
+      const cookie = s.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+      assert.deepEqual((await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json(), { projects: [] });
+      const before = await auditCount();
+      const add = await post(`${P}/members`, { name: 'alice@example.org', roles: ['AUDITOR'] });
+      assert.equal(add.statusCode, 201);
+      assert.deepEqual(add.json().roles, ['AUDITOR']);
+      const grant = await post(`${P}/members/${id}/roles`, { role: 'APPROVER' });
+      assert.equal(grant.statusCode, 200);
+      assert.deepEqual(grant.json().member.roles, ['APPROVER', 'AUDITOR']);
+      assert.equal((await post(`${P}/members/${id}/roles`, { role: 'APPROVER' })).json().changed, false);
+      const revoke = await post(`${P}/members/${id}/roles/AUDITOR/revoke`, {});
+      assert.deepEqual(revoke.json().member.roles, ['APPROVER']);
+      const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').orderBy('seq').execute()).slice(before).map((e) => e.kind);
+      assert.deepEqual(kinds, ['member.added', 'role.granted', 'role.granted', 'role.revoked']);
+      const projects = (await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json().projects;
+      assert.deepEqual(projects.map((p: { id: string; roles: string[] }) => [p.id, p.roles]), [[svc.projectId, ['APPROVER']]], 'roles are read live, not from the session');
+    });
+
+    test('bad input gives a clear 4xx and changes nothing', async () => {
+      const target = await svc.member(['APPROVER']);
+      const person = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'not-yet-member', password: 'another long passphrase' } });
+      const before = await auditCount();
+      const cases: [string, Promise<{ statusCode: number; json(): any }>, number, string][] = [
+        ['invalid role', post(`${P}/members/${target.principalId}/roles`, { role: 'SUPERUSER' }), 400, 'invalid_request'],
+        ['invalid role in path', post(`${P}/members/${target.principalId}/roles/ROOT/revoke`, {}), 400, 'invalid_request'],
+        ['unknown principal', post(`${P}/members/prn_00000000000000000000000000/roles`, { role: 'AUDITOR' }), 404, 'not_found'],
+        ['malformed principal id', post(`${P}/members/bob/roles`, { role: 'AUDITOR' }), 400, 'invalid_request'],
+        ['grant to a non-member', post(`${P}/members/${person.json().principal_id}/roles`, { role: 'AUDITOR' }), 422, 'not_a_member'],
+        ['add unknown name', post(`${P}/members`, { name: 'nobody-here', roles: [] }), 404, 'not_found'],
+        ['add with both id and name', post(`${P}/members`, { name: 'x', principal_id: target.principalId }), 400, 'invalid_request'],
+        ['add an existing member', post(`${P}/members`, { principal_id: target.principalId }), 409, 'already_member'],
+        ['over-long name', post(`${P}/members`, { name: 'n'.repeat(129) }), 400, 'invalid_request'],
+        ['unknown field', post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR', admin: true }), 400, 'invalid_request'],
+        ['key with a role the holder lacks', post(`${P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'] }), 422, 'role_not_held'],
+        ['key for a non-member', post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: person.json().principal_id }), 422, 'not_a_member'],
+        ['revoke an unknown key', post(`${P}/api-keys/key_00000000000000000000000000/revoke`, {}), 404, 'not_found'],
+        ['weak password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'short' } }), 400, 'invalid_request'],
+        ['repetitive password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'aaaaaaaaaaaaaaaa' } }), 400, 'invalid_request'],
+        ['huge password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'x'.repeat(10_000) } }), 400, 'invalid_request'],
+        ['password over 256', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'xy1'.repeat(100) } }), 400, 'invalid_request'],
+        ['bad name', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: ' spaced name ', password: 'a long enough passphrase' } }), 400, 'invalid_request'],
+        ['taken name', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'admin', password: 'a long enough passphrase' } }), 409, 'name_taken'],
+      ];
+      for (const [name, p, status, code] of cases) {
+        const res = await p;
+        assert.equal(res.statusCode, status, `${name}: ${JSON.stringify(res.json())}`);
+        assert.equal(res.json().code, code, name);
+      }
+      assert.equal(await auditCount(), before, 'no refused request wrote anything');
+      assert.deepEqual(await rolesOf(target.principalId), ['APPROVER']);
+      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'weakling').executeTakeFirst(), undefined);
+    });
+
+    test('the last ADMIN can be neither demoted nor removed', async () => {
+      const solo = await startService(backend);
+      try {
+        const a = await consoleMember(solo, ['ADMIN']);
+        const url = `/v1/console/projects/${solo.projectId}`;
+        const bootAdmin = (await solo.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
+        assert.equal((await solo.app.inject({ method: 'POST', url: `${url}/members/${bootAdmin}/revoke`, headers: a.post, payload: {} })).statusCode, 200);
+        const demote = await solo.app.inject({ method: 'POST', url: `${url}/members/${a.principalId}/roles/ADMIN/revoke`, headers: a.post, payload: {} });
+        assert.equal(demote.statusCode, 409);
+        assert.equal(demote.json().code, 'last_admin');
+        const remove = await solo.app.inject({ method: 'POST', url: `${url}/members/${a.principalId}/revoke`, headers: a.post, payload: {} });
+        assert.equal(remove.json().code, 'last_admin');
+        assert.deepEqual((await solo.ts.store.db.selectFrom('role_grants').select('role').where('principal_id', '=', a.principalId).execute()).map((r) => r.role), ['ADMIN']);
+      } finally { await solo.stop(); }
+    });
+
+    test('concurrency: two ADMINs demoting each other at once leave exactly one ADMIN', async () => {
+      const solo = await startService(backend);
+      try {
+        const url = `/v1/console/projects/${solo.projectId}`;
+        const a = await consoleMember(solo, ['ADMIN']);
+        const b = await consoleMember(solo, ['ADMIN']);
+        const bootAdmin = (await solo.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
+        await solo.app.inject({ method: 'POST', url: `${url}/members/${bootAdmin}/revoke`, headers: a.post, payload: {} });
+        const [ra, rb] = await Promise.all([
+          solo.app.inject({ method: 'POST', url: `${url}/members/${b.principalId}/roles/ADMIN/revoke`, headers: a.post, payload: {} }),
+          solo.app.inject({ method: 'POST', url: `${url}/members/${a.principalId}/roles/ADMIN/revoke`, headers: b.post, payload: {} }),
+        ]);
+        // The loser is refused either by the last-ADMIN rule (409) or, when the winner committed
+        // first, because it is no longer ADMIN (403): never both succeed.
+        const statuses = [ra.statusCode, rb.statusCode].sort();
+        assert.equal(statuses[0], 200, `${ra.body} ${rb.body}`);
+        assert.ok([403, 409].includes(statuses[1]!), `one is refused: ${ra.body} ${rb.body}`);
+        const admins = await solo.ts.store.db.selectFrom('role_grants').select('principal_id').where('project_id', '=', solo.projectId).where('role', '=', 'ADMIN').execute();
+        assert.equal(admins.length, 1);
+      } finally { await solo.stop(); }
+    });
+
+    test('concurrency: the last-ADMIN rule holds when the service is called at once (lockFor)', async () => {
+      const solo = await startService(backend);
+      try {
+        const a = await solo.member(['ADMIN']);
+        const b = await solo.member(['ADMIN']);
+        const bootAdmin = (await solo.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
+        await revokeMember(solo.ts.store, { projectId: solo.projectId, principalId: bootAdmin, actor: 'test' }, new Date());
+        const results = await Promise.allSettled([
+          revokeRole(solo.ts.store, { projectId: solo.projectId, principalId: a.principalId, role: 'ADMIN', actor: 'test' }, new Date()),
+          revokeRole(solo.ts.store, { projectId: solo.projectId, principalId: b.principalId, role: 'ADMIN', actor: 'test' }, new Date()),
+          revokeMember(solo.ts.store, { projectId: solo.projectId, principalId: a.principalId, actor: 'test' }, new Date()),
+          revokeMember(solo.ts.store, { projectId: solo.projectId, principalId: b.principalId, actor: 'test' }, new Date()),
+        ]);
+        assert.ok(results.some((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'last_admin'));
+        const admins = await solo.ts.store.db.selectFrom('role_grants as g').innerJoin('memberships as m', (j) => j.onRef('m.principal_id', '=', 'g.principal_id').onRef('m.project_id', '=', 'g.project_id'))
+          .select('g.principal_id').where('g.project_id', '=', solo.projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null).execute();
+        assert.equal(admins.length, 1, 'exactly one ADMIN remains');
+      } finally { await solo.stop(); }
+    });
+
+    test('concurrency: granting and revoking the same role at once end in a state the audit log explains', async () => {
+      const other = await consoleMember(svc, ['ADMIN']);
+      for (let round = 0; round < 5; round++) {
+        const target = await svc.member(round % 2 ? ['AUDITOR'] : []);
+        const before = await auditCount();
+        const results = await Promise.all([
+          post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }),
+          post(`${P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}, other.post),
+          post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }, other.post),
+          post(`${P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}),
+        ]);
+        for (const r of results) assert.equal(r.statusCode, 200, r.body);
+        const grants = await rolesOf(target.principalId);
+        assert.ok(grants.length <= 1, 'the role is held at most once');
+        // Replaying the audited changes from the start reproduces the final state.
+        const events = (await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).orderBy('seq').execute()).slice(before)
+          .filter((e) => JSON.parse(e.data).principal_id === target.principalId);
+        let held = round % 2 === 1;
+        for (const e of events) {
+          assert.equal(e.kind === 'role.granted' ? held : !held, false, 'every audited change was a real change');
+          held = e.kind === 'role.granted';
+        }
+        assert.equal(held, grants.includes('AUDITOR'));
+        assert.equal(events.length, results.filter((r) => r.json().changed).length);
+      }
+    });
+
+    test('SoD: ADMIN cannot take POLICY_AUTHOR by granting it, by minting a key, or by being ADMIN', async () => {
+      const grant = await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
+      assert.equal(grant.statusCode, 409);
+      assert.equal(grant.json().code, 'sod_conflict');
+      const key = await post(`${P}/api-keys`, { name: 'k', roles: ['ADMIN', 'POLICY_AUTHOR'] });
+      assert.equal(key.json().code, 'role_not_held');
+      assert.deepEqual(await rolesOf(admin.principalId), ['ADMIN']);
+      // With the exclusion lifted, the grant is allowed and audited; putting it back is refused while held.
+      const adminKey = await svc.keyHeader(['ADMIN']);
+      const sodUrl = `/v1/projects/${svc.projectId}/sod`;
+      const put = (doc: unknown) => svc.app.inject({ method: 'PUT', url: sodUrl, headers: adminKey, payload: doc as object });
+      assert.equal((await put({ exclusive_roles: [], four_eyes_policy_activation: true })).statusCode, 200);
+      assert.deepEqual(await getSod(svc.ts.store.db, svc.projectId), { exclusive_roles: [], four_eyes_policy_activation: true });
+      assert.equal((await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' })).statusCode, 200);
+      const refused = await put({ exclusive_roles: [['POLICY_AUTHOR', 'ADMIN']], four_eyes_policy_activation: true });
+      assert.equal(refused.statusCode, 409);
+      assert.equal(refused.json().code, 'sod_conflict');
+      assert.equal(refused.json().conflicts[0].principal_id, admin.principalId);
+      assert.equal((await post(`${P}/members/${admin.principalId}/roles/POLICY_AUTHOR/revoke`, {})).statusCode, 200);
+      const back = await put({ exclusive_roles: [['POLICY_AUTHOR', 'ADMIN']], four_eyes_policy_activation: false });
+      assert.equal(back.statusCode, 200);
+      assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR']], 'pairs are normalized');
+      const audits = await svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
+      assert.equal(audits.length, 2);
+      assert.deepEqual(JSON.parse(audits[1]!.data).before, { exclusive_roles: [], four_eyes_policy_activation: true });
+      const bad = await put({ exclusive_roles: [['ADMIN', 'ADMIN'], ['ADMIN']], four_eyes_policy_activation: 'yes' });
+      assert.equal(bad.statusCode, 400);
+      assert.ok(bad.json().errors.length >= 2, 'every error at once');
+    });
+
+    test('API keys: shown once, hashed, a subset of current roles, revocation is immediate, bad keys are 401', async () => {
+      const holder = await svc.member(['AUDITOR', 'APPROVER']);
+      const minted = await post(`${P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });
+      assert.equal(minted.statusCode, 201);
+      const { secret, id } = minted.json();
+      const list = await svc.app.inject({ method: 'GET', url: `${P}/api-keys`, headers: admin.get });
+      assert.ok(!list.body.includes(secret), 'the list never shows the secret');
+      const stored = await svc.ts.store.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.ok(!JSON.stringify(stored).includes(secret));
+      const sod = (auth: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: auth } });
+      assert.equal((await sod(`Bearer ${secret}`)).statusCode, 200);
+      // A second instance on the same database sees the revocation on its very next request.
+      const second = await createService(svc.deps.config, { store: svc.ts.store, logger: false });
+      assert.equal((await post(`${P}/api-keys/${id}/revoke`, {})).json().changed, true);
+      assert.equal((await second.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } })).statusCode, 401);
+      await second.app.close();
+      for (const auth of [`Bearer ${secret}`, 'Bearer gvl_short', `Bearer ${secret.slice(0, -1)}x`, `Basic ${secret}`, '']) {
+        const res = await sod(auth);
+        assert.equal(res.statusCode, 401, auth);
+        assert.equal(res.json().code, 'unauthorized');
+      }
+      // A key's roles shrink with its holder's.
+      const other = await post(`${P}/api-keys`, { name: 'ci2', roles: ['AUDITOR'], principal_id: holder.principalId });
+      assert.equal((await sod(`Bearer ${other.json().secret}`)).statusCode, 200);
+      await post(`${P}/members/${holder.principalId}/roles/AUDITOR/revoke`, {});
+      assert.equal((await sod(`Bearer ${other.json().secret}`)).statusCode, 403);
+    });
+
+    test('machine route creates a service principal as a member with roles; SoD applies', async () => {
+      const key = await svc.keyHeader(['ADMIN']);
+      const url = `/v1/projects/${svc.projectId}/principals`;
+      const ok = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'deploy-bot', roles: ['PERMIT_ISSUER'] } });
+      assert.equal(ok.statusCode, 201);
+      assert.deepEqual(ok.json().roles, ['PERMIT_ISSUER']);
+      const sod = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'both-bot', roles: ['ADMIN', 'POLICY_AUTHOR'] } });
+      assert.equal(sod.json().code, 'sod_conflict');
+      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'both-bot').executeTakeFirst(), undefined, 'rolled back');
+      const person = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'person', name: 'no-password' } });
+      assert.equal(person.statusCode, 400);
+      const svcPw = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'pw-bot', password: 'a long enough passphrase' } });
+      assert.equal(svcPw.statusCode, 400);
+    });
+
+    test('login: same answer for unknown name and wrong password; throttled per account in the database', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const attempt = (name: string, password: string, ip = '203.0.113.7') => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name, password } });
+      const unknown = await attempt('nobody-at-all', 'whatever password');
+      const wrong = await attempt(m.name, 'whatever password');
+      assert.equal(unknown.statusCode, 401);
+      assert.equal(wrong.statusCode, 401);
+      const strip = (b: any) => ({ ...b, request_id: undefined });
+      assert.deepEqual(strip(unknown.json()), strip(wrong.json()));
+      for (let i = 0; i < 4; i++) assert.equal((await attempt(m.name, 'still wrong')).statusCode, 401);
+      const locked = await attempt(m.name, m.password);
+      assert.equal(locked.statusCode, 429, 'even the right password waits while locked');
+      assert.equal(locked.json().code, 'too_many_attempts');
+      assert.match(String(locked.headers['retry-after']), /^[1-9]\d*$/);
+      // Unknown names are throttled the same way (no difference to observe).
+      for (let i = 0; i < 5; i++) await attempt('nobody-at-all', 'x');
+      assert.equal((await attempt('nobody-at-all', 'x')).statusCode, 429);
+      // Another instance on the same database sees the counter.
+      const second = await createService(svc.deps.config, { store: svc.ts.store, logger: false });
+      const there = await second.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '198.51.100.1', payload: { name: m.name, password: m.password } });
+      assert.equal(there.statusCode, 429);
+      await second.app.close();
+      // Once the lock has passed, the right password works and clears the account counter.
+      svc.deps.clock = { now: () => new Date(Date.now() + 16 * 60_000) };
+      try {
+        assert.equal((await attempt(m.name, m.password)).statusCode, 200);
+        const row = await svc.ts.store.db.selectFrom('login_throttle').selectAll().where('key', '=', `account:${m.name}`).executeTakeFirst();
+        assert.equal(row, undefined);
+      } finally { svc.deps.clock = { now: () => new Date() }; }
+    });
+
+    test('login throttles per address across accounts', async () => {
+      const ip = '192.0.2.99';
+      let last = 0;
+      for (let i = 0; i < 50; i++) {
+        last = (await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: `spray-${i}`, password: 'guess guess guess' } })).statusCode;
+      }
+      assert.equal(last, 401);
+      const blocked = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
+      assert.equal(blocked.statusCode, 429);
+    });
+  });
+}

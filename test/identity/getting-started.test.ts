@@ -1,0 +1,32 @@
+// The flow docs/getting-started.md shows with curl, step by step: the bootstrap admin signs in,
+// mints a first API key, and calls a machine route with it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+
+for (const backend of backends()) {
+  test(`getting started: login, mint a key, call a machine route (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const admin = svc.bootstrap.admin!;
+      const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: admin.name, password: admin.password }) });
+      assert.equal(login.statusCode, 200);
+      const jar = login.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+      const csrf = login.json().csrf_token;
+      const projects = await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie: jar } });
+      const projectId = projects.json().projects[0].id;
+      assert.equal(projectId, svc.projectId);
+      const key = await svc.app.inject({
+        method: 'POST', url: `/v1/console/projects/${projectId}/api-keys`,
+        headers: { cookie: jar, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: 'first key', roles: ['ADMIN'] }),
+      });
+      assert.equal(key.statusCode, 201);
+      assert.equal(key.headers['cache-control'], 'no-store');
+      const sod = await svc.app.inject({ method: 'GET', url: `/v1/projects/${projectId}/sod`, headers: { authorization: `Bearer ${key.json().secret}` } });
+      assert.equal(sod.statusCode, 200);
+      assert.equal(sod.json().document.four_eyes_policy_activation, false);
+    } finally { await svc.stop(); }
+  });
+}

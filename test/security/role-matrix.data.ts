@@ -1,0 +1,123 @@
+// The expected allow/deny table of every route, as data. One entry per route: add yours when you
+// add a route (the completeness test lists every OpenAPI route without an entry).
+//
+// allowed: the roles that may call the route; 'any' means any caller the plane accepts (any key
+// of the project, or any signed-in member / any signed-in person on routes without a project).
+// example: builds the path parameters and a valid body for one call by an allowed caller; it is
+// called once per cell, so it should create whatever the call consumes (a fresh member, a key...).
+// An allowed caller must get a 2xx; a denied one 403 `forbidden`.
+import type { Role } from '../../src/domain/access/roles.ts';
+import type { Store } from '../../src/store/store.ts';
+import { activatePolicyVersion } from '../../src/services/policy/activate.ts';
+import { savePolicyVersion } from '../../src/services/policy/save.ts';
+
+export interface MatrixContext {
+  projectId: string;
+  /** A fresh member of the project (a service principal) holding `roles`. */
+  newMember(roles: Role[]): Promise<string>;
+  /** A fresh registered person who is not a member of any project. */
+  newPerson(): Promise<{ principalId: string; name: string }>;
+  /** The id of a fresh live API key of the project. */
+  newKeyId(): Promise<string>;
+  /** A name nobody has used. */
+  uniqueName(prefix: string): string;
+  /** The service's store, for examples that need state no route of the matrix creates. */
+  store: Store;
+}
+
+export interface RouteExample { params?: Record<string, string>; body?: unknown }
+
+export interface RouteEntry {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** OpenAPI form: `/v1/console/projects/{projectId}/members`. */
+  path: string;
+  plane: 'machine' | 'console';
+  allowed: readonly Role[] | 'any';
+  example?: (ctx: MatrixContext) => Promise<RouteExample> | RouteExample;
+  /** The call ends the caller's session (logout): each cell gets a session of its own. */
+  endsSession?: boolean;
+}
+
+const C = '/v1/console/projects/{projectId}';
+const M = '/v1/projects/{projectId}';
+const READERS: Role[] = ['ADMIN', 'AUDITOR'];
+
+/** Routes anyone may call without credentials; not in the matrix. */
+export const PUBLIC_ROUTES = ['GET /healthz', 'GET /readyz', 'GET /openapi.json', 'POST /v1/console/login', 'POST /v1/console/register'];
+
+export const ROUTES: RouteEntry[] = [
+  // identity (issue 3)
+  { method: 'POST', path: '/v1/console/logout', plane: 'console', allowed: 'any', endsSession: true, example: () => ({ body: {} }) },
+  { method: 'GET', path: '/v1/console/projects', plane: 'console', allowed: 'any' },
+  { method: 'GET', path: `${C}/me`, plane: 'console', allowed: 'any' },
+  { method: 'GET', path: `${C}/dashboard`, plane: 'console', allowed: 'any' },
+  { method: 'GET', path: `${C}/settings`, plane: 'console', allowed: READERS },
+  { method: 'GET', path: `${C}/control-plane`, plane: 'console', allowed: READERS },
+  { method: 'GET', path: `${C}/members`, plane: 'console', allowed: READERS },
+  { method: 'GET', path: `${C}/memberships`, plane: 'console', allowed: READERS },
+  {
+    method: 'POST', path: `${C}/members`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ body: { name: (await ctx.newPerson()).name, roles: ['AUDITOR'] } }),
+  },
+  {
+    method: 'POST', path: `${C}/members/{principalId}/revoke`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { principalId: await ctx.newMember(['APPROVER']) }, body: {} }),
+  },
+  {
+    method: 'POST', path: `${C}/members/{principalId}/roles`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { principalId: await ctx.newMember([]) }, body: { role: 'APPROVER' } }),
+  },
+  {
+    method: 'POST', path: `${C}/members/{principalId}/roles/{role}/revoke`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { principalId: await ctx.newMember(['AUDITOR']), role: 'AUDITOR' }, body: {} }),
+  },
+  { method: 'GET', path: `${C}/api-keys`, plane: 'console', allowed: READERS },
+  {
+    method: 'POST', path: `${C}/api-keys`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ body: { name: 'matrix', roles: ['AUDITOR'], principal_id: await ctx.newMember(['AUDITOR']) } }),
+  },
+  {
+    method: 'POST', path: `${C}/api-keys/{keyId}/revoke`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { keyId: await ctx.newKeyId() }, body: {} }),
+  },
+  {
+    method: 'POST', path: `${M}/principals`, plane: 'machine', allowed: ['ADMIN'],
+    example: (ctx) => ({ body: { kind: 'service', name: ctx.uniqueName('svc'), roles: ['APPROVER'] } }),
+  },
+  { method: 'GET', path: `${M}/sod`, plane: 'machine', allowed: ['ADMIN', 'AUDITOR', 'POLICY_AUTHOR'] },
+  {
+    method: 'PUT', path: `${M}/sod`, plane: 'machine', allowed: ['ADMIN'],
+    example: () => ({ body: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false } }),
+  },
+  // policy lifecycle (issue 4)
+  { method: 'PUT', path: `${M}/policy`, plane: 'machine', allowed: ['POLICY_AUTHOR'], example: () => ({ body: { policy: MATRIX_POLICY, note: 'matrix' } }) },
+  { method: 'GET', path: `${M}/policy`, plane: 'machine', allowed: 'any', example: async (ctx) => { await ensureActivePolicy(ctx); return {}; } },
+  { method: 'GET', path: `${M}/policy/versions`, plane: 'machine', allowed: 'any' },
+  {
+    method: 'POST', path: `${M}/policy/activate`, plane: 'machine', allowed: ['POLICY_AUTHOR'],
+    example: async (ctx) => ({ body: { version: (await saveMatrixPolicy(ctx)).version } }),
+  },
+  {
+    method: 'POST', path: `${M}/policy/simulate`, plane: 'machine', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { request: { agent: 'did:key:z6Mkmatrix', action: 'read' }, policy: MATRIX_POLICY } }),
+  },
+  {
+    method: 'POST', path: `${M}/policy/replay`, plane: 'machine', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
+  },
+];
+
+const MATRIX_POLICY = { spec_version: '1', rules: [{ id: 'reads', effect: 'ALLOW', when: { op: 'eq', input: 'action', value: 'read' } }] };
+
+async function saveMatrixPolicy(ctx: MatrixContext) {
+  const principalId = await ctx.newMember(['POLICY_AUTHOR']);
+  return savePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', document: MATRIX_POLICY, note: 'matrix', at: new Date() });
+}
+
+async function ensureActivePolicy(ctx: MatrixContext): Promise<void> {
+  const active = await ctx.store.db.selectFrom('policy_active').select('version').where('project_id', '=', ctx.projectId).executeTakeFirst();
+  if (active) return;
+  const saved = await saveMatrixPolicy(ctx);
+  const principalId = await ctx.newMember(['POLICY_AUTHOR']);
+  await activatePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', roles: new Set(['POLICY_AUTHOR']), version: saved.version, at: new Date() });
+}
