@@ -7,6 +7,7 @@ import { consoleMemberRoutes } from './console/members.ts';
 import { consoleApiKeyRoutes } from './console/api-keys.ts';
 import { machineIdentityRoutes } from './machine/identity.ts';
 import { policyMachineRoutes } from './machine/policy.ts';
+import { consolePolicyRoutes } from './console/policy.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -16,4 +17,5 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleApiKeyRoutes,
   machineIdentityRoutes,
   policyMachineRoutes,
+  consolePolicyRoutes,
 ];

@@ -105,6 +105,22 @@ export const ROUTES: RouteEntry[] = [
     method: 'POST', path: `${M}/policy/replay`, plane: 'machine', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
     example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
   },
+  // policy lifecycle, console twins
+  { method: 'PUT', path: `${C}/policy`, plane: 'console', allowed: ['POLICY_AUTHOR'], example: () => ({ body: { policy: MATRIX_POLICY, note: 'matrix' } }) },
+  { method: 'GET', path: `${C}/policy`, plane: 'console', allowed: 'any', example: async (ctx) => { await ensureActivePolicy(ctx); return {}; } },
+  { method: 'GET', path: `${C}/policy/versions`, plane: 'console', allowed: 'any' },
+  {
+    method: 'POST', path: `${C}/policy/activate`, plane: 'console', allowed: ['POLICY_AUTHOR'],
+    example: async (ctx) => ({ body: { version: (await saveMatrixPolicy(ctx)).version } }),
+  },
+  {
+    method: 'POST', path: `${C}/policy/simulate`, plane: 'console', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { request: { agent: 'did:key:z6Mkmatrix', action: 'read' }, policy: MATRIX_POLICY } }),
+  },
+  {
+    method: 'POST', path: `${C}/policy/replay`, plane: 'console', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
+  },
 ];
 
 const MATRIX_POLICY = { spec_version: '1', rules: [{ id: 'reads', effect: 'ALLOW', when: { op: 'eq', input: 'action', value: 'read' } }] };

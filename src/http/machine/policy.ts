@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { POLICY_LIMITS } from '../../domain/policy/index.ts';
+import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest } from '../problem.ts';
 import { errorResponses, Money, ProjectParams } from '../schemas/common.ts';
@@ -14,7 +15,6 @@ import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
 import { simulatePolicy } from '../../services/policy/simulate.ts';
 
-const TAGS = ['policy'];
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
 export const POLICY_BODY_LIMIT = POLICY_LIMITS.maxDocumentBytes;
 
@@ -113,16 +113,25 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
 }
 
-export async function policyMachineRoutes(instance: FastifyInstance): Promise<void> {
+/** How one plane (API keys or console sessions) guards and names the policy routes. */
+export interface PolicyPlane {
+  base: string;
+  authenticate: (roles: Role[]) => (request: FastifyRequest) => Promise<void>;
+  tags: string[];
+  security: Record<string, string[]>[];
+}
+
+/** Registers the policy lifecycle routes for one plane; both planes share every handler. */
+export async function registerPolicyRoutes(instance: FastifyInstance, plane: PolicyPlane): Promise<void> {
   const app = instance.withTypeProvider<TypeBoxTypeProvider>();
   const { store, clock } = app.gavel;
-  const base = '/v1/projects/:projectId/policy';
+  const { base, authenticate, tags: TAGS, security } = plane;
 
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR']),
+    preValidation: authenticate(['POLICY_AUTHOR']),
     schema: {
-      tags: TAGS, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
+      tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
       response: { 201: Saved, ...errorResponses() },
     },
   }, async (request, reply) => {
@@ -135,17 +144,17 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
   });
 
   app.get(base, {
-    preValidation: machineAuth([]),
+    preValidation: authenticate([]),
     schema: {
-      tags: TAGS, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
+      tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
       params: ProjectParams, response: { 200: ActiveBody, ...errorResponses() },
     },
   }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
 
   app.get(`${base}/versions`, {
-    preValidation: machineAuth([]),
+    preValidation: authenticate([]),
     schema: {
-      tags: TAGS, summary: 'Every policy version with its state, creator, note and hash, newest first',
+      tags: TAGS, security, summary: 'Every policy version with its state, creator, note and hash, newest first',
       params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses() },
     },
   }, async (request) => {
@@ -160,7 +169,7 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
     // Authenticate any key of the project, then refuse (and audit) a caller without POLICY_AUTHOR
     // before the body is even validated: every refused activation attempt leaves a trace.
     preValidation: async (request) => {
-      await machineAuth([])(request);
+      await authenticate([])(request);
       const a = auth(request);
       if (!a.roles.has('POLICY_AUTHOR')) {
         const raw = (request.body as { version?: unknown } | null | undefined)?.version;
@@ -169,7 +178,7 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
       }
     },
     schema: {
-      tags: TAGS, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
+      tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
       params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses() },
     },
   }, async (request) => {
@@ -179,21 +188,25 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
 
   app.post(`${base}/simulate`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
-      tags: TAGS, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
+      tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses() },
     },
   }, async (request) => simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>);
 
   app.post(`${base}/replay`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
-      tags: TAGS, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
+      tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses() },
     },
   }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
 
   
+}
+
+export async function policyMachineRoutes(app: FastifyInstance): Promise<void> {
+  await registerPolicyRoutes(app, { base: '/v1/projects/:projectId/policy', authenticate: machineAuth, tags: ['policy'], security: [{ apiKey: [] }] });
 }
