@@ -325,6 +325,7 @@ for (const backend of backends()) {
         [{ version: 1, last: 10_001 }, 400, 'invalid_request'],
         [{ version: 1, last: 0 }, 400, 'invalid_request'],
         [{ version: 1, from: 'yesterday' }, 400, 'invalid_request'],
+        [{ version: 1, from: '2025-01-01T00:00:00.123456Z' }, 400, 'invalid_request'],
         [{ version: 1, from: '2025-01-02T00:00:00Z', until: '2025-01-01T00:00:00Z' }, 400, 'invalid_request'],
         [{ version: 999 }, 404, 'policy_version_not_found'],
         [{ policy: { rules: 'x' } }, 400, 'invalid_request'],
