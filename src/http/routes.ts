@@ -11,6 +11,7 @@ import { machineAgentRoutes } from './machine/agents.ts';
 import { consoleAgentRoutes } from './console/agents.ts';
 import { consolePermitRoutes } from './console/permits.ts';
 import { policyMachineRoutes } from './machine/policy.ts';
+import { consolePolicyRoutes } from './console/policy.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -24,4 +25,5 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleAgentRoutes,
   consolePermitRoutes,
   policyMachineRoutes,
+  consolePolicyRoutes,
 ];

@@ -4,19 +4,18 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { POLICY_LIMITS } from '../../src/domain/policy/index.ts';
 
-// Larger than the largest body any route accepts (policy documents have their own, higher limit).
-const OVERSIZED = Math.max(70 * 1024, POLICY_LIMITS.maxDocumentBytes + 1024);
 
-type Op = { method: string; path: string; hasBody: boolean };
+type Op = { method: string; path: string; hasBody: boolean; bodyLimit: number };
 
 function operations(doc: any): Op[] {
   const ops: Op[] = [];
   for (const [path, item] of Object.entries<any>(doc.paths)) {
     for (const [method, op] of Object.entries<any>(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-      ops.push({ method: method.toUpperCase(), path, hasBody: Boolean(op.requestBody) });
+      // A route with a larger body limit of its own says so in its body's description.
+      const limit = /Body limit: (\d+) bytes/.exec(op.requestBody?.content?.['application/json']?.schema?.description ?? '');
+      ops.push({ method: method.toUpperCase(), path, hasBody: Boolean(op.requestBody), bodyLimit: limit ? Number(limit[1]) : 64 * 1024 });
     }
   }
   return ops;
@@ -104,7 +103,7 @@ describe('wire conventions', () => {
       assert.equal(wrongType.statusCode, 415, label);
       const empty = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '' });
       assert.ok([400, 401].includes(empty.statusCode), `${label}: empty body gives ${empty.statusCode}`);
-      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(OVERSIZED) }) });
+      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(op.bodyLimit + 6 * 1024) }) });
       assertProblem(big, 413, 'payload_too_large');
       const poisoned = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '{"__proto__": {"admin": true}}' });
       assert.ok(poisoned.statusCode >= 400 && poisoned.statusCode < 500, `${label}: __proto__ gives ${poisoned.statusCode}`);

@@ -7,6 +7,9 @@
 // called once per cell, so it should create whatever the call consumes (a fresh member, a key...).
 // An allowed caller must get a 2xx; a denied one 403 `forbidden`.
 import type { Role } from '../../src/domain/access/roles.ts';
+import type { Store } from '../../src/store/store.ts';
+import { activatePolicyVersion } from '../../src/services/policy/activate.ts';
+import { savePolicyVersion } from '../../src/services/policy/save.ts';
 
 export interface MatrixContext {
   projectId: string;
@@ -24,6 +27,8 @@ export interface MatrixContext {
   newPermit(): Promise<{ commitment: string; jws: string; agent: string }>;
   /** Freezes an agent directly in the store. */
   freeze(did: string): Promise<void>;
+  /** The service's store, for examples that need state no route of the matrix creates. */
+  store: Store;
 }
 
 export interface RouteExample { params?: Record<string, string>; body?: unknown; /** Query string without the `?`. */ query?: string }
@@ -111,6 +116,38 @@ export const ROUTES: RouteEntry[] = [
   { method: 'GET', path: `${C}/permits`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] },
   { method: 'GET', path: `${C}/permits/{commitment}`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'], example: async (ctx) => ({ params: { commitment: (await ctx.newPermit()).commitment } }) },
   { method: 'POST', path: `${C}/permits/{commitment}/revoke`, plane: 'console', allowed: ['PERMIT_ISSUER', 'ADMIN'], example: async (ctx) => ({ params: { commitment: (await ctx.newPermit()).commitment }, body: {} }) },
+  // policy lifecycle (issue 4)
+  { method: 'PUT', path: `${M}/policy`, plane: 'machine', allowed: ['POLICY_AUTHOR'], example: () => ({ body: { policy: MATRIX_POLICY, note: 'matrix' } }) },
+  { method: 'GET', path: `${M}/policy`, plane: 'machine', allowed: 'any', example: async (ctx) => { await ensureActivePolicy(ctx); return {}; } },
+  { method: 'GET', path: `${M}/policy/versions`, plane: 'machine', allowed: 'any' },
+  {
+    method: 'POST', path: `${M}/policy/activate`, plane: 'machine', allowed: ['POLICY_AUTHOR'],
+    example: async (ctx) => ({ body: { version: (await saveMatrixPolicy(ctx)).version } }),
+  },
+  {
+    method: 'POST', path: `${M}/policy/simulate`, plane: 'machine', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { request: { agent: 'did:key:z6Mkmatrix', action: 'read' }, policy: MATRIX_POLICY } }),
+  },
+  {
+    method: 'POST', path: `${M}/policy/replay`, plane: 'machine', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
+  },
+  // policy lifecycle, console twins
+  { method: 'PUT', path: `${C}/policy`, plane: 'console', allowed: ['POLICY_AUTHOR'], example: () => ({ body: { policy: MATRIX_POLICY, note: 'matrix' } }) },
+  { method: 'GET', path: `${C}/policy`, plane: 'console', allowed: 'any', example: async (ctx) => { await ensureActivePolicy(ctx); return {}; } },
+  { method: 'GET', path: `${C}/policy/versions`, plane: 'console', allowed: 'any' },
+  {
+    method: 'POST', path: `${C}/policy/activate`, plane: 'console', allowed: ['POLICY_AUTHOR'],
+    example: async (ctx) => ({ body: { version: (await saveMatrixPolicy(ctx)).version } }),
+  },
+  {
+    method: 'POST', path: `${C}/policy/simulate`, plane: 'console', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { request: { agent: 'did:key:z6Mkmatrix', action: 'read' }, policy: MATRIX_POLICY } }),
+  },
+  {
+    method: 'POST', path: `${C}/policy/replay`, plane: 'console', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
+    example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
+  },
 ];
 
 
@@ -123,4 +160,19 @@ async function frozenAgent(ctx: MatrixContext): Promise<string> {
   const did = await ctx.newAgent();
   await ctx.freeze(did);
   return did;
+}
+
+const MATRIX_POLICY = { spec_version: '1', rules: [{ id: 'reads', effect: 'ALLOW', when: { op: 'eq', input: 'action', value: 'read' } }] };
+
+async function saveMatrixPolicy(ctx: MatrixContext) {
+  const principalId = await ctx.newMember(['POLICY_AUTHOR']);
+  return savePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', document: MATRIX_POLICY, note: 'matrix', at: new Date() });
+}
+
+async function ensureActivePolicy(ctx: MatrixContext): Promise<void> {
+  const active = await ctx.store.db.selectFrom('policy_active').select('version').where('project_id', '=', ctx.projectId).executeTakeFirst();
+  if (active) return;
+  const saved = await saveMatrixPolicy(ctx);
+  const principalId = await ctx.newMember(['POLICY_AUTHOR']);
+  await activatePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', roles: new Set(['POLICY_AUTHOR']), version: saved.version, at: new Date() });
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { POLICY_LIMITS } from '../../domain/policy/index.ts';
+import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest } from '../problem.ts';
 import { errorResponses, Money, ProjectParams } from '../schemas/common.ts';
@@ -14,10 +15,10 @@ import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
 import { simulatePolicy } from '../../services/policy/simulate.ts';
 
-const TAGS = ['policy'];
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
 export const POLICY_BODY_LIMIT = POLICY_LIMITS.maxDocumentBytes;
 
+const CLOSED = { additionalProperties: false };
 const Sha256 = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 (hex) of the RFC 8785 canonical JSON of the document' });
 const Time = Type.String({ format: 'date-time' });
 const NullableTime = Type.Union([Time, Type.Null()]);
@@ -31,27 +32,30 @@ const VersionSummary = Type.Object({
   version: Type.Integer(), id: Type.String(), state: State, hash: Sha256, note: Type.String(),
   created_by: Type.String({ description: 'principal that saved it' }), created_at: Time,
   activated_at: NullableTime, activated_by: Type.Union([Type.String(), Type.Null()]), retired_at: NullableTime,
-});
+}, CLOSED);
 
+// The description tells clients (and the wire test) this body's own size limit.
+const BIG_BODY = { additionalProperties: false, description: `Body limit: ${POLICY_BODY_LIMIT} bytes.` };
 const SaveBody = Type.Object({
   policy: PolicyDocumentSchema,
   note: Type.String({ minLength: 1, maxLength: 2000, description: 'why this version exists' }),
-});
-const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time });
+}, BIG_BODY);
+const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time }, CLOSED);
 
-const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() });
+const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Literal('active'), policy: Type.Unknown() }, CLOSED);
 
+// Query strings are not coerced, so limit is a decimal string here (1-500).
 const VersionsQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-});
-const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'page size, 1-500 (default 50)' })),
+}, CLOSED);
+const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) }, CLOSED);
 
-const ActivateBody = Type.Object({ version: VersionNumber });
+const ActivateBody = Type.Object({ version: VersionNumber }, CLOSED);
 const Activated = Type.Object({
   version: Type.Integer(), hash: Sha256, state: Type.Literal('active'), activated_at: Time, activated_by: Type.String(),
   previous_version: Type.Union([Type.Integer(), Type.Null()]),
-});
+}, CLOSED);
 
 const SimRequest = Type.Object({
   agent: Type.Optional(Type.String({ maxLength: 2048, description: 'agent DID; required (a request without it is refused with agent_required)' })),
@@ -61,14 +65,14 @@ const SimRequest = Type.Object({
   request_time: Type.Optional(Type.String({ maxLength: 64, description: 'RFC 3339; defaults to the server clock' })),
   delegation_depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   permit_commitment: Type.Optional(Type.String({ maxLength: 128 })),
-});
-const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) });
+}, CLOSED);
+const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) }, BIG_BODY);
 const Effect = Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL')]);
 const Simulated = Type.Object({
   policy_decision: Effect, policy_reason: Type.String(),
   policy_version: Type.Union([Type.Integer(), Type.Null()], { description: 'null when a submitted document was simulated' }),
   policy_hash: Sha256, matched_rules: Type.Array(Type.String()), indeterminate_rules: Type.Array(Type.String()), steps: Type.Integer(),
-});
+}, CLOSED);
 
 const ReplayBody = Type.Object({
   version: Type.Optional(VersionNumber),
@@ -76,7 +80,7 @@ const ReplayBody = Type.Object({
   last: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLAY_MAX, description: 'newest decisions to replay (default 1000)' })),
   from: Type.Optional(Time),
   until: Type.Optional(Time),
-});
+}, BIG_BODY);
 const Inputs = Type.Object({
   agent: Type.String(), action: Type.String(), resource: Type.String(),
   amount: Type.Union([Type.Object({ minor: Type.Integer(), currency: Type.String() }), Type.Null()]),
@@ -109,16 +113,25 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
 }
 
-export async function policyMachineRoutes(instance: FastifyInstance): Promise<void> {
+/** How one plane (API keys or console sessions) guards and names the policy routes. */
+export interface PolicyPlane {
+  base: string;
+  authenticate: (roles: Role[]) => (request: FastifyRequest) => Promise<void>;
+  tags: string[];
+  security: Record<string, string[]>[];
+}
+
+/** Registers the policy lifecycle routes for one plane; both planes share every handler. */
+export async function registerPolicyRoutes(instance: FastifyInstance, plane: PolicyPlane): Promise<void> {
   const app = instance.withTypeProvider<TypeBoxTypeProvider>();
   const { store, clock } = app.gavel;
-  const base = '/v1/projects/:projectId/policy';
+  const { base, authenticate, tags: TAGS, security } = plane;
 
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR']),
+    preValidation: authenticate(['POLICY_AUTHOR']),
     schema: {
-      tags: TAGS, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
+      tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
       response: { 201: Saved, ...errorResponses() },
     },
   }, async (request, reply) => {
@@ -131,21 +144,21 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
   });
 
   app.get(base, {
-    preValidation: machineAuth([]),
+    preValidation: authenticate([]),
     schema: {
-      tags: TAGS, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
+      tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
       params: ProjectParams, response: { 200: ActiveBody, ...errorResponses() },
     },
   }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
 
   app.get(`${base}/versions`, {
-    preValidation: machineAuth([]),
+    preValidation: authenticate([]),
     schema: {
-      tags: TAGS, summary: 'Every policy version with its state, creator, note and hash, newest first',
+      tags: TAGS, security, summary: 'Every policy version with its state, creator, note and hash, newest first',
       params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses() },
     },
   }, async (request) => {
-    const limit = request.query.limit ?? 50;
+    const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
     const rows = await listVersions(store.db, auth(request).projectId, limit, decodeVersionCursor(request.query.cursor));
     const items = rows.slice(0, limit);
     const lastItem = items[items.length - 1];
@@ -156,7 +169,7 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
     // Authenticate any key of the project, then refuse (and audit) a caller without POLICY_AUTHOR
     // before the body is even validated: every refused activation attempt leaves a trace.
     preValidation: async (request) => {
-      await machineAuth([])(request);
+      await authenticate([])(request);
       const a = auth(request);
       if (!a.roles.has('POLICY_AUTHOR')) {
         const raw = (request.body as { version?: unknown } | null | undefined)?.version;
@@ -165,7 +178,7 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
       }
     },
     schema: {
-      tags: TAGS, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
+      tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
       params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses() },
     },
   }, async (request) => {
@@ -175,21 +188,25 @@ export async function policyMachineRoutes(instance: FastifyInstance): Promise<vo
 
   app.post(`${base}/simulate`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
-      tags: TAGS, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
+      tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses() },
     },
   }, async (request) => simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>);
 
   app.post(`${base}/replay`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: machineAuth(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
-      tags: TAGS, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
+      tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses() },
     },
   }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
 
   
+}
+
+export async function policyMachineRoutes(app: FastifyInstance): Promise<void> {
+  await registerPolicyRoutes(app, { base: '/v1/projects/:projectId/policy', authenticate: machineAuth, tags: ['policy'], security: [{ apiKey: [] }] });
 }

@@ -73,7 +73,12 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   if ((body.version === undefined) === (body.policy === undefined)) {
     errors.push({ pointer: '', code: 'candidate_required', message: 'give exactly one of version (a saved version) or policy (a document)' });
   }
-  if (body.from !== undefined && body.until !== undefined && parseTimestamp(body.from)! >= parseTimestamp(body.until)!) {
+  // RFC 3339 as the policy engine reads it (at most millisecond precision).
+  const from = body.from === undefined ? undefined : parseTimestamp(body.from);
+  const until = body.until === undefined ? undefined : parseTimestamp(body.until);
+  if (from === null) errors.push({ pointer: '/from', code: 'invalid_timestamp', message: 'expected an RFC 3339 timestamp with at most millisecond precision' });
+  if (until === null) errors.push({ pointer: '/until', code: 'invalid_timestamp', message: 'expected an RFC 3339 timestamp with at most millisecond precision' });
+  if (typeof from === 'number' && typeof until === 'number' && from >= until) {
     errors.push({ pointer: '/until', code: 'invalid_range', message: 'until must be later than from' });
   }
   if (errors.length > 0) throw invalidRequest(errors);
@@ -93,8 +98,8 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
 
   const last = body.last ?? REPLAY_DEFAULT;
   let q = db.selectFrom('decisions').selectAll().where('project_id', '=', projectId);
-  if (body.from !== undefined) q = q.where('created_at', '>=', new Date(parseTimestamp(body.from)!).toISOString());
-  if (body.until !== undefined) q = q.where('created_at', '<', new Date(parseTimestamp(body.until)!).toISOString());
+  if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
+  if (typeof until === 'number') q = q.where('created_at', '<', new Date(until).toISOString());
   const rows = await q.orderBy('id', 'desc').limit(last).execute();
 
   const result: ReplayResult = {
