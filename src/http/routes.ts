@@ -11,6 +11,8 @@ import { machineAgentRoutes } from './machine/agents.ts';
 import { consoleAgentRoutes } from './console/agents.ts';
 import { consolePermitRoutes } from './console/permits.ts';
 import { policyMachineRoutes } from './machine/policy.ts';
+import { machineApprovalRoutes } from './machine/approvals.ts';
+import { consoleApprovalRoutes } from './console/approvals.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -24,4 +26,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleAgentRoutes,
   consolePermitRoutes,
   policyMachineRoutes,
+  machineApprovalRoutes,
+  consoleApprovalRoutes,
 ];
