@@ -32,8 +32,8 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
       querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
     preValidation: consoleAuth(VIEWERS),
   }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: number; status?: ApprovalStatus; agent?: string };
-    const limit = q.limit ?? 50;
+    const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
+    const limit = q.limit ? Number(q.limit) : 50;
     const before = decodeCursor(q.cursor);
     const rows = await listObligations(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, app.gavel.clock.now());
     const { items, next_cursor } = page(rows, limit);

@@ -45,7 +45,7 @@ export const ObligationList = Type.Object({ approvals: Type.Array(ObligationView
 
 export const ObligationListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  limit: Type.Optional(Type.String({ pattern: '^(500|[1-4][0-9]{2}|[1-9][0-9]?)$', description: 'Page size, 1 to 500 (default 50); a string because query values are never coerced' })),
   status: Type.Optional(ApprovalStatusSchema),
   agent: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
 }, { additionalProperties: false });
