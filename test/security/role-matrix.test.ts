@@ -34,6 +34,7 @@ for (const backend of backends()) {
       let n = 0;
       ctx = {
         projectId: svc.projectId,
+        service: svc,
         uniqueName: (prefix) => `${prefix}-${Date.now().toString(36)}-${(n++).toString(36)}-${randomBytes(3).toString('hex')}`,
         newMember: async (roles) => (await svc.member(roles)).principalId,
         newPerson: async () => {
