@@ -12,6 +12,8 @@ import { consoleAgentRoutes } from './console/agents.ts';
 import { consolePermitRoutes } from './console/permits.ts';
 import { policyMachineRoutes } from './machine/policy.ts';
 import { consolePolicyRoutes } from './console/policy.ts';
+import { machineApprovalRoutes } from './machine/approvals.ts';
+import { consoleApprovalRoutes } from './console/approvals.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -26,4 +28,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consolePermitRoutes,
   policyMachineRoutes,
   consolePolicyRoutes,
+  machineApprovalRoutes,
+  consoleApprovalRoutes,
 ];

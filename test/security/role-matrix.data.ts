@@ -10,6 +10,9 @@ import type { Role } from '../../src/domain/access/roles.ts';
 import type { Store } from '../../src/store/store.ts';
 import { activatePolicyVersion } from '../../src/services/policy/activate.ts';
 import { savePolicyVersion } from '../../src/services/policy/save.ts';
+import type { TestService } from '../support/service.ts';
+import { newApprover, seedObligation } from '../support/approvals.ts';
+import { getObligation, recordApproval } from '../../src/services/approvals/approvals.ts';
 
 export interface MatrixContext {
   projectId: string;
@@ -29,6 +32,8 @@ export interface MatrixContext {
   freeze(did: string): Promise<void>;
   /** The service's store, for examples that need state no route of the matrix creates. */
   store: Store;
+  /** The running service, for examples that need real state (an obligation, an approval key). */
+  service: TestService;
 }
 
 export interface RouteExample { params?: Record<string, string>; body?: unknown; /** Query string without the `?`. */ query?: string }
@@ -147,6 +152,49 @@ export const ROUTES: RouteEntry[] = [
   {
     method: 'POST', path: `${C}/policy/replay`, plane: 'console', allowed: ['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'],
     example: () => ({ body: { policy: MATRIX_POLICY, last: 10 } }),
+  },
+  // approvals (issue 7): machine routes take any key (the signature is the approver's credential)
+  { method: 'GET', path: `${M}/approvals`, plane: 'machine', allowed: 'any' },
+  {
+    method: 'POST', path: `${M}/approvals`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => {
+      const id = await seedObligation(ctx.service);
+      const who = await newApprover(ctx.service);
+      const { statement } = await getObligation(ctx.service.deps.store.db, ctx.projectId, id, new Date());
+      return { body: { approval_request_id: id, key_id: who.keyId, signature: who.sign(statement) } };
+    },
+  },
+  {
+    method: 'POST', path: `${M}/approvals/revoke`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => {
+      const id = await seedObligation(ctx.service);
+      const who = await newApprover(ctx.service);
+      const { statement } = await getObligation(ctx.service.deps.store.db, ctx.projectId, id, new Date());
+      await recordApproval(ctx.service.deps.store, { projectId: ctx.projectId, approvalRequestId: id, keyId: who.keyId, signature: who.sign(statement), actor: 'system' }, new Date());
+      return { body: { approval_request_id: id } };
+    },
+  },
+  { method: 'GET', path: `${C}/approvals`, plane: 'console', allowed: ['ADMIN', 'AUDITOR', 'APPROVER'] },
+  {
+    method: 'GET', path: `${C}/approvals/{approvalId}`, plane: 'console', allowed: ['ADMIN', 'AUDITOR', 'APPROVER'],
+    example: async (ctx) => ({ params: { approvalId: await seedObligation(ctx.service) } }),
+  },
+  // The principal itself may also read, register and retire its own keys (test/approvals/console.test.ts).
+  {
+    method: 'GET', path: `${C}/principals/{principalId}/approval-keys`, plane: 'console', allowed: READERS,
+    example: async (ctx) => ({ params: { principalId: await ctx.newMember(['APPROVER']) } }),
+  },
+  {
+    method: 'POST', path: `${C}/principals/{principalId}/approval-keys`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => {
+      const { generateKeyPairSync } = await import('node:crypto');
+      const x = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
+      return { params: { principalId: await ctx.newMember(['APPROVER']) }, body: { public_key: x } };
+    },
+  },
+  {
+    method: 'POST', path: `${C}/approval-keys/{keyId}/retire`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { keyId: (await newApprover(ctx.service)).keyId }, body: {} }),
   },
 ];
 

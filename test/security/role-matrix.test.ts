@@ -37,6 +37,7 @@ for (const backend of backends()) {
       ctx = {
         projectId: svc.projectId,
         store: svc.ts.store,
+        service: svc,
         uniqueName: (prefix) => `${prefix}-${Date.now().toString(36)}-${(n++).toString(36)}-${randomBytes(3).toString('hex')}`,
         newMember: async (roles) => (await svc.member(roles)).principalId,
         newPerson: async () => {

@@ -19,6 +19,7 @@ export const AuthorizeBody = Type.Object({
   resource: Type.String({ minLength: 12, maxLength: 512, pattern: '^resource://.+', description: 'resource://<path>' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),
+  approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'An approved obligation this exact request discharges (docs/approvals.md)' })),
   execution: Type.Optional(ExecutionRequest),
   chain_authorization: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Chain-authorization alternative (deployments that sign for a chain)' })),
 }, { additionalProperties: false });
@@ -30,7 +31,7 @@ export const AuthorizeResponse = Type.Object({
   policy_version: Type.Union([Type.Integer(), Type.Null()]),
   request_id: Type.String(),
   audit_id: Type.String(),
-  detail: Type.Optional(Type.String({ description: 'Which check failed, for DENY decisions' })),
+  detail: Type.Optional(Type.String({ description: 'Which check failed, for DENY decisions; for REQUIRE_APPROVAL, why a named approval did not apply' })),
   approval_request_id: Type.Optional(Type.String({ description: 'The obligation a REQUIRE_APPROVAL opened' })),
   execution: Type.Optional(Type.Object({
     id: Type.String(),
@@ -75,7 +76,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const a = request.auth!;
     const record = await gavel.authorizer.decide(
       { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now() },
-      { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}) },
+      { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) },
     );
     return {
       decision: record.decision, reason_code: record.reason_code, policy_version: record.policy_version,

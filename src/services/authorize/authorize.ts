@@ -15,6 +15,8 @@ import { anyRevoked, permitKeyName } from '../permits/permits.ts';
 import { getActivePolicy } from '../policy/active.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import { spendLimits } from './spend.ts';
+import { checkApproval, consumeApproval } from '../approvals/discharge.ts';
+import { sql } from 'kysely';
 
 export interface AuthorizeInput {
   agent: string;
@@ -23,6 +25,8 @@ export interface AuthorizeInput {
   resource: string;
   amount?: Money;
   intent?: string;
+  /** The obligation an approval discharged (docs/approvals.md); only this one can be consumed. */
+  approval_request_id?: string;
 }
 
 export interface DecisionRecord {
@@ -108,14 +112,42 @@ export class Authorizer {
       }
       combined = combine({ ...conjuncts, frozen: Boolean(agent?.frozen_at), permitFailure });
 
+      const decisionId = newId('dec');
+      // Approvals (docs/approvals.md): a named, approved obligation covering exactly this request
+      // satisfies the human-approval condition only; it is consumed (savepoint) and the consumption
+      // undone below unless the final decision is ALLOW.
+      let approvalRequestId: string | undefined;
+      let consumed = false;
+      if (combined.decision === 'REQUIRE_APPROVAL' && input.approval_request_id) {
+        const check = await checkApproval(trx, projectId, input.approval_request_id, input, now);
+        if (check.kind === 'pending') approvalRequestId = input.approval_request_id;
+        else if (check.kind === 'unsatisfied') combined = { ...combined, detail: check.detail };
+        else {
+          await sql`savepoint approval`.execute(trx);
+          consumed = await consumeApproval(trx, input.approval_request_id, decisionId, now);
+          if (consumed) {
+            approvalRequestId = input.approval_request_id;
+            combined = combine({ ...conjuncts, frozen: Boolean(agent?.frozen_at), permitFailure, approvalSatisfied: true });
+          } else {
+            await sql`release savepoint approval`.execute(trx);
+            combined = { ...combined, detail: 'approval_not_satisfied: the approval was consumed or revoked by a concurrent request' };
+          }
+        }
+      }
+
       if (combined.decision === 'ALLOW' && permit) {
         const spent = await spendLimits(trx, projectId, liveLimits(permit).counters, input.amount);
         if (!spent.ok) combined = { decision: 'DENY', reason_code: DECISION_REASONS.permitInvalid, detail: spent.detail };
       }
+      if (consumed) {
+        if (combined.decision !== 'ALLOW') {
+          await sql`rollback to savepoint approval`.execute(trx);
+          approvalRequestId = undefined;
+        }
+        await sql`release savepoint approval`.execute(trx);
+      }
 
-      const decisionId = newId('dec');
-      let approvalRequestId: string | undefined;
-      if (combined.decision === 'REQUIRE_APPROVAL') {
+      if (combined.decision === 'REQUIRE_APPROVAL' && !approvalRequestId) {
         approvalRequestId = newId('apr');
         await trx.insertInto('approval_requests').values({
           id: approvalRequestId, project_id: projectId, decision_id: decisionId, agent: input.agent, action: input.action,

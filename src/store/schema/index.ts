@@ -4,5 +4,6 @@ import type { IdentityTables } from './identity.ts';
 import type { PolicyTables } from './policy.ts';
 import type { AuthorizeTables } from './authorize.ts';
 import type { DecisionTables } from './decisions.ts';
+import type { ApprovalTables } from './approvals.ts';
 
-export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables {}

@@ -1,0 +1,42 @@
+// The canonical statement of an obligation: the exact bytes an approver signs (docs/approvals.md).
+// RFC 8785 canonical JSON, so any signer in any language can rebuild the same bytes from the
+// obligation's fields, and a signature over anything else (another amount, another agent, another
+// expiry) does not verify.
+import canonicalize from 'canonicalize';
+
+export const APPROVAL_STATEMENT_TYPE = 'gavel-approval/v1';
+
+/** What an obligation states; the fields of an `approval_requests` row that an approval covers. */
+export interface ObligationFacts {
+  approval_request_id: string;
+  project_id: string;
+  agent: string;
+  action: string;
+  resource: string;
+  amount: { minor: number; currency: string } | null;
+  intent: string | null;
+  policy_version: number;
+  /** RFC 3339 (the stored text, byte for byte). */
+  expires_at: string;
+}
+
+export interface ApprovalStatement extends ObligationFacts {
+  type: typeof APPROVAL_STATEMENT_TYPE;
+}
+
+export function approvalStatement(o: ObligationFacts): { statement: ApprovalStatement; text: string; bytes: Uint8Array } {
+  const statement: ApprovalStatement = {
+    type: APPROVAL_STATEMENT_TYPE,
+    approval_request_id: o.approval_request_id,
+    project_id: o.project_id,
+    agent: o.agent,
+    action: o.action,
+    resource: o.resource,
+    amount: o.amount ? { minor: o.amount.minor, currency: o.amount.currency } : null,
+    intent: o.intent,
+    policy_version: o.policy_version,
+    expires_at: o.expires_at,
+  };
+  const text = canonicalize(statement)!;
+  return { statement, text, bytes: new TextEncoder().encode(text) };
+}

@@ -1,0 +1,85 @@
+// Approvals and approval keys in the console (spec 4.3, 4.7; docs/approvals.md). The passkey
+// ceremony (challenge/complete) comes later and produces approvals through the same model.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { consoleAuth } from '../auth/session.ts';
+import { forbidden } from '../problem.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import {
+  ApprovalKeyParams, ApprovalKeyView, ApprovalParams, ObligationList, ObligationListQuery, ObligationView, PrincipalParams, RegisterApprovalKeyBody,
+} from '../schemas/approvals.ts';
+import { getObligation, listObligations } from '../../services/approvals/approvals.ts';
+import { listApprovalKeys, registerApprovalKey, retireApprovalKey } from '../../services/approvals/keys.ts';
+import type { ApprovalStatus } from '../../domain/approval/index.ts';
+import type { Role } from '../../domain/access/roles.ts';
+
+const VIEWERS: Role[] = ['ADMIN', 'AUDITOR', 'APPROVER'];
+
+/** The caller holds one of `roles` or is `principalId` itself; else 403. */
+function requireRoleOrSelf(request: FastifyRequest, roles: Role[], principalId: string, what: string): void {
+  const a = request.auth!;
+  if (a.principalId === principalId || roles.some((r) => a.roles.has(r))) return;
+  throw forbidden(`${what} needs one of the roles ${roles.join(', ')}, or to be the principal itself`);
+}
+
+export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void> {
+  const tags = ['approvals'];
+  const C = '/v1/console/projects/:projectId';
+
+  app.get(`${C}/approvals`, {
+    schema: { tags, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
+      querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
+    preValidation: consoleAuth(VIEWERS),
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
+    const limit = q.limit ? Number(q.limit) : 50;
+    const before = decodeCursor(q.cursor);
+    const rows = await listObligations(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, app.gavel.clock.now());
+    const { items, next_cursor } = page(rows, limit);
+    return { approvals: items, next_cursor };
+  });
+
+  app.get(`${C}/approvals/:approvalId`, {
+    schema: { tags, summary: 'One approval request with its approval, by approval request id (apr_) or approval id (apv_)', params: ApprovalParams,
+      response: { 200: ObligationView, ...errorResponses() } },
+    preValidation: consoleAuth(VIEWERS),
+  }, async (request) => {
+    const { approvalId } = request.params as { approvalId: string };
+    return getObligation(app.gavel.store.db, request.auth!.projectId, approvalId, app.gavel.clock.now());
+  });
+
+  app.get(`${C}/principals/:principalId/approval-keys`, {
+    schema: { tags, summary: 'Approval keys of a principal (ADMIN, AUDITOR, or the principal itself)', params: PrincipalParams,
+      response: { 200: Type.Object({ approval_keys: Type.Array(ApprovalKeyView) }), ...errorResponses() } },
+    preValidation: consoleAuth(),
+  }, async (request) => {
+    const { principalId } = request.params as { principalId: string };
+    requireRoleOrSelf(request, ['ADMIN', 'AUDITOR'], principalId, 'reading approval keys');
+    return { approval_keys: await listApprovalKeys(app.gavel.store.db, request.auth!.projectId, principalId) };
+  });
+
+  app.post(`${C}/principals/:principalId/approval-keys`, {
+    schema: { tags, summary: 'Register an Ed25519 approval key for a principal holding APPROVER (ADMIN, or the principal itself)', params: PrincipalParams,
+      body: RegisterApprovalKeyBody, response: { 201: ApprovalKeyView, ...errorResponses() } },
+    preValidation: consoleAuth(),
+  }, async (request, reply) => {
+    const { principalId } = request.params as { principalId: string };
+    requireRoleOrSelf(request, ['ADMIN'], principalId, 'registering an approval key');
+    const body = request.body as { public_key: unknown; name?: string };
+    const key = await registerApprovalKey(app.gavel.store, {
+      projectId: request.auth!.projectId, principalId, publicKey: body.public_key, ...(body.name ? { name: body.name } : {}), actor: request.auth!.actor,
+    }, app.gavel.clock.now());
+    return reply.code(201).send(key);
+  });
+
+  app.post(`${C}/approval-keys/:keyId/retire`, {
+    schema: { tags, summary: 'Retire an approval key (ADMIN or its owner); approvals it signed and not yet consumed stop counting', params: ApprovalKeyParams,
+      body: Type.Object({}, { additionalProperties: false }), response: { 200: ApprovalKeyView, ...errorResponses() } },
+    preValidation: consoleAuth(),
+  }, async (request) => {
+    const { keyId } = request.params as { keyId: string };
+    const a = request.auth!;
+    return retireApprovalKey(app.gavel.store, { projectId: a.projectId, keyId, actor: a.actor, mayRetire: (owner) => owner === a.principalId || a.roles.has('ADMIN') }, app.gavel.clock.now());
+  });
+}

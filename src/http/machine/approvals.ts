@@ -1,0 +1,49 @@
+// Approvals on the machine plane (spec 4.2; docs/approvals.md). Any key of the project may call
+// them: reading shows what awaits a person; recording needs no role because the signature is the
+// credential (a live approval key of a current APPROVER); withdrawing only takes authority away.
+import type { FastifyInstance } from 'fastify';
+import { machineAuth } from '../auth/api-key.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { ObligationList, ObligationListQuery, ObligationView, RecordApprovalBody, RevokeApprovalBody } from '../schemas/approvals.ts';
+import { listObligations, recordApproval, revokeApproval } from '../../services/approvals/approvals.ts';
+import type { ApprovalStatus } from '../../domain/approval/index.ts';
+
+export async function machineApprovalRoutes(app: FastifyInstance): Promise<void> {
+  const tags = ['approvals'];
+  const security = [{ apiKey: [] }];
+
+  app.get('/v1/projects/:projectId/approvals', {
+    schema: { tags, security, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
+      querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
+    const limit = q.limit ? Number(q.limit) : 50;
+    const before = decodeCursor(q.cursor);
+    const rows = await listObligations(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, app.gavel.clock.now());
+    const { items, next_cursor } = page(rows, limit);
+    return { approvals: items, next_cursor };
+  });
+
+  app.post('/v1/projects/:projectId/approvals', {
+    schema: { tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
+      params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request, reply) => {
+    const body = request.body as { approval_request_id: string; key_id: string; signature: string };
+    const a = request.auth!;
+    const view = await recordApproval(app.gavel.store, { projectId: a.projectId, approvalRequestId: body.approval_request_id, keyId: body.key_id, signature: body.signature, actor: a.actor }, app.gavel.clock.now());
+    return reply.code(201).send(view);
+  });
+
+  app.post('/v1/projects/:projectId/approvals/revoke', {
+    schema: { tags, security, summary: 'Withdraw an approval that has not been consumed', params: ProjectParams,
+      body: RevokeApprovalBody, response: { 200: ObligationView, ...errorResponses() } },
+    preValidation: machineAuth(),
+  }, async (request) => {
+    const body = request.body as { approval_request_id: string; reason?: string };
+    const a = request.auth!;
+    return revokeApproval(app.gavel.store, { projectId: a.projectId, approvalRequestId: body.approval_request_id, ...(body.reason ? { reason: body.reason } : {}), actor: a.actor }, app.gavel.clock.now());
+  });
+}

@@ -1,0 +1,22 @@
+// Who may approve: a live approval key whose owner is a current, enabled member of the project
+// holding APPROVER. Checked when an approval is recorded and again when one is consumed, so
+// retiring a key or revoking a role withdraws approvals not yet used.
+import type { Db, Tx } from '../../store/store.ts';
+import { rolesOf } from '../identity/members.ts';
+
+export type Eligibility = { ok: true; principalId: string; publicKey: string } | { ok: false; code: 'approval_key_unknown' | 'approval_key_retired' | 'approver_not_eligible'; detail: string };
+
+export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string): Promise<Eligibility> {
+  const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId).executeTakeFirst();
+  if (!key) return { ok: false, code: 'approval_key_unknown', detail: `no approval key ${keyId} in this project` };
+  if (key.retired_at) return { ok: false, code: 'approval_key_retired', detail: `approval key ${keyId} was retired at ${key.retired_at}` };
+  const member = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['m.revoked_at', 'p.disabled_at']).where('m.project_id', '=', projectId).where('m.principal_id', '=', key.principal_id).executeTakeFirst();
+  if (!member || member.revoked_at || member.disabled_at) {
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} is no longer a member of this project` };
+  }
+  if (!(await rolesOf(db, projectId, key.principal_id)).includes('APPROVER')) {
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
+  }
+  return { ok: true, principalId: key.principal_id, publicKey: key.public_key };
+}

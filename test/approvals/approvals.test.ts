@@ -1,0 +1,303 @@
+// Approvals end to end (issue 7; docs/approvals.md): an approval discharges exactly one obligation
+// for exactly its action, grants no authority, is consumed at most once (invariant 4), and every
+// refusal leaves the store as it was.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import canonicalize from 'canonicalize';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { newApprover, type Approver } from '../support/approvals.ts';
+import { revokePermit } from '../../src/services/permits/permits.ts';
+
+const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
+const LARGE = { minor: 50_000, currency: 'EUR' };
+
+for (const backend of backends()) {
+  describe(`approvals on ${backend.name}`, () => {
+    let svc: TestService;
+    let key: { authorization: string };
+    let approver: Approver;
+    const base = () => `/v1/projects/${svc.projectId}/approvals`;
+    const authorize = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
+    const record = (body: Record<string, unknown>, headers = key) => svc.app.inject({ method: 'POST', url: base(), headers, payload: body });
+    const revoke = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: `${base()}/revoke`, headers: key, payload: body });
+    const obligation = async (id: string) => {
+      const res = await svc.app.inject({ method: 'GET', url: `${base()}?limit=500`, headers: key });
+      assert.equal(res.statusCode, 200, res.body);
+      const found = res.json().approvals.find((o: { id: string }) => o.id === id);
+      assert.ok(found, `obligation ${id} listed`);
+      return found;
+    };
+    const auditCount = async () => Number((await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+    /** An agent with a permit whose large payment was answered REQUIRE_APPROVAL. */
+    async function opened(extra: Record<string, unknown> = {}) {
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, PAY);
+      const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE, ...extra };
+      const res = (await authorize(req)).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.approval_request_id, /^apr_/);
+      return { agent, permit, req, id: res.approval_request_id as string };
+    }
+    async function approve(id: string, who = approver) {
+      const o = await obligation(id);
+      const res = await record({ approval_request_id: id, key_id: who.keyId, signature: who.sign(o.statement) });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json();
+    }
+
+    before(async () => {
+      svc = await startService(backend);
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      approver = await newApprover(svc);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('the obligation states exactly what is to be approved, and its statement is RFC 8785 JSON of those facts', async () => {
+      const { agent, id } = await opened({ intent: 'invoice-42' });
+      const o = await obligation(id);
+      assert.equal(o.status, 'pending');
+      assert.deepEqual(o.matched_rules, ['pay-large-needs-person']);
+      assert.equal(o.approval, null);
+      const expected = canonicalize({
+        type: 'gavel-approval/v1', approval_request_id: id, project_id: svc.projectId, agent: agent.did, action: 'pay',
+        resource: 'resource://shop/1', amount: LARGE, intent: 'invoice-42', policy_version: o.policy_version, expires_at: o.expires_at,
+      });
+      assert.equal(o.statement, expected);
+    });
+
+    test('approval then re-authorize: ALLOW approval_granted, consumed once; a second authorize gets a new obligation', async () => {
+      const { req, id } = await opened();
+      const approved = await approve(id);
+      assert.equal(approved.status, 'approved');
+      assert.equal(approved.approval.approver, approver.principalId);
+      const again = await authorize({ ...req, approval_request_id: id });
+      const body = again.json();
+      assert.equal(body.decision, 'ALLOW', again.body);
+      assert.equal(body.reason_code, 'approval_granted');
+      const o = await obligation(id);
+      assert.equal(o.status, 'consumed');
+      const decision = await svc.ts.store.db.selectFrom('decisions').selectAll().where('audit_id', '=', body.audit_id).executeTakeFirstOrThrow();
+      assert.equal(o.approval.consumed_by_decision, decision.id);
+      assert.equal(decision.approval_request_id, id);
+      // Consumed: the same request again is not covered (REPLAY comes with executions; without a
+      // nonce a repeat is a new decision, and it must not consume anything).
+      const third = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(third.decision, 'REQUIRE_APPROVAL');
+      assert.equal(third.reason_code, 'policy_require_approval');
+      assert.notEqual(third.approval_request_id, id);
+      assert.match(third.detail, /approval_not_satisfied: .* is consumed/);
+      assert.equal((await obligation(id)).approval.consumed_by_decision, decision.id);
+    });
+
+    test('an approval grants no authority: the permit revoked meanwhile still gives DENY, and the approval is not consumed', async () => {
+      const { req, id, permit } = await opened();
+      await approve(id);
+      await svc.ts.store.transaction((trx) => revokePermit(trx, { projectId: svc.projectId, commitment: permit.commitment, actor: 'system', now: new Date() }));
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'DENY');
+      assert.equal(res.reason_code, 'permit_invalid');
+      assert.match(res.detail, /revoked/);
+      assert.equal((await obligation(id)).status, 'approved');
+    });
+
+    test('an approval does not cover the permit\'s spent budget: DENY, and the approval stays unconsumed', async () => {
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, { ...PAY, budget: { minor: 60_000, currency: 'EUR' } });
+      const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE };
+      const id = (await authorize(req)).json().approval_request_id;
+      await approve(id);
+      // Spend most of the budget with small payments the policy allows outright.
+      for (let i = 0; i < 2; i++) assert.equal((await authorize({ ...req, amount: { minor: 10_000, currency: 'EUR' } })).json().decision, 'ALLOW');
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'DENY');
+      assert.match(res.detail, /budget_exhausted/);
+      const o = await obligation(id);
+      assert.equal(o.status, 'approved');
+      assert.equal(o.approval.consumed_at, null);
+    });
+
+    test('the re-authorize must match exactly: another amount, resource or intent is not covered', async () => {
+      const { req, id } = await opened({ intent: 'order-7' });
+      await approve(id);
+      for (const [field, over] of [
+        ['amount', { amount: { minor: 50_001, currency: 'EUR' } }],
+        ['amount', { amount: { minor: 49_999, currency: 'EUR' } }],
+        ['resource', { resource: 'resource://shop/2' }],
+        ['intent', { intent: 'order-8' }],
+        ['intent', { intent: undefined }],
+      ] as const) {
+        const res = (await authorize({ ...req, ...over, approval_request_id: id })).json();
+        assert.equal(res.decision, 'REQUIRE_APPROVAL', field);
+        assert.notEqual(res.approval_request_id, id);
+        assert.match(res.detail, new RegExp(`differs .* in ${field}`));
+      }
+      const other = newAgent();
+      const otherPermit = await issue(svc, other.did, PAY);
+      const res = (await authorize({ ...req, agent: other.did, permit: otherPermit.jws, approval_request_id: id })).json();
+      assert.match(res.detail, /differs .* in agent/);
+      assert.equal((await obligation(id)).status, 'approved');
+      assert.equal((await authorize({ ...req, approval_request_id: id })).json().reason_code, 'approval_granted');
+    });
+
+    test('naming a pending obligation for the same action returns it again instead of opening another', async () => {
+      const { req, id } = await opened();
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL');
+      assert.equal(res.approval_request_id, id);
+    });
+
+    test('a revoked approval satisfies nothing; revoking twice or a consumed one is 409 and changes nothing', async () => {
+      const { req, id } = await opened();
+      const pending = await revoke({ approval_request_id: id });
+      assert.equal(pending.statusCode, 409);
+      assert.equal(pending.json().code, 'not_approved');
+      await approve(id);
+      const revoked = await revoke({ approval_request_id: id, reason: 'changed my mind' });
+      assert.equal(revoked.statusCode, 200, revoked.body);
+      assert.equal(revoked.json().status, 'revoked');
+      assert.equal(revoked.json().approval.revoke_reason, 'changed my mind');
+      const audits = await auditCount();
+      const twice = await revoke({ approval_request_id: id });
+      assert.equal(twice.statusCode, 409);
+      assert.equal(twice.json().code, 'approval_revoked');
+      assert.equal(await auditCount(), audits);
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL');
+      assert.match(res.detail, /is revoked/);
+      const reapprove = await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) });
+      assert.equal(reapprove.statusCode, 409);
+      assert.equal(reapprove.json().code, 'approval_revoked');
+
+      const second = await opened();
+      await approve(second.id);
+      assert.equal((await authorize({ ...second.req, approval_request_id: second.id })).json().decision, 'ALLOW');
+      const late = await revoke({ approval_request_id: second.id });
+      assert.equal(late.statusCode, 409);
+      assert.equal(late.json().code, 'approval_consumed');
+      assert.equal((await obligation(second.id)).status, 'consumed');
+    });
+
+    test('an expired approval satisfies nothing, and an expired obligation cannot be approved', async () => {
+      const { req, id } = await opened();
+      await approve(id);
+      const past = new Date(Date.now() - 1000).toISOString();
+      await svc.ts.store.db.updateTable('approval_requests').set({ expires_at: past }).where('id', '=', id).execute();
+      assert.equal((await obligation(id)).status, 'expired');
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL');
+      assert.match(res.detail, /is expired/);
+      const expiredRevoke = await revoke({ approval_request_id: id });
+      assert.equal(expiredRevoke.json().code, 'approval_request_expired');
+
+      const other = await opened();
+      await svc.ts.store.db.updateTable('approval_requests').set({ expires_at: past }).where('id', '=', other.id).execute();
+      const late = await record({ approval_request_id: other.id, key_id: approver.keyId, signature: approver.sign((await obligation(other.id)).statement) });
+      assert.equal(late.statusCode, 409);
+      assert.equal(late.json().code, 'approval_request_expired');
+    });
+
+    test('refused approvals: retired key, non-APPROVER, a different amount, malformed input, unknown obligation, approving twice; nothing changes', async () => {
+      const { id } = await opened();
+      const o = await obligation(id);
+      const other = await newApprover(svc);
+      const retiring = await newApprover(svc);
+      const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      const demoted = await newApprover(svc);
+      await svc.ts.store.db.deleteFrom('role_grants').where('principal_id', '=', demoted.principalId).execute();
+      const audits = await auditCount();
+      const expectRefusal = async (body: Record<string, unknown>, status: number, code: string) => {
+        const res = await record(body);
+        assert.equal(res.statusCode, status, `${code}: ${res.body}`);
+        assert.equal(res.json().code, code);
+      };
+      // Signed over the statement of a different amount.
+      const tampered = JSON.parse(o.statement);
+      tampered.amount.minor = 5_000;
+      await expectRefusal({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(canonicalize(tampered)!) }, 422, 'signature_invalid');
+      // Signed by another approver's key but naming this key.
+      await expectRefusal({ approval_request_id: id, key_id: approver.keyId, signature: other.sign(o.statement) }, 422, 'signature_invalid');
+      // A retired key.
+      await expectRefusal({ approval_request_id: id, key_id: retiring.keyId, signature: retiring.sign(o.statement) }, 422, 'approval_key_retired');
+      // A key whose owner no longer holds APPROVER.
+      await expectRefusal({ approval_request_id: id, key_id: demoted.keyId, signature: demoted.sign(o.statement) }, 422, 'approver_not_eligible');
+      // Malformed and unknown.
+      await expectRefusal({ approval_request_id: id, key_id: approver.keyId, signature: 'not base64url!' }, 400, 'invalid_request');
+      await expectRefusal({ approval_request_id: id, key_id: approver.keyId, signature: Buffer.alloc(63).toString('base64url') }, 400, 'invalid_request');
+      await expectRefusal({ approval_request_id: id, key_id: approver.keyId }, 400, 'invalid_request');
+      await expectRefusal({ approval_request_id: 'apr_nope', key_id: approver.keyId, signature: approver.sign(o.statement) }, 400, 'invalid_request');
+      await expectRefusal({ approval_request_id: id.slice(0, -1) + (id.endsWith('0') ? '1' : '0'), key_id: approver.keyId, signature: approver.sign(o.statement) }, 404, 'not_found');
+      await expectRefusal({ approval_request_id: id, key_id: 'apk_00000000000000000000000000', signature: approver.sign(o.statement) }, 422, 'approval_key_unknown');
+      assert.equal(await auditCount(), audits, 'no refusal writes anything');
+      assert.equal((await obligation(id)).status, 'pending');
+      // Approved once; a second approval, even a valid one by another approver, is 409.
+      await approve(id);
+      const after1 = await auditCount();
+      await expectRefusal({ approval_request_id: id, key_id: other.keyId, signature: other.sign(o.statement) }, 409, 'already_approved');
+      assert.equal(await auditCount(), after1);
+      assert.equal((await obligation(id)).approval.key_id, approver.keyId);
+    });
+
+    test('retiring the key or revoking the approver\'s role after approving withdraws the unconsumed approval', async () => {
+      const signer = await newApprover(svc);
+      const { req, id } = await opened();
+      await approve(id, signer);
+      const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL');
+      assert.match(res.detail, /retired/);
+    });
+
+    test('every change is audited: recorded, revoked, and the consuming decision', async () => {
+      const { req, id } = await opened();
+      const approved = await approve(id);
+      const events = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('kind', 'like', 'approval%').execute();
+      const recorded = events.find((e) => e.kind === 'approval.recorded' && JSON.parse(e.data).approval_request_id === id);
+      assert.ok(recorded);
+      assert.equal(JSON.parse(recorded.data).approval_id, approved.approval.id);
+      const allowed = (await authorize({ ...req, approval_request_id: id })).json();
+      const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', allowed.audit_id).executeTakeFirstOrThrow();
+      const data = JSON.parse(event.data);
+      assert.equal(data.reason_code, 'approval_granted');
+      assert.equal(data.approval_request_id, id);
+    });
+
+    test('50 concurrent authorizes racing for one approval: exactly one consumes it', async () => {
+      const { req, id } = await opened();
+      await approve(id);
+      const results = (await Promise.all(Array.from({ length: 50 }, () => authorize({ ...req, approval_request_id: id })))).map((r) => {
+        assert.equal(r.statusCode, 200, r.body);
+        return r.json();
+      });
+      const allowed = results.filter((r) => r.decision === 'ALLOW');
+      assert.equal(allowed.length, 1, JSON.stringify(results.map((r) => r.decision)));
+      assert.equal(allowed[0].reason_code, 'approval_granted');
+      const losers = results.filter((r) => r.decision !== 'ALLOW');
+      assert.ok(losers.every((r) => r.decision === 'REQUIRE_APPROVAL' && r.approval_request_id !== id));
+      assert.equal(new Set(losers.map((r) => r.approval_request_id)).size, 49, 'each loser gets an obligation of its own');
+      const o = await obligation(id);
+      assert.equal(o.status, 'consumed');
+      const consuming = await svc.ts.store.db.selectFrom('decisions').select('id').where('audit_id', '=', allowed[0].audit_id).executeTakeFirstOrThrow();
+      assert.equal(o.approval.consumed_by_decision, consuming.id);
+      const granted = await svc.ts.store.db.selectFrom('decisions').select('id').where('reason_code', '=', 'approval_granted').where('approval_request_id', '=', id).execute();
+      assert.equal(granted.length, 1);
+    });
+
+    test('a concurrent revoke and authorize: exactly one of them wins', async () => {
+      for (let round = 0; round < 5; round++) {
+        const { req, id } = await opened();
+        await approve(id);
+        const [auth, rev] = await Promise.all([authorize({ ...req, approval_request_id: id }), revoke({ approval_request_id: id })]);
+        const allowed = auth.json().decision === 'ALLOW';
+        const revoked = rev.statusCode === 200;
+        assert.ok(allowed !== revoked, `round ${round}: allowed=${allowed} revoked=${revoked}`);
+        assert.equal((await obligation(id)).status, allowed ? 'consumed' : 'revoked');
+      }
+    });
+  });
+}

@@ -1,0 +1,119 @@
+// Approval keys and approval views in the console: who may register, list and retire keys, the
+// key formats, and the read views (ADMIN, AUDITOR, APPROVER).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { ed25519Pair, newApprover, seedObligation, signText } from '../support/approvals.ts';
+
+for (const backend of backends()) {
+  describe(`approval keys and console views on ${backend.name}`, () => {
+    let svc: TestService;
+    let admin: ConsoleMember;
+    let approver: ConsoleMember;
+    const C = () => `/v1/console/projects/${svc.projectId}`;
+    const registerKey = (who: ConsoleMember, principalId: string, payload: unknown) =>
+      svc.app.inject({ method: 'POST', url: `${C()}/principals/${principalId}/approval-keys`, headers: who.post, payload: JSON.stringify(payload) });
+
+    before(async () => {
+      svc = await startService(backend);
+      admin = await consoleMember(svc, ['ADMIN']);
+      approver = await consoleMember(svc, ['APPROVER']);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('an APPROVER registers its own key (raw or JWK), lists and retires it; a retired key signs nothing', async () => {
+      const raw = ed25519Pair();
+      const created = await registerKey(approver, approver.principalId, { public_key: raw.publicKey, name: 'laptop' });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.equal(created.json().status, 'live');
+      const jwk = ed25519Pair();
+      const viaJwk = await registerKey(approver, approver.principalId, { public_key: { kty: 'OKP', crv: 'Ed25519', x: jwk.publicKey } });
+      assert.equal(viaJwk.statusCode, 201, viaJwk.body);
+      assert.equal(viaJwk.json().public_key, jwk.publicKey);
+      const dup = await registerKey(admin, approver.principalId, { public_key: raw.publicKey });
+      assert.equal(dup.statusCode, 409);
+      assert.equal(dup.json().code, 'approval_key_exists');
+      const list = await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: approver.get });
+      assert.equal(list.statusCode, 200, list.body);
+      assert.equal(list.json().approval_keys.length, 2);
+      const keyId = created.json().id;
+      const retired = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${keyId}/retire`, headers: approver.post, payload: '{}' });
+      assert.equal(retired.statusCode, 200, retired.body);
+      assert.equal(retired.json().status, 'retired');
+      const twice = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${keyId}/retire`, headers: admin.post, payload: '{}' });
+      assert.equal(twice.statusCode, 409);
+      assert.equal(twice.json().code, 'approval_key_retired');
+      const again = await registerKey(approver, approver.principalId, { public_key: raw.publicKey });
+      assert.equal(again.statusCode, 409, 'a retired key is never registered again');
+      // The retired key's signature over a real statement is refused.
+      const id = await seedObligation(svc);
+      const view = (await svc.app.inject({ method: 'GET', url: `${C()}/approvals/${id}`, headers: approver.get })).json();
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: await svc.keyHeader([]), payload: { approval_request_id: id, key_id: keyId, signature: signText(raw.privateKey, view.statement) } });
+      assert.equal(res.statusCode, 422);
+      assert.equal(res.json().code, 'approval_key_retired');
+    });
+
+    test('who may manage keys: ADMIN or the principal itself; a non-APPROVER gets no key; another APPROVER may not read or retire', async () => {
+      const other = await consoleMember(svc, ['APPROVER']);
+      const auditor = await consoleMember(svc, ['AUDITOR']);
+      const plain = await consoleMember(svc, ['POLICY_AUTHOR']);
+      const byAdmin = await registerKey(admin, approver.principalId, { public_key: ed25519Pair().publicKey });
+      assert.equal(byAdmin.statusCode, 201, byAdmin.body);
+      const byOther = await registerKey(other, approver.principalId, { public_key: ed25519Pair().publicKey });
+      assert.equal(byOther.statusCode, 403);
+      const notApprover = await registerKey(admin, plain.principalId, { public_key: ed25519Pair().publicKey });
+      assert.equal(notApprover.statusCode, 422);
+      assert.equal(notApprover.json().code, 'not_an_approver');
+      const selfNotApprover = await registerKey(plain, plain.principalId, { public_key: ed25519Pair().publicKey });
+      assert.equal(selfNotApprover.json().code, 'not_an_approver');
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: auditor.get })).statusCode, 200);
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: other.get })).statusCode, 403);
+      const retireByOther = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${byAdmin.json().id}/retire`, headers: other.post, payload: '{}' });
+      assert.equal(retireByOther.statusCode, 403);
+      const retireByAdmin = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${byAdmin.json().id}/retire`, headers: admin.post, payload: '{}' });
+      assert.equal(retireByAdmin.statusCode, 200);
+      const events = await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'approval_key.%').execute();
+      assert.ok(events.some((e) => e.kind === 'approval_key.registered') && events.some((e) => e.kind === 'approval_key.retired'));
+    });
+
+    test('malformed keys and unknown principals or keys are clear 4xx problems', async () => {
+      const bad: [unknown, number][] = [
+        ['AAAA', 400], ['not base64!', 400], [{ kty: 'OKP', crv: 'Ed25519', x: ed25519Pair().publicKey, d: 'secret' }, 400],
+        [{ kty: 'RSA', crv: 'Ed25519', x: ed25519Pair().publicKey }, 400], [42, 400],
+      ];
+      for (const [public_key, status] of bad) {
+        const res = await registerKey(admin, approver.principalId, { public_key });
+        assert.equal(res.statusCode, status, JSON.stringify(public_key));
+        assert.equal(res.json().code, 'invalid_request');
+      }
+      const unknown = await registerKey(admin, 'prn_00000000000000000000000000', { public_key: ed25519Pair().publicKey });
+      assert.equal(unknown.statusCode, 404);
+      const noKey = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/apk_00000000000000000000000000/retire`, headers: admin.post, payload: '{}' });
+      assert.equal(noKey.statusCode, 404);
+    });
+
+    test('console views list obligations newest first with paging and status filter, and show one by request or approval id', async () => {
+      const first = await seedObligation(svc);
+      const second = await seedObligation(svc);
+      const who = await newApprover(svc);
+      const view = (await svc.app.inject({ method: 'GET', url: `${C()}/approvals/${second}`, headers: admin.get })).json();
+      const rec = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: { authorization: `Bearer ${who.key}` }, payload: { approval_request_id: second, key_id: who.keyId, signature: who.sign(view.statement) } });
+      assert.equal(rec.statusCode, 201, rec.body);
+      const auditor = await consoleMember(svc, ['AUDITOR']);
+      const page1 = await svc.app.inject({ method: 'GET', url: `${C()}/approvals?limit=1`, headers: auditor.get });
+      assert.equal(page1.statusCode, 200, page1.body);
+      assert.equal(page1.json().approvals[0].id, second);
+      const page2 = await svc.app.inject({ method: 'GET', url: `${C()}/approvals?limit=1&cursor=${page1.json().next_cursor}`, headers: auditor.get });
+      assert.equal(page2.json().approvals[0].id, first);
+      const approved = await svc.app.inject({ method: 'GET', url: `${C()}/approvals?status=approved`, headers: approver.get });
+      assert.deepEqual(approved.json().approvals.map((o: { id: string }) => o.id), [second]);
+      const byApproval = await svc.app.inject({ method: 'GET', url: `${C()}/approvals/${rec.json().approval.id}`, headers: approver.get });
+      assert.equal(byApproval.json().id, second);
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/approvals/apr_00000000000000000000000000`, headers: admin.get })).statusCode, 404);
+      const author = await consoleMember(svc, ['POLICY_AUTHOR']);
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/approvals`, headers: author.get })).statusCode, 403);
+    });
+  });
+}

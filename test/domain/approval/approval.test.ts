@@ -1,0 +1,102 @@
+// Pure approval domain: the canonical statement, signature verification, key parsing, exact
+// coverage of a request and the effective status. No I/O.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import fc from 'fast-check';
+import { approvalStatement, effectiveStatus, parseApprovalPublicKey, uncoveredField, verifyApproval, type ObligationFacts } from '../../../src/domain/approval/index.ts';
+
+const facts: ObligationFacts = {
+  approval_request_id: 'apr_01jz0000000000000000000000', project_id: 'prj_01jz0000000000000000000000', agent: 'did:key:z6Mkabc',
+  action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' }, intent: null, policy_version: 3,
+  expires_at: '2030-01-01T00:00:00.000Z',
+};
+
+function keypair() {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return { raw: new Uint8Array(Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url')), privateKey, x: publicKey.export({ format: 'jwk' }).x! };
+}
+
+test('the statement is RFC 8785 JSON with sorted keys and a type tag, the same whatever the field order', () => {
+  const { text } = approvalStatement(facts);
+  assert.equal(text, '{"action":"pay","agent":"did:key:z6Mkabc","amount":{"currency":"EUR","minor":50000},"approval_request_id":"apr_01jz0000000000000000000000","expires_at":"2030-01-01T00:00:00.000Z","intent":null,"policy_version":3,"project_id":"prj_01jz0000000000000000000000","resource":"resource://shop/1","type":"gavel-approval/v1"}');
+  const reordered = Object.fromEntries(Object.entries(facts).reverse()) as unknown as ObligationFacts;
+  assert.equal(approvalStatement(reordered).text, text);
+});
+
+test('a signature verifies over the exact statement only: any changed field, key or byte fails', () => {
+  const k = keypair();
+  const sig = new Uint8Array(sign(null, approvalStatement(facts).bytes, k.privateKey));
+  assert.equal(verifyApproval(k.raw, facts, sig), true);
+  const changes: Partial<ObligationFacts>[] = [
+    { amount: { minor: 50_001, currency: 'EUR' } }, { amount: { minor: 50_000, currency: 'USD' } }, { amount: null },
+    { agent: 'did:key:z6Mkabd' }, { action: 'refund' }, { resource: 'resource://shop/2' }, { intent: 'x' },
+    { policy_version: 4 }, { expires_at: '2030-01-01T00:00:00.001Z' }, { approval_request_id: 'apr_01jz0000000000000000000001' },
+    { project_id: 'prj_01jz0000000000000000000001' },
+  ];
+  for (const c of changes) assert.equal(verifyApproval(k.raw, { ...facts, ...c }, sig), false, JSON.stringify(c));
+  assert.equal(verifyApproval(keypair().raw, facts, sig), false);
+  const flipped = new Uint8Array(sig);
+  flipped[10]! ^= 1;
+  assert.equal(verifyApproval(k.raw, facts, flipped), false);
+  assert.equal(verifyApproval(k.raw, facts, sig.subarray(0, 63)), false);
+  assert.equal(verifyApproval(new Uint8Array(31), facts, sig), false);
+});
+
+test('verification never throws on hostile bytes', () => {
+  fc.assert(fc.property(fc.uint8Array({ maxLength: 80 }), fc.uint8Array({ maxLength: 80 }), (key, sig) => {
+    assert.equal(typeof verifyApproval(key, facts, sig), 'boolean');
+  }));
+});
+
+test('approval keys: raw base64url or a public Ed25519 JWK; private, wrong-type and malformed keys refused', () => {
+  const k = keypair();
+  const raw = parseApprovalPublicKey(k.x);
+  assert.ok(raw.ok);
+  assert.deepEqual(raw.ok && raw.raw, k.raw);
+  assert.ok(parseApprovalPublicKey({ kty: 'OKP', crv: 'Ed25519', x: k.x }).ok);
+  const cases: [unknown, string][] = [
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, d: k.x }, 'private_key'],
+    [{ kty: 'EC', crv: 'P-256', x: k.x }, 'key_type'],
+    [{ kty: 'OKP', crv: 'X25519', x: k.x }, 'key_type'],
+    [k.x + 'A', 'malformed_key'],
+    [k.x.slice(0, -2), 'malformed_key'],
+    [`${k.x.slice(0, -1)}=`, 'malformed_key'],
+    ['', 'malformed_key'],
+    [42, 'malformed_key'],
+    [null, 'malformed_key'],
+    [[k.x], 'malformed_key'],
+    [{ kty: 'OKP', crv: 'Ed25519' }, 'malformed_key'],
+  ];
+  for (const [input, code] of cases) {
+    const r = parseApprovalPublicKey(input);
+    assert.equal(r.ok, false, JSON.stringify(input));
+    assert.equal(!r.ok && r.code, code, JSON.stringify(input));
+  }
+  fc.assert(fc.property(fc.anything(), (x) => { assert.equal(typeof parseApprovalPublicKey(x).ok, 'boolean'); }));
+});
+
+test('coverage is exact: agent, action, resource, amount (both ways, and currency) and intent', () => {
+  const req = { agent: facts.agent, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+  assert.equal(uncoveredField(facts, req), null);
+  assert.equal(uncoveredField(facts, { ...req, amount: { minor: 49_999, currency: 'EUR' } }), 'amount');
+  assert.equal(uncoveredField(facts, { ...req, amount: { minor: 50_000, currency: 'USD' } }), 'amount');
+  assert.equal(uncoveredField(facts, { ...req, amount: undefined }), 'amount');
+  assert.equal(uncoveredField({ ...facts, amount: null }, req), 'amount');
+  assert.equal(uncoveredField({ ...facts, amount: null }, { ...req, amount: undefined }), null);
+  assert.equal(uncoveredField(facts, { ...req, intent: 'i' }), 'intent');
+  assert.equal(uncoveredField({ ...facts, intent: 'i' }, { ...req, intent: 'i' }), null);
+  assert.equal(uncoveredField(facts, { ...req, agent: 'did:key:other' }), 'agent');
+  assert.equal(uncoveredField(facts, { ...req, action: 'refund' }), 'action');
+  assert.equal(uncoveredField(facts, { ...req, resource: 'resource://shop/10' }), 'resource');
+});
+
+test('expiry is read, not written: pending and approved past expires_at are expired; final states stay', () => {
+  const at = new Date('2030-01-01T00:00:00.000Z');
+  const before = new Date(at.getTime() - 1);
+  for (const s of ['pending', 'approved']) {
+    assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, before), s);
+    assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, at), 'expired');
+  }
+  for (const s of ['consumed', 'revoked']) assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, at), s);
+});
