@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { newId } from '../lib/ids.ts';
 import type { AppDeps } from './deps.ts';
 import { installErrorHandling } from './errors.ts';
+import { validatorCompiler } from './validation.ts';
 import { ProblemSchema } from './schemas/common.ts';
 import { routeGroups } from './routes.ts';
 
@@ -24,15 +25,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     genReqId: () => newId('req'),
     onProtoPoisoning: 'error',
     return503OnClosing: true,
-    ajv: {
-      customOptions: {
-        allErrors: true,
-        removeAdditional: false,
-        coerceTypes: false,
-        useDefaults: true,
-      },
-    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
 
   app.decorate('gavel', deps);
   app.decorateRequest('auth', null);

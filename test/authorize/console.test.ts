@@ -1,0 +1,100 @@
+// Console routes for permits and agents: issue through the console, then authorize with it;
+// paging; revocation seen by the next decision; bad input.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { activatePolicy, ALLOW_PAYMENTS, newAgent } from '../support/authorize.ts';
+
+for (const backend of backends()) {
+  describe(`console permits and agents on ${backend.name}`, () => {
+    let svc: TestService;
+    let issuer: ConsoleMember;
+    let auditor: ConsoleMember;
+    const base = () => `/v1/console/projects/${svc.projectId}`;
+    before(async () => {
+      svc = await startService(backend);
+      issuer = await consoleMember(svc, ['PERMIT_ISSUER']);
+      auditor = await consoleMember(svc, ['AUDITOR']);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('a permit issued in the console authorizes its agent, and its revocation denies the next decision', async () => {
+      const agent = newAgent();
+      const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      } });
+      assert.equal(res.statusCode, 201, res.body);
+      const permit = res.json();
+      assert.match(permit.commitment, /^[0-9a-f]{64}$/);
+      assert.equal(permit.status, 'active');
+      const key = await svc.keyHeader([]);
+      const body = { agent: agent.did, permit: permit.permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
+      assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json().decision, 'ALLOW');
+      const one = await svc.app.inject({ method: 'GET', url: `${base()}/permits/${permit.commitment}`, headers: auditor.get });
+      assert.equal(one.json().agent, agent.did);
+      assert.ok(!('permit' in one.json()), 'the permit itself is shown once, at issuance');
+      const revoked = await svc.app.inject({ method: 'POST', url: `${base()}/permits/${permit.commitment}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal(revoked.json().status, 'revoked');
+      const again = await svc.app.inject({ method: 'POST', url: `${base()}/permits/${permit.commitment}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal(again.statusCode, 409);
+      const denied = (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
+      assert.equal(denied.reason_code, 'permit_invalid');
+      const unknown = await svc.app.inject({ method: 'POST', url: `${base()}/permits/${'0'.repeat(64)}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal(unknown.statusCode, 404);
+    });
+
+    test('bad permit requests are refused with located errors', async () => {
+      const agent = newAgent().did;
+      const cases: [Record<string, unknown>, string][] = [
+        [{ agent, actions: [], resources: ['resource://a/*'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/actions'],
+        [{ agent, actions: ['a'], resources: ['https://x'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/resources/0'],
+        [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: new Date(Date.now() - 60_000).toISOString() }, '/expires_at'],
+        [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: 'tomorrow' }, '/expires_at'],
+        [{ agent, actions: ['a'], resources: ['resource://a/*'], budget: { minor: 1.5, currency: 'EUR' }, expires_at: new Date(Date.now() + 60_000).toISOString() }, '/budget/minor'],
+      ];
+      for (const [payload, pointer] of cases) {
+        const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload });
+        assert.equal(res.statusCode, 400, res.body);
+        assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
+      }
+    });
+
+    test('agents: register, list with paging (limit in the query string), inspect, freeze and release', async () => {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const dids = [newAgent().did, newAgent().did, newAgent().did];
+      for (const did of dids) {
+        const res = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did, name: 'bot' } });
+        assert.equal(res.statusCode, 201, res.body);
+      }
+      const dup = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: dids[0] } });
+      assert.equal(dup.statusCode, 409);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await svc.app.inject({ method: 'GET', url: `${base()}/agents?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: auditor.get });
+        assert.equal(res.statusCode, 200, res.body);
+        const page = res.json();
+        assert.ok(page.agents.length <= 2);
+        seen.push(...page.agents.map((a: { did: string }) => a.did));
+        cursor = page.next_cursor;
+      } while (cursor);
+      for (const did of dids) assert.ok(seen.includes(did));
+      assert.equal(new Set(seen).size, seen.length, 'no agent listed twice');
+      const bad = await svc.app.inject({ method: 'GET', url: `${base()}/agents?limit=0`, headers: auditor.get });
+      assert.equal(bad.statusCode, 400);
+      const badCursor = await svc.app.inject({ method: 'GET', url: `${base()}/agents?cursor=nonsense`, headers: auditor.get });
+      assert.equal(badCursor.statusCode, 400);
+      const frozen = await svc.app.inject({ method: 'POST', url: `${base()}/agents/freeze`, headers: admin.post, payload: { agent: dids[0], reason: 'review' } });
+      assert.equal(frozen.json().frozen_by, admin.principalId);
+      const one = await svc.app.inject({ method: 'GET', url: `${base()}/agents/${encodeURIComponent(dids[0]!)}`, headers: auditor.get });
+      assert.equal(one.json().frozen, true);
+      const released = await svc.app.inject({ method: 'POST', url: `${base()}/agents/release`, headers: admin.post, payload: { agent: dids[0] } });
+      assert.equal(released.json().frozen, false);
+      const missing = await svc.app.inject({ method: 'GET', url: `${base()}/agents/${encodeURIComponent(newAgent().did)}`, headers: auditor.get });
+      assert.equal(missing.statusCode, 404);
+    });
+  });
+}
