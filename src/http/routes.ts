@@ -11,6 +11,8 @@ import { machineAgentRoutes } from './machine/agents.ts';
 import { consoleAgentRoutes } from './console/agents.ts';
 import { consolePermitRoutes } from './console/permits.ts';
 import { policyMachineRoutes } from './machine/policy.ts';
+import { machineExecutionRoutes } from './machine/executions.ts';
+import { consoleExecutionRoutes } from './console/executions.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -24,4 +26,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleAgentRoutes,
   consolePermitRoutes,
   policyMachineRoutes,
+  machineExecutionRoutes,
+  consoleExecutionRoutes,
 ];

@@ -4,5 +4,6 @@ import type { IdentityTables } from './identity.ts';
 import type { PolicyTables } from './policy.ts';
 import type { AuthorizeTables } from './authorize.ts';
 import type { DecisionTables } from './decisions.ts';
+import type { ExecutionTables } from './executions.ts';
 
-export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ExecutionTables {}
