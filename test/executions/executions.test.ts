@@ -80,6 +80,7 @@ for (const backend of backends()) {
       for (let i = 0; i < 3; i++) assert.equal((await authorize(body)).json().decision, 'REPLAY');
       const other = (await authorize({ ...body, execution: { ...body.execution, nonce: randomUUID() } })).json();
       assert.equal(other.decision, 'DENY', 'the single use was spent once, by the first call only');
+      assert.match(other.detail, /uses_exhausted/);
       assert.ok(!('execution' in other));
     });
 
