@@ -177,7 +177,7 @@ for (const backend of backends()) {
       const seen: { id: string; status: string; agent: string; operation: string; created_at: string }[] = [];
       let cursor: string | null = null;
       do {
-        const res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: key });
+        const res: Awaited<ReturnType<typeof svc.app.inject>> = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: key });
         assert.equal(res.statusCode, 200, res.body);
         const body = res.json();
         assert.ok(body.executions.length <= 2);

@@ -18,6 +18,8 @@ export interface MatrixContext {
   newKeyId(): Promise<string>;
   /** A name nobody has used. */
   uniqueName(prefix: string): string;
+  /** The id of a fresh UNKNOWN execution of the project (something to resolve). */
+  newUnknownExecution(): Promise<string>;
 }
 
 export interface RouteExample { params?: Record<string, string>; body?: unknown }
@@ -83,5 +85,16 @@ export const ROUTES: RouteEntry[] = [
   {
     method: 'PUT', path: `${M}/sod`, plane: 'machine', allowed: ['ADMIN'],
     example: () => ({ body: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false } }),
+  },
+  // executions (issue 6)
+  { method: 'GET', path: `${M}/executions`, plane: 'machine', allowed: 'any' },
+  {
+    method: 'POST', path: `${M}/executions/resolve`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => ({ body: { execution_id: await ctx.newUnknownExecution(), outcome: 'FAILED', note: 'checked with the merchant' } }),
+  },
+  { method: 'GET', path: `${C}/executions`, plane: 'console', allowed: ['ADMIN', 'AUDITOR', 'APPROVER'] },
+  {
+    method: 'POST', path: `${C}/executions/{executionId}/resolve`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { executionId: await ctx.newUnknownExecution() }, body: { outcome: 'SUCCEEDED', note: 'checked with the merchant' } }),
   },
 ];

@@ -43,6 +43,17 @@ for (const backend of backends()) {
           return { principalId, name };
         },
         newKeyId: async () => (await svc.member(['AUDITOR'])).keyId,
+        newUnknownExecution: async () => {
+          const id = newId('exe');
+          const at = new Date().toISOString();
+          await svc.ts.store.db.insertInto('executions').values({
+            id, project_id: svc.projectId, nonce: id, fingerprint: '0'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
+            policy_version: 1, agent: 'did:example:matrix', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
+            status: 'UNKNOWN', note: 'matrix', http_status: null, instance_id: 'matrix', created_at: at, completed_at: at,
+            resolved_at: null, resolved_by: null, resolution_note: null,
+          }).execute();
+          return id;
+        },
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));
