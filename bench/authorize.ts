@@ -37,7 +37,7 @@ async function measure(name: string, project: Project, baseline: Load) {
       { name: `${name}: authorize, max`, load: max, baseline },
       { name: `${name}: authorize at half max`, load: half, baseline },
       { name: `${name}: authorize + execution, max`, load: exec, baseline },
-    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, service time +${overheadMs.toFixed(2)} ms (20 connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
+    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (20 connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
   } finally { await gavel.stop(); await merchant.close(); }
 }
 
