@@ -7,6 +7,7 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { load, startBaseline, startGavel, table, type Load } from './lib/harness.ts';
 import { prepareProject, type Project } from './lib/fixtures.ts';
+import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 
 const PG_URL = process.env.GAVEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -16,18 +17,28 @@ const rssMb = (pid: number) => {
 };
 
 async function measure(name: string, project: Project, baseline: Load) {
-  const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn' });
+  // A local merchant that answers at once, so the execution variant measures Gavel's own cost.
+  const merchant = await startMerchant();
+  const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn', GAVEL_MERCHANTS_FILE: merchantsFile(merchant.url, 5_000) });
   try {
     const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
     await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
     const max = await load(opts);
     const half = await load({ ...opts, overallRate: Math.max(1, Math.floor(max.rps / 2)) });
+    // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
+    const plain = JSON.parse(project.body) as Record<string, unknown>;
+    let n = 0;
+    const requests = [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...plain, execution: { merchant: 'shop', operation: 'ok', payload: { n }, nonce: `bench-${process.pid}-${n++}` } }) }) }];
+    await load({ ...opts, duration: 2, requests: requests as never });
+    const exec = await load({ ...opts, requests: requests as never });
     const rss = rssMb(gavel.child.pid!);
+    const overheadMs = (1000 / exec.rps - 1000 / max.rps) * 20; // per request, at 20 connections
     return { rows: [
       { name: `${name}: authorize, max`, load: max, baseline },
       { name: `${name}: authorize at half max`, load: half, baseline },
-    ], rss };
-  } finally { await gavel.stop(); }
+      { name: `${name}: authorize + execution, max`, load: exec, baseline },
+    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (20 connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
+  } finally { await gavel.stop(); await merchant.close(); }
 }
 
 async function pgAvailable(): Promise<boolean> {
@@ -42,7 +53,7 @@ try {
   const notes: string[] = [];
   const sqlite = await measure('SQLite', await prepareProject(), base);
   rows.push(...sqlite.rows);
-  notes.push(`SQLite server RSS after load: ${sqlite.rss.toFixed(0)} MB`);
+  notes.push(sqlite.note, `SQLite server RSS after load: ${sqlite.rss.toFixed(0)} MB`);
   if (await pgAvailable()) {
     const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_URL });
@@ -51,7 +62,7 @@ try {
     try {
       const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base);
       rows.push(...pgr.rows);
-      notes.push(`PostgreSQL server RSS after load: ${pgr.rss.toFixed(0)} MB`);
+      notes.push(pgr.note, `PostgreSQL server RSS after load: ${pgr.rss.toFixed(0)} MB`);
     } finally {
       await admin.query(`drop schema ${schema} cascade`);
       await admin.end();

@@ -12,6 +12,10 @@ import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
 import { Authorizer } from './services/authorize/authorize.ts';
+import { loadMerchants, type MerchantRegistry } from './merchants/config.ts';
+import { Executions } from './services/executions/executions.ts';
+import { InstanceKeeper } from './services/executions/recovery.ts';
+import { randomUUID } from 'node:crypto';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -31,15 +35,23 @@ export interface ServiceOptions extends BuildOptions {
   store?: Store;
   signer?: Signer;
   clock?: Clock;
+  merchants?: MerchantRegistry;
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
   const store = options.store ?? openStore(storeOptions(config));
   await migrateToLatest(store);
   const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
   const committer = createCommitter(store);
   const authorizer = new Authorizer({ store, signer, committer });
-  const deps: AppDeps = { config, store, signer, clock: options.clock ?? systemClock, committer, authorizer };
+  const clock = options.clock ?? systemClock;
+  // Executions left in flight by a dead process become UNKNOWN before this one serves.
+  const instanceId = randomUUID();
+  const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now() });
+  await keeper.start();
+  const executions = new Executions({ store, committer, merchants, instanceId, now: () => clock.now() });
+  const deps: AppDeps = { config, store, signer, clock, committer, authorizer, merchants, executions };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
   let closing: Promise<void> | undefined;
@@ -48,6 +60,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
     close() {
       closing ??= (async () => {
         await app.close();
+        await keeper.stop();
         if (!options.store) await store.close();
       })();
       return closing;

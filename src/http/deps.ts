@@ -6,6 +6,8 @@ import type { Store } from '../store/store.ts';
 import type { Role } from '../domain/access/roles.ts';
 import type { Committer } from '../store/group-commit.ts';
 import type { Authorizer } from '../services/authorize/authorize.ts';
+import type { MerchantRegistry } from '../merchants/config.ts';
+import type { Executions } from '../services/executions/executions.ts';
 
 export interface AppDeps {
   config: Config;
@@ -15,6 +17,9 @@ export interface AppDeps {
   /** Batches decision transactions (group commit on SQLite). */
   committer: Committer;
   authorizer: Authorizer;
+  /** Configured merchants (GAVEL_MERCHANTS_FILE), validated at start. */
+  merchants: MerchantRegistry;
+  executions: Executions;
 }
 
 /** Who is calling, established afresh on every request (roles are never cached). */

@@ -14,6 +14,8 @@ import { policyMachineRoutes } from './machine/policy.ts';
 import { consolePolicyRoutes } from './console/policy.ts';
 import { machineApprovalRoutes } from './machine/approvals.ts';
 import { consoleApprovalRoutes } from './console/approvals.ts';
+import { machineExecutionRoutes } from './machine/executions.ts';
+import { consoleExecutionRoutes } from './console/executions.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -30,4 +32,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consolePolicyRoutes,
   machineApprovalRoutes,
   consoleApprovalRoutes,
+  machineExecutionRoutes,
+  consoleExecutionRoutes,
 ];

@@ -74,7 +74,7 @@ for (const backend of backends()) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const res = await svc.app.inject({ method: 'GET', url: `${base()}/agents?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: auditor.get });
+        const res: { statusCode: number; body: string; json(): any } = await svc.app.inject({ method: 'GET', url: `${base()}/agents?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: auditor.get });
         assert.equal(res.statusCode, 200, res.body);
         const page = res.json();
         assert.ok(page.agents.length <= 2);

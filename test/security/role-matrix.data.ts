@@ -34,6 +34,8 @@ export interface MatrixContext {
   store: Store;
   /** The running service, for examples that need real state (an obligation, an approval key). */
   service: TestService;
+  /** The id of a fresh UNKNOWN execution of the project (something to resolve). */
+  newUnknownExecution(): Promise<string>;
 }
 
 export interface RouteExample { params?: Record<string, string>; body?: unknown; /** Query string without the `?`. */ query?: string }
@@ -195,6 +197,17 @@ export const ROUTES: RouteEntry[] = [
   {
     method: 'POST', path: `${C}/approval-keys/{keyId}/retire`, plane: 'console', allowed: ['ADMIN'],
     example: async (ctx) => ({ params: { keyId: (await newApprover(ctx.service)).keyId }, body: {} }),
+  },
+  // executions (issue 6)
+  { method: 'GET', path: `${M}/executions`, plane: 'machine', allowed: 'any' },
+  {
+    method: 'POST', path: `${M}/executions/resolve`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => ({ body: { execution_id: await ctx.newUnknownExecution(), outcome: 'FAILED', note: 'checked with the merchant' } }),
+  },
+  { method: 'GET', path: `${C}/executions`, plane: 'console', allowed: ['ADMIN', 'AUDITOR', 'APPROVER'] },
+  {
+    method: 'POST', path: `${C}/executions/{executionId}/resolve`, plane: 'console', allowed: ['ADMIN'],
+    example: async (ctx) => ({ params: { executionId: await ctx.newUnknownExecution() }, body: { outcome: 'SUCCEEDED', note: 'checked with the merchant' } }),
   },
 ];
 

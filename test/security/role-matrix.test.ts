@@ -60,6 +60,17 @@ for (const backend of backends()) {
         freeze: async (did) => {
           await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did, actor: 'test', reason: null, at: new Date().toISOString() }));
         },
+        newUnknownExecution: async () => {
+          const id = newId('exe');
+          const at = new Date().toISOString();
+          await svc.ts.store.db.insertInto('executions').values({
+            id, project_id: svc.projectId, nonce: id, fingerprint: '0'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
+            policy_version: 1, agent: 'did:example:matrix', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
+            status: 'UNKNOWN', note: 'matrix', http_status: null, instance_id: 'matrix', created_at: at, completed_at: at,
+            resolved_at: null, resolved_by: null, resolution_note: null,
+          }).execute();
+          return id;
+        },
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));

@@ -74,10 +74,23 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const body = request.body as AuthorizeBodyT;
     const { gavel } = app;
     const a = request.auth!;
-    const record = await gavel.authorizer.decide(
-      { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now() },
-      { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) },
-    );
+    const ctx = { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now() };
+    const input = { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) };
+    if (body.execution) {
+      // docs/executions.md: nonce check, decision with the reservation inside it, one merchant call.
+      const out = await gavel.executions.run(ctx, input, body.execution, (onAllow) => gavel.authorizer.decide(ctx, input, onAllow));
+      if (out.kind === 'replay') {
+        return { decision: 'REPLAY' as const, reason_code: 'replay', policy_version: out.policy_version, request_id: ctx.requestId, audit_id: out.audit_id, execution: out.execution };
+      }
+      const r = out.record;
+      return {
+        decision: r.decision, reason_code: r.reason_code, policy_version: r.policy_version, request_id: r.request_id, audit_id: r.audit_id,
+        ...(r.detail ? { detail: r.detail } : {}),
+        ...(r.approval_request_id ? { approval_request_id: r.approval_request_id } : {}),
+        ...(out.execution ? { execution: out.execution } : {}),
+      };
+    }
+    const record = await gavel.authorizer.decide(ctx, input);
     return {
       decision: record.decision, reason_code: record.reason_code, policy_version: record.policy_version,
       request_id: record.request_id, audit_id: record.audit_id,

@@ -5,5 +5,6 @@ import type { PolicyTables } from './policy.ts';
 import type { AuthorizeTables } from './authorize.ts';
 import type { DecisionTables } from './decisions.ts';
 import type { ApprovalTables } from './approvals.ts';
+import type { ExecutionTables } from './executions.ts';
 
-export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables, ExecutionTables {}

@@ -1,0 +1,40 @@
+// Wire shapes of executions (spec 2.5, 2.6).
+import { Type } from 'typebox';
+
+export const ExecutionStatus = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
+  { description: 'IN_FLIGHT while the merchant call is under way; UNKNOWN means it may or may not have happened' });
+
+export const ExecutionSummary = Type.Object({
+  id: Type.String(),
+  status: ExecutionStatus,
+  agent: Type.String(),
+  operation: Type.String(),
+  created_at: Type.String({ description: 'RFC 3339 timestamp' }),
+});
+
+export const ExecutionList = Type.Object({
+  executions: Type.Array(ExecutionSummary),
+  next_cursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const Outcome = Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]);
+export const Note = Type.String({ minLength: 1, maxLength: 2000, description: 'What was checked to settle the outcome' });
+export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
+
+export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });
+export const ConsoleResolveBody = Type.Object({ outcome: Outcome, note: Note }, { additionalProperties: false });
+
+export const Resolved = Type.Object({
+  id: Type.String(),
+  status: Outcome,
+  resolved_at: Type.String(),
+  resolved_by: Type.String(),
+  note: Type.String(),
+});
+
+/** Query strings arrive as text and the service does not coerce types, so limit is a decimal string. */
+export const ExecutionPageQuery = Type.Object({
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,1}|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' })),
+}, { additionalProperties: false });
+export const pageOf = (q: { cursor?: string; limit?: string }) => ({ cursor: q.cursor, limit: q.limit === undefined ? undefined : Number(q.limit) });

@@ -1,0 +1,111 @@
+// Merchants are deployment configuration (spec 2.3): a caller names a merchant and an operation,
+// never a URL. The file is validated once at start; every error names the bad key. The shared
+// secret lives in a private field, so neither logging nor JSON.stringify can print it.
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config/config.ts';
+
+export const MERCHANT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type MerchantMethod = (typeof MERCHANT_METHODS)[number];
+export interface Operation { method: MerchantMethod; path: string }
+
+const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_TIMEOUT_MS = 120_000;
+
+export class Merchant {
+  readonly name: string;
+  readonly baseUrl: URL;
+  readonly timeoutMs: number;
+  readonly operations: ReadonlyMap<string, Operation>;
+  readonly #secret: string;
+  constructor(name: string, baseUrl: URL, timeoutMs: number, operations: Map<string, Operation>, secret: string) {
+    this.name = name;
+    this.baseUrl = baseUrl;
+    this.timeoutMs = timeoutMs;
+    this.operations = operations;
+    this.#secret = secret;
+  }
+  get secret(): string { return this.#secret; }
+  /** The absolute URL of an operation; always on the merchant's own origin. */
+  urlOf(op: Operation): URL {
+    const base = this.baseUrl.pathname.replace(/\/+$/, '');
+    const u = new URL(this.baseUrl.origin + base + op.path);
+    return u;
+  }
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, base_url: this.baseUrl.toString(), timeout_ms: this.timeoutMs, operations: Object.fromEntries(this.operations), secret: '***' };
+  }
+}
+
+export class MerchantRegistry {
+  readonly #merchants: ReadonlyMap<string, Merchant>;
+  constructor(merchants: Map<string, Merchant> = new Map()) { this.#merchants = merchants; }
+  get(name: string): Merchant | undefined { return this.#merchants.get(name); }
+  get size(): number { return this.#merchants.size; }
+  /** The longest timeout of any merchant: bounds how long a live instance keeps a call in flight. */
+  get maxTimeoutMs(): number {
+    let max = 0;
+    for (const m of this.#merchants.values()) max = Math.max(max, m.timeoutMs);
+    return max || DEFAULT_TIMEOUT_MS;
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Validates the parsed file: `{ "merchants": { "<name>": { base_url, secret, timeout_ms?, operations } } }`. */
+export function parseMerchants(doc: unknown, where = 'GAVEL_MERCHANTS_FILE'): MerchantRegistry {
+  const bad = (key: string, message: string): never => { throw new ConfigError(`${where}: ${key}`, message); };
+  if (!isObject(doc)) bad('(root)', 'must be a JSON object with a "merchants" object');
+  const root = doc as Record<string, unknown>;
+  for (const k of Object.keys(root)) if (k !== 'merchants') bad(k, 'unknown key (known: merchants)');
+  if (!isObject(root.merchants)) bad('merchants', 'must be an object mapping a merchant name to its configuration');
+  const out = new Map<string, Merchant>();
+  for (const [name, raw] of Object.entries(root.merchants as Record<string, unknown>)) {
+    const at = `merchants.${name}`;
+    if (!NAME.test(name)) bad(at, 'a merchant name is 1-64 characters of A-Z a-z 0-9 _ . -');
+    if (!isObject(raw)) bad(at, 'must be an object');
+    const m = raw as Record<string, unknown>;
+    for (const k of Object.keys(m)) {
+      if (!['base_url', 'secret', 'timeout_ms', 'operations'].includes(k)) bad(`${at}.${k}`, 'unknown key (known: base_url, secret, timeout_ms, operations)');
+    }
+    if (typeof m.base_url !== 'string') bad(`${at}.base_url`, 'must be a string (http or https URL)');
+    let base: URL | undefined;
+    try { base = new URL(m.base_url as string); } catch { bad(`${at}.base_url`, 'must be an absolute URL'); }
+    if (base!.protocol !== 'http:' && base!.protocol !== 'https:') bad(`${at}.base_url`, 'must use http or https');
+    if (base!.search || base!.hash || base!.username || base!.password) bad(`${at}.base_url`, 'must carry no query, fragment or credentials');
+    if (typeof m.secret !== 'string' || m.secret.length < 16 || m.secret.length > 1024) bad(`${at}.secret`, 'must be a string of 16 to 1024 characters');
+    let timeout = DEFAULT_TIMEOUT_MS;
+    if (m.timeout_ms !== undefined) {
+      if (typeof m.timeout_ms !== 'number' || !Number.isInteger(m.timeout_ms) || m.timeout_ms < 1 || m.timeout_ms > MAX_TIMEOUT_MS) {
+        bad(`${at}.timeout_ms`, `must be an integer between 1 and ${MAX_TIMEOUT_MS}`);
+      }
+      timeout = m.timeout_ms as number;
+    }
+    if (!isObject(m.operations) || Object.keys(m.operations).length === 0) bad(`${at}.operations`, 'must be a non-empty object mapping an operation name to {method, path}');
+    const ops = new Map<string, Operation>();
+    for (const [opName, opRaw] of Object.entries(m.operations as Record<string, unknown>)) {
+      const opAt = `${at}.operations.${opName}`;
+      if (!NAME.test(opName)) bad(opAt, 'an operation name is 1-64 characters of A-Z a-z 0-9 _ . -');
+      if (!isObject(opRaw)) bad(opAt, 'must be an object {method, path}');
+      const op = opRaw as Record<string, unknown>;
+      for (const k of Object.keys(op)) if (k !== 'method' && k !== 'path') bad(`${opAt}.${k}`, 'unknown key (known: method, path)');
+      if (!MERCHANT_METHODS.includes(op.method as MerchantMethod)) bad(`${opAt}.method`, `must be one of ${MERCHANT_METHODS.join(', ')}`);
+      if (typeof op.path !== 'string' || !/^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/.test(op.path) || op.path.startsWith('//') || op.path.includes('..')) {
+        bad(`${opAt}.path`, 'must be an absolute path starting with a single "/" (no "..", no query)');
+      }
+      ops.set(opName, { method: op.method as MerchantMethod, path: op.path as string });
+    }
+    out.set(name, new Merchant(name, base!, timeout, ops, m.secret as string));
+  }
+  return new MerchantRegistry(out);
+}
+
+/** Reads and validates the merchants file; no file configured means no merchants. */
+export function loadMerchants(path: string | undefined): MerchantRegistry {
+  if (!path) return new MerchantRegistry();
+  let doc: unknown;
+  try { doc = JSON.parse(readFileSync(path, 'utf8')); } catch (e) {
+    throw new ConfigError('GAVEL_MERCHANTS_FILE', `cannot read ${path} as JSON (${(e as Error).message})`);
+  }
+  return parseMerchants(doc, `GAVEL_MERCHANTS_FILE ${path}`);
+}

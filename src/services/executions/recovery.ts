@@ -1,0 +1,108 @@
+// A process that dies mid-call leaves its executions IN_FLIGHT. They become UNKNOWN, never
+// re-sent (invariant 6). Which rows are orphaned (docs/executions.md "Recovery"):
+// - rows owned by an instance whose heartbeat is stale (or that has no row): that instance is dead;
+//   on SQLite only one process opens the file, so at start every other instance is dead;
+// - rows older than the longest merchant timeout plus a margin, whoever owns them: a live instance
+//   gives up on a call after the timeout, so such a row means its outcome could not be recorded.
+// Marking is a conditional update (`where status = 'IN_FLIGHT'`): if the owner was alive after all
+// and records its outcome later, its update finds nothing and the UNKNOWN stands.
+import { sql } from 'kysely';
+import type { Store } from '../../store/store.ts';
+import { affected } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+
+export const HEARTBEAT_MS = 2_000;
+export const STALE_AFTER_MS = 10_000;
+export const AGE_MARGIN_MS = 60_000;
+
+export const STOPPED_NOTE = 'the process making this call stopped mid-call: the merchant may or may not have acted';
+export const TOO_OLD_NOTE = 'no outcome was recorded within the merchant timeout: the merchant may or may not have acted';
+
+export async function beat(store: Store, instanceId: string, now: Date): Promise<void> {
+  const at = now.toISOString();
+  await store.db.insertInto('execution_instances').values({ id: instanceId, started_at: at, heartbeat_at: at })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: at })).execute();
+}
+
+export async function retire(store: Store, instanceId: string): Promise<void> {
+  await store.db.deleteFrom('execution_instances').where('id', '=', instanceId).execute();
+}
+
+/** Marks orphaned IN_FLIGHT executions UNKNOWN, each audited; returns how many. */
+export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean }): Promise<number> {
+  const { instanceId, now } = opts;
+  const everyOtherIsDead = opts.startup && store.dialect === 'sqlite';
+  const staleBefore = new Date(now.getTime() - STALE_AFTER_MS).toISOString();
+  const tooOldBefore = new Date(now.getTime() - opts.maxTimeoutMs - AGE_MARGIN_MS).toISOString();
+  const alive = new Set(everyOtherIsDead ? [instanceId] : (await store.db.selectFrom('execution_instances').select('id')
+    .where((eb) => eb.or([eb('heartbeat_at', '>=', staleBefore), eb('id', '=', instanceId)])).execute()).map((r) => r.id));
+  const rows = await store.db.selectFrom('executions').select(['id', 'project_id', 'instance_id', 'created_at'])
+    .where('status', '=', 'IN_FLIGHT').execute();
+  let marked = 0;
+  const at = now.toISOString();
+  for (const row of rows) {
+    const dead = !alive.has(row.instance_id);
+    const tooOld = row.created_at < tooOldBefore;
+    if (!dead && !tooOld) continue;
+    const note = dead ? STOPPED_NOTE : TOO_OLD_NOTE;
+    const done = await store.transaction(async (trx) => {
+      const n = affected(await trx.updateTable('executions').set({ status: 'UNKNOWN', note, completed_at: at })
+        .where('id', '=', row.id).where('status', '=', 'IN_FLIGHT').executeTakeFirst());
+      if (n === 1) {
+        await recordAudit(trx, { projectId: row.project_id, kind: 'execution.unknown', actor: 'system', at: now,
+          data: { execution_id: row.id, instance_id: row.instance_id, note } });
+      }
+      return n;
+    });
+    marked += done;
+  }
+  // Dead instances with nothing left in flight are forgotten.
+  if (!everyOtherIsDead) {
+    await store.db.deleteFrom('execution_instances').where('heartbeat_at', '<', staleBefore).where('id', '!=', instanceId)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('executions').select(sql`1`.as('one'))
+        .where('status', '=', 'IN_FLIGHT').whereRef('executions.instance_id', '=', 'execution_instances.id')))).execute();
+  } else {
+    await store.db.deleteFrom('execution_instances').where('id', '!=', instanceId).execute();
+  }
+  return marked;
+}
+
+/** Heartbeat and periodic sweep for one running service instance. */
+export class InstanceKeeper {
+  readonly #store: Store;
+  readonly #instanceId: string;
+  readonly #maxTimeoutMs: number;
+  readonly #now: () => Date;
+  #timer: NodeJS.Timeout | undefined;
+  #tick: Promise<void> = Promise.resolve();
+
+  constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date }) {
+    this.#store = opts.store;
+    this.#instanceId = opts.instanceId;
+    this.#maxTimeoutMs = opts.maxTimeoutMs;
+    this.#now = opts.now;
+  }
+
+  /** Registers the instance and marks what dead instances left in flight, before serving. */
+  async start(): Promise<number> {
+    await beat(this.#store, this.#instanceId, this.#now());
+    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: true });
+    this.#timer = setInterval(() => {
+      this.#tick = this.#tick.then(async () => {
+        try {
+          await beat(this.#store, this.#instanceId, this.#now());
+          await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false });
+        } catch { /* the database is unreachable: try again on the next beat */ }
+      });
+    }, HEARTBEAT_MS);
+    this.#timer.unref();
+    return marked;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#tick;
+    try { await retire(this.#store, this.#instanceId); } catch { /* closing anyway */ }
+  }
+}

@@ -1,0 +1,249 @@
+// Executions end to end against a real merchant on loopback: one call per nonce (also under 100
+// concurrent identical requests), classification, REPLAY, in-flight conflicts, nonce reuse,
+// refusals before any decision, paging, and resolution races (invariants 2, 6, 7).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
+import { consoleMember } from '../support/console.ts';
+import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+
+const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
+
+for (const backend of backends()) {
+  describe(`executions on ${backend.name}`, () => {
+    let svc: TestService;
+    let merchant: TestMerchant;
+    let key: { authorization: string };
+    let agent: Agent;
+    let permit: string;
+    const authorize = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
+    const pay = (operation: string, nonce: string, over: Record<string, unknown> = {}, payload: Record<string, unknown> = { order: 'o-1' }) => authorize({
+      agent: agent.did, permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 500, currency: 'EUR' },
+      execution: { merchant: 'shop', operation, payload, nonce }, ...over,
+    });
+    const count = async (table: 'decisions' | 'executions') => Number((await svc.ts.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const row = (id: string) => svc.ts.store.db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+    before(async () => {
+      merchant = await startMerchant();
+      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      agent = newAgent();
+      permit = (await issue(svc, agent.did, PAY)).jws;
+    });
+    after(async () => { await svc.stop(); await merchant.close(); });
+
+    test('ALLOW with execution: one signed call with the nonce as Idempotency-Key; SUCCEEDED; the same nonce is REPLAY without a call', async () => {
+      const nonce = randomUUID();
+      const res = await pay('ok', nonce);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json();
+      assert.equal(body.decision, 'ALLOW');
+      assert.match(body.execution.id, /^exe_/);
+      assert.equal(body.execution.status, 'SUCCEEDED');
+      assert.deepEqual(Object.keys(body.execution).sort(), ['id', 'status']);
+      assert.equal(merchant.calls.get(nonce), 1);
+      assert.deepEqual(merchant.bodies.get(nonce), { order: 'o-1' });
+      assert.equal(merchant.badSignatures, 0);
+      const stored = await row(body.execution.id);
+      assert.equal(stored.status, 'SUCCEEDED');
+      assert.equal(stored.http_status, 200);
+      const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').where('data', 'like', `%${body.execution.id}%`).execute()).map((e) => e.kind).sort();
+      assert.deepEqual(kinds, ['execution.outcome', 'execution.started']);
+
+      const decisionsBefore = await count('decisions');
+      const again = await pay('ok', nonce);
+      assert.equal(again.statusCode, 200, again.body);
+      const replay = again.json();
+      assert.equal(replay.decision, 'REPLAY');
+      assert.equal(replay.reason_code, 'replay');
+      assert.equal(replay.policy_version, body.policy_version);
+      assert.deepEqual(replay.execution, body.execution);
+      assert.notEqual(replay.audit_id, body.audit_id);
+      const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', replay.audit_id).executeTakeFirstOrThrow();
+      assert.equal(event.kind, 'execution.replay');
+      assert.equal(merchant.calls.get(nonce), 1, 'no second merchant call');
+      assert.equal(await count('decisions'), decisionsBefore, 'no new decision');
+    });
+
+    test('a replay spends no budget: a one-use permit replays after its use is spent', async () => {
+      const a = newAgent();
+      const one = (await issue(svc, a.did, { ...PAY, max_uses: 1 } as never)).jws;
+      const nonce = randomUUID();
+      const body = { agent: a.did, permit: one, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'ok', payload: {}, nonce } };
+      const first = (await authorize(body)).json();
+      assert.equal(first.decision, 'ALLOW', JSON.stringify(first));
+      for (let i = 0; i < 3; i++) assert.equal((await authorize(body)).json().decision, 'REPLAY');
+      const other = (await authorize({ ...body, execution: { ...body.execution, nonce: randomUUID() } })).json();
+      assert.equal(other.decision, 'DENY', 'the single use was spent once, by the first call only');
+      assert.match(other.detail, /uses_exhausted/);
+      assert.ok(!('execution' in other));
+    });
+
+    for (const [operation, status, note] of [
+      ['refuse', 'FAILED', /402/], ['fail', 'UNKNOWN', /500/], ['hang', 'UNKNOWN', /no answer within/], ['reset', 'UNKNOWN', /may have been sent/], ['redirect', 'UNKNOWN', /302/],
+    ] as const) {
+      test(`merchant ${operation}: ${status}, replayed as ${status}, never called again`, async () => {
+        const nonce = randomUUID();
+        const res = await pay(operation, nonce);
+        assert.equal(res.statusCode, 200, res.body);
+        const body = res.json();
+        assert.equal(body.decision, 'ALLOW');
+        assert.equal(body.execution.status, status);
+        assert.match((await row(body.execution.id)).note ?? '', note);
+        const again = (await pay(operation, nonce)).json();
+        assert.equal(again.decision, 'REPLAY');
+        assert.deepEqual(again.execution, body.execution);
+        assert.equal(merchant.calls.get(nonce), 1);
+        if (operation === 'redirect') assert.equal(merchant.calls.size > 0, true);
+      });
+    }
+
+    test('100 concurrent identical requests: one merchant call; the others execution_in_progress or REPLAY', async () => {
+      const nonce = randomUUID();
+      const decisionsBefore = await count('decisions');
+      const results = await Promise.all(Array.from({ length: 100 }, () => pay('slow', nonce)));
+      const allows = results.filter((r) => r.statusCode === 200 && r.json().decision === 'ALLOW');
+      assert.equal(allows.length, 1, results.map((r) => r.body).slice(0, 3).join('\n'));
+      for (const r of results) {
+        if (r === allows[0]) continue;
+        const ok = (r.statusCode === 409 && r.json().code === 'execution_in_progress') || (r.statusCode === 200 && r.json().decision === 'REPLAY');
+        assert.ok(ok, `${r.statusCode} ${r.body}`);
+      }
+      assert.equal(merchant.calls.get(nonce), 1);
+      assert.equal(await count('decisions') - decisionsBefore, 1, 'the losers left no decision');
+      const rows = await svc.ts.store.db.selectFrom('executions').selectAll().where('nonce', '=', nonce).execute();
+      assert.equal(rows.length, 1);
+    });
+
+    test('the same nonce while in flight: 409 execution_in_progress; with another payload or action: 409 nonce_reused', async () => {
+      const nonce = randomUUID();
+      const first = pay('slow', nonce);
+      await merchant.waitForCalls(merchant.totalCalls() + 1);
+      const during = await pay('slow', nonce);
+      assert.equal(during.statusCode, 409, during.body);
+      assert.equal(during.json().code, 'execution_in_progress');
+      assert.equal((await first).json().execution.status, 'SUCCEEDED');
+      for (const res of [await pay('slow', nonce, {}, { order: 'other' }), await pay('slow', nonce, { resource: 'resource://shop/2' }), await pay('ok', nonce)]) {
+        assert.equal(res.statusCode, 409, res.body);
+        assert.equal(res.json().code, 'nonce_reused');
+      }
+      assert.equal(merchant.calls.get(nonce), 1);
+    });
+
+    test('url in execution, unknown merchant or operation: refused by name, no decision recorded', async () => {
+      const before = await count('decisions');
+      const url = await authorize({ agent: agent.did, permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 5, currency: 'EUR' },
+        execution: { merchant: 'shop', operation: 'ok', payload: {}, nonce: randomUUID(), url: 'http://169.254.169.254/' } });
+      assert.equal(url.statusCode, 400);
+      assert.equal(url.json().code, 'execution_url_not_allowed');
+      const m = await pay('ok', randomUUID(), { execution: { merchant: 'nope', operation: 'ok', payload: {}, nonce: randomUUID() } });
+      assert.equal(m.statusCode, 422);
+      assert.equal(m.json().code, 'unknown_merchant');
+      const o = await pay('ok', randomUUID(), { execution: { merchant: 'other', operation: 'refuse', payload: {}, nonce: randomUUID() } });
+      assert.equal(o.statusCode, 422);
+      assert.equal(o.json().code, 'unknown_operation');
+      assert.equal(await count('decisions'), before);
+    });
+
+    test('DENY and REQUIRE_APPROVAL carry no execution, call nothing, and leave the nonce free', async () => {
+      const nonce = randomUUID();
+      const execs = await count('executions');
+      const deny = (await pay('ok', nonce, { action: 'read', resource: 'resource://docs/secret/x', amount: undefined })).json();
+      assert.equal(deny.decision, 'DENY');
+      assert.ok(!('execution' in deny));
+      const approval = (await pay('ok', nonce, { amount: { minor: 50_000, currency: 'EUR' } })).json();
+      assert.equal(approval.decision, 'REQUIRE_APPROVAL');
+      assert.ok(!('execution' in approval));
+      assert.equal(await count('executions'), execs);
+      assert.equal(merchant.calls.get(nonce), undefined);
+      const allow = (await pay('ok', nonce)).json();
+      assert.equal(allow.decision, 'ALLOW');
+      assert.equal(allow.execution.status, 'SUCCEEDED');
+    });
+
+    test('list: newest first, paged by cursor, on both planes', async () => {
+      const a = newAgent();
+      const p = (await issue(svc, a.did, PAY)).jws;
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const r = (await authorize({ agent: a.did, permit: p, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'ok', payload: { i }, nonce: randomUUID() } })).json();
+        ids.push(r.execution.id);
+      }
+      const seen: { id: string; status: string; agent: string; operation: string; created_at: string }[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: Awaited<ReturnType<typeof svc.app.inject>> = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: key });
+        assert.equal(res.statusCode, 200, res.body);
+        const body = res.json();
+        assert.ok(body.executions.length <= 2);
+        seen.push(...body.executions);
+        cursor = body.next_cursor;
+      } while (cursor);
+      const sorted = [...seen].sort((x, y) => (x.id < y.id ? 1 : -1));
+      assert.deepEqual(seen.map((e) => e.id), sorted.map((e) => e.id), 'newest first');
+      assert.deepEqual(seen.filter((e) => ids.includes(e.id)).map((e) => e.id), [...ids].reverse());
+      const mine = seen.find((e) => e.id === ids[0])!;
+      assert.deepEqual(Object.keys(mine).sort(), ['agent', 'created_at', 'id', 'operation', 'status']);
+      assert.equal(mine.agent, a.did);
+      assert.equal(mine.operation, 'ok');
+      const auditor = await consoleMember(svc, ['AUDITOR']);
+      const c = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/executions?limit=500`, headers: auditor.get });
+      assert.equal(c.statusCode, 200, c.body);
+      assert.deepEqual(c.json().executions.map((e: { id: string }) => e.id), seen.map((e) => e.id));
+    });
+
+    test('resolve: only UNKNOWN; the first of racing resolvers stands; the others get conflict or execution_not_unknown', async () => {
+      const unknown = (await pay('fail', randomUUID())).json().execution;
+      assert.equal(unknown.status, 'UNKNOWN');
+      const resolve = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: key, payload: body });
+      const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => resolve({ execution_id: unknown.id, outcome: i % 2 ? 'FAILED' : 'SUCCEEDED', note: `checked the ledger (${i})` })));
+      const winners = racers.filter((r) => r.statusCode === 200);
+      assert.equal(winners.length, 1, racers.map((r) => r.body).join('\n'));
+      for (const r of racers) if (r !== winners[0]) {
+        assert.equal(r.statusCode, 409, r.body);
+        assert.ok(['conflict', 'execution_not_unknown'].includes(r.json().code), r.body);
+      }
+      const won = winners[0]!.json();
+      const stored = await row(unknown.id);
+      assert.equal(stored.status, won.status);
+      assert.equal(stored.resolution_note, won.note);
+      assert.match(stored.resolved_by ?? '', /^key_/);
+      const audit = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('kind', '=', 'execution.resolved').where('data', 'like', `%${unknown.id}%`).execute();
+      assert.equal(audit.length, 1);
+      // Later: the row has an outcome.
+      const late = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'again' });
+      assert.equal(late.statusCode, 409);
+      assert.equal(late.json().code, 'execution_not_unknown');
+      // A replay now returns the resolved outcome.
+      // A merchant outcome cannot be resolved.
+      const ok = (await pay('ok', randomUUID())).json().execution;
+      const r2 = await resolve({ execution_id: ok.id, outcome: 'FAILED', note: 'I think it failed' });
+      assert.equal(r2.statusCode, 409);
+      assert.equal(r2.json().code, 'execution_not_unknown');
+      assert.equal((await row(ok.id)).status, 'SUCCEEDED');
+      const missing = await resolve({ execution_id: 'exe_00000000000000000000000000', outcome: 'FAILED', note: 'x' });
+      assert.equal(missing.statusCode, 404);
+      const noNote = await resolve({ execution_id: ok.id, outcome: 'FAILED', note: '' });
+      assert.equal(noNote.statusCode, 400);
+    });
+
+    test('console resolve (ADMIN): records who, when and the note', async () => {
+      const nonce = randomUUID();
+      const unknown = (await pay('hang', nonce)).json().execution;
+      assert.equal(unknown.status, 'UNKNOWN');
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/executions/${unknown.id}/resolve`, headers: admin.post, payload: { outcome: 'FAILED', note: 'merchant support confirmed no charge' } });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().resolved_by, admin.principalId);
+      const replay = (await pay('hang', nonce)).json();
+      assert.equal(replay.decision, 'REPLAY');
+      assert.equal(replay.execution.status, 'FAILED');
+      assert.equal(merchant.calls.get(nonce), 1);
+    });
+  });
+}

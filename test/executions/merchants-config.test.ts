@@ -1,0 +1,54 @@
+// The merchants file is validated at start; every error names the bad key; the secret is never printed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { loadMerchants, parseMerchants } from '../../src/merchants/config.ts';
+import { ConfigError } from '../../src/config/config.ts';
+import { signatureHeader, verifySignature } from '../../src/merchants/signature.ts';
+
+const good = { base_url: 'https://pay.example/api/', secret: 'a-secret-of-enough-length', timeout_ms: 2000, operations: { charge: { method: 'POST', path: '/charges' } } };
+
+test('a valid file loads; operation URLs stay on the merchant origin; the secret never prints', () => {
+  const reg = parseMerchants({ merchants: { acme: good } });
+  const m = reg.get('acme')!;
+  assert.equal(m.urlOf(m.operations.get('charge')!).toString(), 'https://pay.example/api/charges');
+  assert.equal(reg.maxTimeoutMs, 2000);
+  assert.ok(!JSON.stringify(m).includes(good.secret));
+  assert.ok(!inspect(m, { depth: 5 }).includes(good.secret));
+  assert.equal(loadMerchants(undefined).size, 0);
+});
+
+test('every bad key is named', () => {
+  const cases: [unknown, RegExp][] = [
+    [[], /\(root\)/],
+    [{ merchants: {}, extra: 1 }, /extra: unknown key/],
+    [{ merchants: { 'bad name!': good } }, /merchants\.bad name!/],
+    [{ merchants: { acme: { ...good, base_url: 'ftp://x' } } }, /merchants\.acme\.base_url/],
+    [{ merchants: { acme: { ...good, base_url: 'https://u:p@x' } } }, /merchants\.acme\.base_url/],
+    [{ merchants: { acme: { ...good, secret: 'short' } } }, /merchants\.acme\.secret/],
+    [{ merchants: { acme: { ...good, timeout_ms: 0 } } }, /merchants\.acme\.timeout_ms/],
+    [{ merchants: { acme: { ...good, operations: {} } } }, /merchants\.acme\.operations/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'GET', path: '/x' } } } } }, /operations\.charge\.method/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '//evil.example/x' } } } } }, /operations\.charge\.path/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: 'http://evil/' } } } } }, /operations\.charge\.path/],
+    [{ merchants: { acme: { ...good, url: 'x' } } }, /merchants\.acme\.url: unknown key/],
+  ];
+  for (const [doc, re] of cases) {
+    assert.throws(() => parseMerchants(doc), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes(good.secret), JSON.stringify(doc));
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-m-'));
+  writeFileSync(join(dir, 'm.json'), '{not json');
+  assert.throws(() => loadMerchants(join(dir, 'm.json')), /GAVEL_MERCHANTS_FILE/);
+});
+
+test('signature: HMAC-SHA256 over "<t>.<body>", verified by the merchant side', () => {
+  const h = signatureHeader('k'.repeat(20), '{"a":1}', 1700000000);
+  assert.match(h, /^t=1700000000,v1=[0-9a-f]{64}$/);
+  assert.equal(verifySignature('k'.repeat(20), '{"a":1}', h), true);
+  assert.equal(verifySignature('k'.repeat(20), '{"a":2}', h), false);
+  assert.equal(verifySignature('x'.repeat(20), '{"a":1}', h), false);
+  assert.equal(verifySignature('k'.repeat(20), '{"a":1}', 'garbage'), false);
+});
