@@ -59,7 +59,10 @@ export async function createService(config: Config, options: ServiceOptions = {}
     app, deps, bootstrap: boot,
     close() {
       closing ??= (async () => {
-        await app.close();
+        // Keep-alive sockets of requests that were in flight become idle only once answered;
+        // close them as they do, or the server would wait for the clients' keep-alive timeout.
+        const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
+        try { await app.close(); } finally { clearInterval(idle); }
         await keeper.stop();
         if (!options.store) await store.close();
       })();

@@ -1,0 +1,54 @@
+// Graceful shutdown: on SIGTERM the server stops taking work, finishes what is in flight (here,
+// executions waiting on a slow merchant), commits their writes, and exits 0.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { databaseUrl, spawnGavel } from '../support/process.ts';
+import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { openStore } from '../../src/store/store.ts';
+
+const backend = backends()[0]!;
+
+test('SIGTERM finishes in-flight requests, flushes their writes and exits 0', async () => {
+  const merchant = await startMerchant({ slowMs: 800 });
+  const file = merchantsFile(merchant.url, 10_000);
+  const svc = await startService(backend, { merchantsFile: file });
+  await activatePolicy(svc, ALLOW_PAYMENTS);
+  const agent = newAgent();
+  const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+  const key = await svc.keyHeader([]);
+  await svc.close();
+  await svc.ts.store.close();
+  const gavel = await spawnGavel({ GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options), GAVEL_MERCHANTS_FILE: file });
+  try {
+    const pending = Array.from({ length: 10 }, () => fetch(`${gavel.url}/v1/authorize`, {
+      method: 'POST', headers: { ...key, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'slow', payload: {}, nonce: randomUUID() } }),
+    }).then(async (r) => ({ status: r.status, body: await r.json() as { decision: string; execution?: { status: string }; audit_id: string } })));
+    await merchant.waitForCalls(10);
+    const exited = new Promise<number | null>((resolve) => gavel.child.once('exit', (code) => resolve(code)));
+    gavel.child.kill('SIGTERM');
+    const answers = await Promise.all(pending);
+    for (const a of answers) {
+      assert.equal(a.status, 200);
+      assert.equal(a.body.decision, 'ALLOW');
+      assert.equal(a.body.execution?.status, 'SUCCEEDED', 'the in-flight call finished after SIGTERM');
+    }
+    assert.equal(await exited, 0);
+    const store = openStore(svc.ts.options);
+    try {
+      const rows = await store.db.selectFrom('executions').select('status').execute();
+      assert.equal(rows.length, 10);
+      assert.ok(rows.every((r) => r.status === 'SUCCEEDED'), 'outcomes were written before exit');
+    } finally { await store.close(); }
+    // A new connection after shutdown is refused.
+    await assert.rejects(fetch(`${gavel.url}/healthz`));
+  } finally {
+    await gavel.kill('SIGKILL');
+    await merchant.close();
+    await svc.ts.cleanup();
+  }
+});
