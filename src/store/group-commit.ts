@@ -28,7 +28,6 @@ export function createCommitter(store: Store, maxBatch = 256): Committer {
   let commits = 0;
 
   async function drain(): Promise<void> {
-    running = true;
     while (queue.length > 0) {
       let batch: Unit[] = [];
       const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
@@ -69,7 +68,12 @@ export function createCommitter(store: Store, maxBatch = 256): Committer {
     run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
-        if (!running) void drain();
+        if (!running) {
+          // Start on the next turn of the event loop, not now: concurrent requests still reading
+          // (auth, policy) finish those reads first and join this commit instead of the next.
+          running = true;
+          setImmediate(() => void drain());
+        }
       });
     },
   };

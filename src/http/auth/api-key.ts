@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { isRole, permits, type Role } from '../../domain/access/roles.ts';
-import type { Db } from '../../store/store.ts';
+import { sql } from 'kysely';
+import type { Store } from '../../store/store.ts';
 import { forbidden, unauthorized } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
 
@@ -14,23 +15,27 @@ const KEY_RE = /^gvl_[A-Za-z0-9_-]{43}$/;
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
 /** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
-export async function authenticateApiKey(db: Db, header: string | undefined): Promise<AuthContext> {
+export async function authenticateApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
   if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
-  // One query: the key, its holder's membership, and the holder's current role grants (a row each).
-  const rows = await db.selectFrom('api_keys as k')
-    .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'k.project_id').onRef('m.principal_id', '=', 'k.principal_id'))
-    .innerJoin('principals as p', 'p.id', 'k.principal_id')
-    .leftJoin('role_grants as g', (j) => j.onRef('g.project_id', '=', 'k.project_id').onRef('g.principal_id', '=', 'k.principal_id'))
-    .select(['k.id', 'k.project_id', 'k.principal_id', 'k.roles', 'k.revoked_at', 'm.revoked_at as membership_revoked_at', 'p.disabled_at', 'g.role'])
+  // One query on the hot path. Correlated subqueries, not joins: SQLite runs this form several
+  // times faster (one index probe each), and PostgreSQL plans both alike.
+  const roleList = store.dialect === 'postgres' ? sql<string | null>`string_agg(g.role, ',')` : sql<string | null>`group_concat(g.role, ',')`;
+  const row = await store.db.selectFrom('api_keys as k')
+    .select((eb) => [
+      'k.id', 'k.project_id', 'k.principal_id', 'k.roles', 'k.revoked_at',
+      eb.selectFrom('memberships as m').select('m.revoked_at').whereRef('m.project_id', '=', 'k.project_id').whereRef('m.principal_id', '=', 'k.principal_id').as('membership_revoked_at'),
+      eb.selectFrom('memberships as m').select(sql<number>`1`.as('one')).whereRef('m.project_id', '=', 'k.project_id').whereRef('m.principal_id', '=', 'k.principal_id').as('is_member'),
+      eb.selectFrom('principals as p').select('p.disabled_at').whereRef('p.id', '=', 'k.principal_id').as('disabled_at'),
+      eb.selectFrom('role_grants as g').select(roleList.as('held')).whereRef('g.project_id', '=', 'k.project_id').whereRef('g.principal_id', '=', 'k.principal_id').as('held'),
+    ])
     .where('k.secret_hash', '=', hashSecret(match[1]!))
-    .execute();
-  const row = rows[0];
-  if (!row || row.revoked_at || row.membership_revoked_at || row.disabled_at) {
+    .executeTakeFirst();
+  if (!row || row.revoked_at || !row.is_member || row.membership_revoked_at || row.disabled_at) {
     throw unauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)');
   }
-  const held = new Set(rows.map((r) => r.role).filter((r) => r !== null));
+  const held = new Set((row.held ?? '').split(',').filter(Boolean));
   const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
   return {
     kind: 'api_key', projectId: row.project_id, principalId: row.principal_id,
@@ -44,7 +49,7 @@ export async function authenticateApiKey(db: Db, header: string | undefined): Pr
  */
 export function machineAuth(roles: readonly Role[] = []) {
   return async function requireApiKey(request: FastifyRequest): Promise<void> {
-    const auth = await authenticateApiKey(request.server.gavel.store.db, request.headers.authorization);
+    const auth = await authenticateApiKey(request.server.gavel.store, request.headers.authorization);
     const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
     if (projectId !== undefined && projectId !== auth.projectId) {
       throw forbidden('this API key belongs to another project');
