@@ -52,6 +52,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   });
 
   installErrorHandling(app, () => patterns);
+  // Bodies are JSON only: Fastify's built-in text/plain parser would let a string reach validation
+  // (400) where the right answer is 415.
+  app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
 
   await app.register(cookie);

@@ -1,7 +1,17 @@
 // Every route group of the service, registered in this order. One line per capability.
 import type { FastifyPluginAsync } from 'fastify';
 import { systemRoutes } from './system/routes.ts';
+import { consoleAuthRoutes } from './console/auth.ts';
+import { consoleProjectRoutes } from './console/projects.ts';
+import { consoleMemberRoutes } from './console/members.ts';
+import { consoleApiKeyRoutes } from './console/api-keys.ts';
+import { machineIdentityRoutes } from './machine/identity.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
+  consoleAuthRoutes,
+  consoleProjectRoutes,
+  consoleMemberRoutes,
+  consoleApiKeyRoutes,
+  machineIdentityRoutes,
 ];

@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { API_KEY_PREFIX, hashSecret } from '../../http/auth/api-key.ts';
 import { Problem } from '../../http/problem.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Role } from '../../domain/access/roles.ts';
-import type { Tx } from '../../store/store.ts';
+import { isRole, type Role } from '../../domain/access/roles.ts';
+import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 
 export interface MintedKey { id: string; secret: string; roles: Role[]; name: string; created_at: string }
@@ -30,4 +30,28 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   }).execute();
   await recordAudit(trx, { projectId: input.projectId, kind: 'api_key.minted', actor: input.actor, data: { key_id: id, principal_id: input.principalId, roles, name: input.name } });
   return { id, secret, roles, name: input.name, created_at };
+}
+
+export interface KeyView { id: string; name: string; principal_id: string; roles: Role[]; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null }
+
+/** Every key of the project, newest first; never the secret (only its hash is stored). */
+export async function listApiKeys(db: Db, projectId: string): Promise<KeyView[]> {
+  const rows = await db.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by'])
+    .where('project_id', '=', projectId).orderBy('id', 'desc').execute();
+  return rows.map((r) => ({ ...r, roles: (JSON.parse(r.roles) as unknown[]).filter(isRole) }));
+}
+
+/** Revokes a key; the next request carrying it, on any instance, gets 401. Idempotent. */
+export async function revokeApiKey(trx: Tx, input: { projectId: string; keyId: string; actor: string; at?: Date }): Promise<{ key: KeyView; changed: boolean }> {
+  const row = await trx.selectFrom('api_keys').select(['id', 'revoked_at']).where('project_id', '=', input.projectId).where('id', '=', input.keyId).executeTakeFirst();
+  if (!row) throw new Problem(404, 'not_found', `no API key ${input.keyId} in this project`);
+  let changed = false;
+  if (!row.revoked_at) {
+    const at = (input.at ?? new Date()).toISOString();
+    await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', '=', row.id).where('revoked_at', 'is', null).execute();
+    await recordAudit(trx, { projectId: input.projectId, kind: 'api_key.revoked', actor: input.actor, data: { key_id: row.id }, at: input.at });
+    changed = true;
+  }
+  const r = await trx.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by']).where('id', '=', row.id).executeTakeFirstOrThrow();
+  return { key: { ...r, roles: (JSON.parse(r.roles) as unknown[]).filter(isRole) }, changed };
 }

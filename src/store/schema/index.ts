@@ -1,5 +1,6 @@
 // The whole database as Kysely sees it: one interface per capability, merged here.
 import type { CoreTables } from './core.ts';
 import type { AuthorizeTables } from './authorize.ts';
+import type { IdentityTables } from './identity.ts';
 
-export interface Database extends CoreTables, AuthorizeTables {}
+export interface Database extends CoreTables, AuthorizeTables, IdentityTables {}

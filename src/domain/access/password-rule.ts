@@ -1,0 +1,14 @@
+// What a password must be before it is hashed: bounded so hashing cannot be made expensive, and
+// long enough to matter (NIST SP 800-63B: length over composition rules). Pure.
+// Same bounds as src/lib/passwords.ts (kept here so the rule stays free of the native hasher).
+export const MIN_PASSWORD_LENGTH = 12;
+export const MAX_PASSWORD_LENGTH = 256;
+
+export function passwordProblem(password: string, name: string): { code: string; message: string } | null {
+  const length = [...password].length;
+  if (length < MIN_PASSWORD_LENGTH) return { code: 'password_too_short', message: `must have at least ${MIN_PASSWORD_LENGTH} characters` };
+  if (length > MAX_PASSWORD_LENGTH) return { code: 'password_too_long', message: `must have at most ${MAX_PASSWORD_LENGTH} characters` };
+  if (new Set(password).size < 4) return { code: 'password_too_weak', message: 'uses too few distinct characters' };
+  if (password.toLowerCase().includes(name.toLowerCase()) && name.length >= 3) return { code: 'password_too_weak', message: 'must not contain the account name' };
+  return null;
+}

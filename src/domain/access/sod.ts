@@ -1,0 +1,83 @@
+// The separation-of-duties document of a project, and the rules that read it. Pure.
+//   { "exclusive_roles": [["ADMIN","POLICY_AUTHOR"]], "four_eyes_policy_activation": true }
+// exclusive_roles: pairs no single principal may hold together in the project.
+// four_eyes_policy_activation: the principal that saved a policy version may not activate it.
+import { isRole, ROLES, type Role } from './roles.ts';
+
+export interface SodDocument {
+  exclusive_roles: [Role, Role][];
+  four_eyes_policy_activation: boolean;
+}
+
+/** Until an ADMIN changes it: ADMIN and POLICY_AUTHOR exclusive; four eyes off (one author may activate). */
+export const DEFAULT_SOD: SodDocument = {
+  exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']],
+  four_eyes_policy_activation: false,
+};
+
+export interface SodError { pointer: string; code: string; message: string }
+
+/** Validates an untrusted value; returns the normalized document (pairs sorted, deduplicated) or every error. */
+export function validateSod(input: unknown): { ok: true; value: SodDocument } | { ok: false; errors: SodError[] } {
+  const errors: SodError[] = [];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, errors: [{ pointer: '', code: 'wrong_type', message: 'must be an object' }] };
+  }
+  const doc = input as Record<string, unknown>;
+  for (const k of Object.keys(doc)) {
+    if (k !== 'exclusive_roles' && k !== 'four_eyes_policy_activation') errors.push({ pointer: `/${k}`, code: 'unknown_field', message: 'is not a known field' });
+  }
+  if (typeof doc.four_eyes_policy_activation !== 'boolean') {
+    errors.push({ pointer: '/four_eyes_policy_activation', code: doc.four_eyes_policy_activation === undefined ? 'required' : 'wrong_type', message: 'must be true or false' });
+  }
+  const pairs: [Role, Role][] = [];
+  const raw = doc.exclusive_roles;
+  if (!Array.isArray(raw)) {
+    errors.push({ pointer: '/exclusive_roles', code: raw === undefined ? 'required' : 'wrong_type', message: 'must be an array of role pairs' });
+  } else if (raw.length > 10) {
+    errors.push({ pointer: '/exclusive_roles', code: 'too_many', message: 'at most 10 pairs (there are only 10 distinct pairs of roles)' });
+  } else {
+    const seen = new Set<string>();
+    raw.forEach((pair, i) => {
+      if (!Array.isArray(pair) || pair.length !== 2) {
+        errors.push({ pointer: `/exclusive_roles/${i}`, code: 'wrong_type', message: 'must be a pair of two roles' });
+        return;
+      }
+      let good = true;
+      pair.forEach((r, j) => {
+        if (!isRole(r)) { good = false; errors.push({ pointer: `/exclusive_roles/${i}/${j}`, code: 'not_allowed', message: `must be one of ${ROLES.join(', ')}` }); }
+      });
+      if (!good) return;
+      if (pair[0] === pair[1]) { errors.push({ pointer: `/exclusive_roles/${i}`, code: 'not_allowed', message: 'a role cannot exclude itself' }); return; }
+      const sorted = [...pair].sort() as [Role, Role];
+      const key = sorted.join('|');
+      if (seen.has(key)) { errors.push({ pointer: `/exclusive_roles/${i}`, code: 'duplicate', message: 'this pair is listed twice' }); return; }
+      seen.add(key);
+      pairs.push(sorted);
+    });
+  }
+  if (errors.length > 0) return { ok: false, errors };
+  pairs.sort((a, b) => a.join('|').localeCompare(b.join('|')));
+  return { ok: true, value: { exclusive_roles: pairs, four_eyes_policy_activation: doc.four_eyes_policy_activation as boolean } };
+}
+
+/** The pair that holding `held` plus `adding` would break, or null when the grant is allowed. */
+export function sodConflict(sod: SodDocument, held: Iterable<Role>, adding: Role): [Role, Role] | null {
+  const have = new Set(held);
+  for (const pair of sod.exclusive_roles) {
+    const [a, b] = pair;
+    if ((adding === a && have.has(b)) || (adding === b && have.has(a))) return pair;
+  }
+  return null;
+}
+
+/** Pairs of `sod` a principal holding `held` already breaks (used when the document changes). */
+export function sodViolations(sod: SodDocument, held: Iterable<Role>): [Role, Role][] {
+  const have = new Set(held);
+  return sod.exclusive_roles.filter(([a, b]) => have.has(a) && have.has(b));
+}
+
+/** Four eyes: may `activator` activate a version saved by `savedBy`? */
+export function mayActivate(sod: SodDocument, savedBy: string, activator: string): boolean {
+  return !sod.four_eyes_policy_activation || savedBy !== activator;
+}

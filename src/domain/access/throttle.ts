@@ -1,0 +1,26 @@
+// Login throttling by counter, per account and per address. Pure: state in, state out.
+// Within a window, failures up to `free` cost nothing; every further failure locks the key for a
+// delay that doubles (base, 2*base, ...) up to `maxLockMs`. A window with no failure resets it.
+
+export interface ThrottleLimits { free: number; windowMs: number; baseLockMs: number; maxLockMs: number }
+export interface ThrottleState { failures: number; window_start: string; locked_until: string | null }
+
+export const ACCOUNT_LIMITS: ThrottleLimits = { free: 5, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+export const ADDRESS_LIMITS: ThrottleLimits = { free: 50, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+
+/** Milliseconds until `state` allows an attempt at `now` (0 when it does). */
+export function lockRemaining(state: ThrottleState | undefined, now: Date): number {
+  if (!state?.locked_until) return 0;
+  return Math.max(0, Date.parse(state.locked_until) - now.getTime());
+}
+
+/** The state after one more failure at `now`. */
+export function afterFailure(state: ThrottleState | undefined, now: Date, limits: ThrottleLimits): ThrottleState {
+  const fresh = !state || now.getTime() - Date.parse(state.window_start) > limits.windowMs;
+  const failures = fresh ? 1 : state.failures + 1;
+  const window_start = fresh ? now.toISOString() : state.window_start;
+  if (failures <= limits.free) return { failures, window_start, locked_until: null };
+  const over = Math.min(failures - limits.free - 1, 30);
+  const lock = Math.min(limits.baseLockMs * 2 ** over, limits.maxLockMs);
+  return { failures, window_start, locked_until: new Date(now.getTime() + lock).toISOString() };
+}

@@ -1,0 +1,106 @@
+// Console-route authentication: the session cookie, membership of the project in the path, the
+// caller's *current* roles (read from role_grants on every request, never cached in the session),
+// and, for unsafe methods, a Fetch-Metadata / Origin check plus the signed double-submit CSRF token.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config/config.ts';
+import { permits, type Role } from '../../domain/access/roles.ts';
+import { csrfKey, sameToken, verifyCsrfToken } from '../../services/identity/csrf.ts';
+import { rolesOf } from '../../services/identity/members.ts';
+import { resolveSession } from '../../services/identity/sessions.ts';
+import { forbidden, Problem, unauthorized } from '../problem.ts';
+
+export const CSRF_HEADER = 'x-csrf-token';
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** True when the console is served over TLS (config.publicUrl is https). */
+export const servedOverTls = (config: Config): boolean => config.publicUrl?.startsWith('https:') ?? false;
+
+/**
+ * Cookie names. Over TLS the `__Host-` prefix pins the cookie to this exact origin (Secure, Path=/,
+ * no Domain). The documented development exception: over plain-HTTP loopback the browser would
+ * drop a `__Host-`/Secure cookie, so the names lose the prefix and the Secure flag.
+ */
+export function cookieNames(config: Config): { session: string; csrf: string } {
+  return servedOverTls(config) ? { session: '__Host-gavel_session', csrf: '__Host-gavel_csrf' } : { session: 'gavel_session', csrf: 'gavel_csrf' };
+}
+
+const baseCookie = (config: Config) => ({ path: '/', sameSite: 'strict' as const, secure: servedOverTls(config) });
+
+/** Sets the session cookie (HttpOnly) and the CSRF cookie (readable by the page, echoed in x-csrf-token). */
+export function setSessionCookies(reply: FastifyReply, config: Config, token: string, csrf: string): void {
+  const names = cookieNames(config);
+  reply.setCookie(names.session, token, { ...baseCookie(config), httpOnly: true });
+  reply.setCookie(names.csrf, csrf, { ...baseCookie(config), httpOnly: false });
+}
+
+export function clearSessionCookies(reply: FastifyReply, config: Config): void {
+  const names = cookieNames(config);
+  reply.clearCookie(names.session, { ...baseCookie(config), httpOnly: true });
+  reply.clearCookie(names.csrf, { ...baseCookie(config), httpOnly: false });
+}
+
+const csrfFailed = (detail: string) => new Problem(403, 'csrf_failed', detail);
+
+/** The service's own origin: config.publicUrl's, else the Host the request was sent to. */
+function ownOrigin(request: FastifyRequest): string | undefined {
+  const configured = request.server.gavel.config.publicUrl;
+  if (configured) return new URL(configured).origin;
+  const host = request.headers.host;
+  return host ? `http://${host}` : undefined;
+}
+
+/** Refuses a cross-site unsafe request (Fetch Metadata, then Origin). Used for login/register too. */
+export function checkSameOrigin(request: FastifyRequest): void {
+  if (!UNSAFE.has(request.method)) return;
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+    throw csrfFailed(`cross-site request refused (Sec-Fetch-Site: ${String(site).slice(0, 40)})`);
+  }
+  const origin = request.headers.origin;
+  if (origin !== undefined && origin !== ownOrigin(request)) {
+    throw csrfFailed('request from another origin refused (the Origin header is not this service)');
+  }
+}
+
+/** The session cookie token sent with this request, if any. */
+export function sessionToken(request: FastifyRequest): string | undefined {
+  return request.cookies?.[cookieNames(request.server.gavel.config).session];
+}
+
+/**
+ * preValidation for console routes. `roles` empty means any member of `{projectId}` (or, on routes
+ * without a project, any signed-in person). 401 `unauthorized` without a live session; 403
+ * `csrf_failed` for an unsafe method without a valid token or from another site; 403 `forbidden`
+ * for a non-member or a missing role.
+ */
+export function consoleAuth(roles: Role[] = []) {
+  return async function requireSession(request: FastifyRequest): Promise<void> {
+    const { store, config, clock } = request.server.gavel;
+    checkSameOrigin(request);
+    const session = await resolveSession(store.db, sessionToken(request), clock.now());
+    if (!session) throw unauthorized('sign in first: no live console session (missing, expired or ended)');
+    if (UNSAFE.has(request.method)) {
+      const header = request.headers[CSRF_HEADER];
+      const cookie = request.cookies?.[cookieNames(config).csrf];
+      if (typeof header !== 'string' || typeof cookie !== 'string' || !sameToken(header, cookie) || !verifyCsrfToken(await csrfKey(store), session.id, header)) {
+        throw csrfFailed(`send the CSRF token from the ${cookieNames(config).csrf} cookie in the ${CSRF_HEADER} header`);
+      }
+    }
+    const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
+    let held: Role[] = [];
+    if (projectId !== undefined) {
+      const m = await store.db.selectFrom('memberships').select('revoked_at').where('project_id', '=', projectId).where('principal_id', '=', session.principal_id).executeTakeFirst();
+      if (!m || m.revoked_at) throw forbidden('you are not a member of this project');
+      held = await rolesOf(store.db, projectId, session.principal_id);
+    } else if (roles.length > 0) {
+      throw new Error('consoleAuth with roles needs a {projectId} route parameter');
+    }
+    if (!permits(new Set(held), roles)) {
+      throw forbidden(`this route needs one of the roles ${roles.join(', ')}; you hold ${held.join(', ') || 'none'}`);
+    }
+    request.auth = {
+      kind: 'session', projectId: projectId ?? '', principalId: session.principal_id,
+      roles: new Set(held), sessionId: session.id, actor: session.principal_id,
+    };
+  };
+}

@@ -1,0 +1,50 @@
+// API keys in the console: ADMIN mints (secret shown once) and revokes; ADMIN or AUDITOR lists.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { Role } from '../../domain/access/roles.ts';
+import { listApiKeys, mintApiKey, revokeApiKey } from '../../services/identity/api-keys.ts';
+import { consoleAuth } from '../auth/session.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
+
+export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/v1/console/projects/:projectId/api-keys', {
+    preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
+    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }), ...errorResponses() } },
+  }, async (request) => ({ api_keys: await listApiKeys(app.gavel.store.db, request.auth!.projectId) }));
+
+  app.post('/v1/console/projects/:projectId/api-keys', {
+    preValidation: consoleAuth(['ADMIN']),
+    schema: {
+      tags: ['console'], summary: 'Mints an API key; the secret is in this response only and is never shown again',
+      description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request.',
+      params: ProjectParams,
+      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
+      response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses() },
+    },
+  }, async (request, reply) => {
+    const auth = request.auth!;
+    const body = request.body as { name: string; roles: Role[]; principal_id?: string };
+    const principalId = body.principal_id ?? auth.principalId;
+    const at = app.gavel.clock.now();
+    const key = await app.gavel.store.transaction((trx) => mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at }));
+    reply.header('cache-control', 'no-store');
+    return reply.code(201).send({ id: key.id, secret: key.secret, name: key.name, principal_id: principalId, roles: key.roles, created_at: key.created_at });
+  });
+
+  app.post('/v1/console/projects/:projectId/api-keys/:keyId/revoke', {
+    preValidation: consoleAuth(['ADMIN']),
+    schema: {
+      tags: ['console'], summary: 'Revokes an API key; the next request with it gets 401 on every instance',
+      params: Type.Object({ projectId: ProjectParams.properties.projectId, keyId: KeyId }, { additionalProperties: false }),
+      body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
+      response: { 200: Type.Object({ api_key: ApiKeyView, changed: Type.Boolean() }), ...errorResponses() },
+    },
+  }, async (request) => {
+    const auth = request.auth!;
+    const { keyId } = request.params as { keyId: string };
+    const at = app.gavel.clock.now();
+    const r = await app.gavel.store.transaction((trx) => revokeApiKey(trx, { projectId: auth.projectId, keyId, actor: auth.actor, at }));
+    return { api_key: r.key, changed: r.changed };
+  });
+}

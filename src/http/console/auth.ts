@@ -1,0 +1,92 @@
+// POST /v1/console/register, /login, /logout.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { nameProblem, normalizeName } from '../../domain/access/names.ts';
+import { passwordProblem } from '../../domain/access/password-rule.ts';
+import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
+import { recordAudit } from '../../services/audit/record.ts';
+import { csrfKey, mintCsrfToken } from '../../services/identity/csrf.ts';
+import { login } from '../../services/identity/login.ts';
+import { registerPerson } from '../../services/identity/register.ts';
+import { endSessionByToken } from '../../services/identity/sessions.ts';
+import { invalidRequest, Problem, type FieldError } from '../problem.ts';
+import { errorResponses } from '../schemas/common.ts';
+import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, setSessionCookies } from '../auth/session.ts';
+import { Name, Password } from './schemas.ts';
+
+const Credentials = Type.Object({ name: Name, password: Password }, { additionalProperties: false });
+
+export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
+  app.post('/v1/console/register', {
+    preValidation: async (request) => checkSameOrigin(request),
+    schema: {
+      tags: ['console'], summary: 'Registers a person (no project memberships until an ADMIN adds them)',
+      body: Credentials,
+      response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses() },
+    },
+  }, async (request, reply) => {
+    const { name: raw, password } = request.body as { name: string; password: string };
+    const name = normalizeName(raw);
+    const errors: FieldError[] = [];
+    const np = nameProblem(name);
+    if (np) errors.push({ pointer: '/name', ...np });
+    const pp = passwordProblem(password, name);
+    if (pp) errors.push({ pointer: '/password', ...pp });
+    if (errors.length) throw invalidRequest(errors);
+    const p = await registerPerson(app.gavel.store, { name, password }, app.gavel.clock.now());
+    return reply.code(201).send({ principal_id: p.id, name: p.name, created_at: p.created_at });
+  });
+
+  app.post('/v1/console/login', {
+    preValidation: async (request) => checkSameOrigin(request),
+    schema: {
+      tags: ['console'], summary: 'Exchanges a password for a session cookie and a CSRF token',
+      description: 'Sets the HttpOnly session cookie and the CSRF cookie; echo the CSRF token in x-csrf-token on every console mutation. A wrong name or password gives the same 401; repeated failures give 429 with Retry-After.',
+      body: Credentials,
+      response: {
+        200: Type.Object({
+          principal_id: Type.String(), name: Type.String(), csrf_token: Type.String(), expires_at: Type.String(),
+          idle_timeout_seconds: Type.Integer(),
+        }),
+        ...errorResponses(),
+      },
+    },
+  }, async (request, reply) => {
+    const { name, password } = request.body as { name: string; password: string };
+    const now = app.gavel.clock.now();
+    const result = await login(app.gavel.store, { name, password, address: request.ip, previousToken: sessionToken(request) }, now);
+    if (!result.ok) {
+      if (result.reason === 'throttled') {
+        throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });
+      }
+      throw new Problem(401, 'invalid_credentials', 'the name or the password is wrong');
+    }
+    const csrf = mintCsrfToken(await csrfKey(app.gavel.store), result.session.id);
+    setSessionCookies(reply, app.gavel.config, result.session.token, csrf);
+    return {
+      principal_id: result.principalId, name: result.name, csrf_token: csrf, expires_at: result.session.expires_at,
+      idle_timeout_seconds: SESSION_LIFETIMES.idleMs / 1000,
+    };
+  });
+
+  app.post('/v1/console/logout', {
+    preValidation: consoleAuth(),
+    schema: {
+      tags: ['console'], summary: 'Ends the current session at once',
+      body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
+      response: { 200: Type.Object({ ended: Type.Boolean() }), ...errorResponses() },
+    },
+  }, async (request, reply) => {
+    const auth = request.auth!;
+    const now = app.gavel.clock.now();
+    await app.gavel.store.transaction(async (trx) => {
+      await endSessionByToken(trx, sessionToken(request)!, 'logout', now);
+      const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', auth.principalId).where('revoked_at', 'is', null).execute();
+      for (const m of memberships) {
+        await recordAudit(trx, { projectId: m.project_id, kind: 'session.ended', actor: auth.principalId, data: { principal_id: auth.principalId, session_id: auth.sessionId, reason: 'logout' }, at: now });
+      }
+    });
+    clearSessionCookies(reply, app.gavel.config);
+    return { ended: true };
+  });
+}

@@ -1,0 +1,142 @@
+// GET /v1/console/projects and the per-project read views of the identity layer:
+// me, settings, control-plane, dashboard.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
+import { ACCOUNT_LIMITS, ADDRESS_LIMITS } from '../../domain/access/throttle.ts';
+import { isRole, ROLES } from '../../domain/access/roles.ts';
+import { rolesOf } from '../../services/identity/members.ts';
+import { readSod } from '../../services/identity/sod.ts';
+import { consoleAuth, cookieNames, CSRF_HEADER, servedOverTls } from '../auth/session.ts';
+import { notFound } from '../problem.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { RoleList, SodDocumentSchema } from './schemas.ts';
+
+const Project = Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String(), roles: RoleList });
+const Open = (description: string) => Type.Object({}, { additionalProperties: true, description });
+
+export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> {
+  const db = () => app.gavel.store.db;
+
+  async function project(projectId: string) {
+    const p = await db().selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
+    if (!p) throw notFound(`no project ${projectId}`);
+    return p;
+  }
+
+  app.get('/v1/console/projects', {
+    preValidation: consoleAuth(),
+    schema: { tags: ['console'], summary: 'Projects the signed-in person belongs to, with their roles in each', response: { 200: Type.Object({ projects: Type.Array(Project) }), ...errorResponses() } },
+  }, async (request) => {
+    const me = request.auth!.principalId;
+    const rows = await db().selectFrom('memberships as m').innerJoin('projects as p', 'p.id', 'm.project_id')
+      .select(['p.id', 'p.name', 'p.created_at']).where('m.principal_id', '=', me).where('m.revoked_at', 'is', null).orderBy('p.id', 'desc').execute();
+    const grants = await db().selectFrom('role_grants').select(['project_id', 'role']).where('principal_id', '=', me).execute();
+    return { projects: rows.map((r) => ({ ...r, roles: grants.filter((g) => g.project_id === r.id).map((g) => g.role).filter(isRole).sort() })) };
+  });
+
+  app.get('/v1/console/projects/:projectId/me', {
+    preValidation: consoleAuth(),
+    schema: {
+      tags: ['console'], summary: 'The signed-in person, their current roles in this project, and their session', params: ProjectParams,
+      response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({ id: Type.String(), expires_at: Type.String() }) }), ...errorResponses() },
+    },
+  }, async (request) => {
+    const auth = request.auth!;
+    const p = await db().selectFrom('principals').select(['name', 'kind']).where('id', '=', auth.principalId).executeTakeFirstOrThrow();
+    const s = await db().selectFrom('sessions').select(['id', 'expires_at']).where('id', '=', auth.sessionId!).executeTakeFirstOrThrow();
+    return { principal_id: auth.principalId, name: p.name, kind: p.kind, project_id: auth.projectId, roles: [...auth.roles].sort(), session: s };
+  });
+
+  app.get('/v1/console/projects/:projectId/settings', {
+    preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
+    schema: {
+      tags: ['console'], summary: 'Project settings: identity, session lifetimes, cookies, throttling and the SoD document', params: ProjectParams,
+      response: {
+        200: Type.Object({
+          project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
+          sessions: Type.Object({ idle_timeout_seconds: Type.Integer(), absolute_timeout_seconds: Type.Integer(), session_cookie: Type.String(), csrf_cookie: Type.String(), csrf_header: Type.String(), secure_cookies: Type.Boolean() }),
+          login_throttle: Type.Object({ account_free_failures: Type.Integer(), address_free_failures: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
+          sod: SodDocumentSchema,
+          roles: RoleList,
+        }),
+        ...errorResponses(),
+      },
+    },
+  }, async (request) => {
+    const p = await project(request.auth!.projectId);
+    const names = cookieNames(app.gavel.config);
+    return {
+      project: p,
+      sessions: {
+        idle_timeout_seconds: SESSION_LIFETIMES.idleMs / 1000, absolute_timeout_seconds: SESSION_LIFETIMES.absoluteMs / 1000,
+        session_cookie: names.session, csrf_cookie: names.csrf, csrf_header: CSRF_HEADER, secure_cookies: servedOverTls(app.gavel.config),
+      },
+      login_throttle: { account_free_failures: ACCOUNT_LIMITS.free, address_free_failures: ADDRESS_LIMITS.free, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
+      sod: (await readSod(db(), p.id)).document,
+      roles: [...ROLES],
+    };
+  });
+
+  app.get('/v1/console/projects/:projectId/control-plane', {
+    preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
+    schema: {
+      tags: ['console'], summary: 'Who holds which role, how many keys are live, and the SoD document', params: ProjectParams,
+      response: {
+        200: Type.Object({
+          project_id: Type.String(),
+          members: Type.Integer(), role_holders: Type.Record(Type.String(), Type.Integer()),
+          api_keys: Type.Object({ live: Type.Integer(), revoked: Type.Integer() }),
+          live_sessions: Type.Integer(),
+          sod: SodDocumentSchema, sod_updated_at: Type.Union([Type.String(), Type.Null()]), sod_updated_by: Type.Union([Type.String(), Type.Null()]),
+        }),
+        ...errorResponses(),
+      },
+    },
+  }, async (request) => {
+    const projectId = request.auth!.projectId;
+    const members = await db().selectFrom('memberships').select('principal_id').where('project_id', '=', projectId).where('revoked_at', 'is', null).execute();
+    const memberIds = new Set(members.map((m) => m.principal_id));
+    const grants = await db().selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', projectId).execute();
+    const role_holders: Record<string, number> = Object.fromEntries(ROLES.map((r) => [r, 0]));
+    for (const g of grants) if (memberIds.has(g.principal_id) && isRole(g.role)) role_holders[g.role]! += 1;
+    const keys = await db().selectFrom('api_keys').select('revoked_at').where('project_id', '=', projectId).execute();
+    const now = app.gavel.clock.now();
+    const sessions = memberIds.size === 0 ? [] : await db().selectFrom('sessions').select(['principal_id', 'last_seen_at']).where('ended_at', 'is', null)
+      .where('expires_at', '>', now.toISOString()).where('principal_id', 'in', [...memberIds]).execute();
+    const live = sessions.filter((s) => now.getTime() - Date.parse(s.last_seen_at) < SESSION_LIFETIMES.idleMs).length;
+    const sod = await readSod(db(), projectId);
+    return {
+      project_id: projectId, members: memberIds.size, role_holders,
+      api_keys: { live: keys.filter((k) => !k.revoked_at).length, revoked: keys.filter((k) => k.revoked_at).length },
+      live_sessions: live, sod: sod.document, sod_updated_at: sod.updated_at, sod_updated_by: sod.updated_by,
+    };
+  });
+
+  app.get('/v1/console/projects/:projectId/dashboard', {
+    preValidation: consoleAuth(),
+    schema: {
+      tags: ['console'], summary: 'Overview for any member: the project, your roles, and counts other capabilities extend', params: ProjectParams,
+      response: {
+        200: Type.Object({
+          project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
+          your_roles: RoleList, members: Type.Integer(), live_api_keys: Type.Integer(),
+          recent_audit_events: Type.Integer({ description: 'Audit events in the last 24 hours' }),
+          extra: Open('Sections added by other capabilities (policy, approvals, executions)'),
+        }),
+        ...errorResponses(),
+      },
+    },
+  }, async (request) => {
+    const auth = request.auth!;
+    const p = await project(auth.projectId);
+    const members = await db().selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
+    const keys = await db().selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
+    const since = new Date(app.gavel.clock.now().getTime() - 86_400_000).toISOString();
+    const audit = await db().selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('created_at', '>=', since).executeTakeFirstOrThrow();
+    return {
+      project: p, your_roles: (await rolesOf(db(), p.id, auth.principalId)), members: Number(members.n), live_api_keys: Number(keys.n),
+      recent_audit_events: Number(audit.n), extra: {},
+    };
+  });
+}

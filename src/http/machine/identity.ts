@@ -1,0 +1,61 @@
+// Machine-plane identity routes: POST /v1/projects/{projectId}/principals, GET/PUT …/sod.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { nameProblem, normalizeName } from '../../domain/access/names.ts';
+import { passwordProblem } from '../../domain/access/password-rule.ts';
+import type { Role } from '../../domain/access/roles.ts';
+import { hashPassword } from '../../lib/passwords.ts';
+import { createMemberPrincipal } from '../../services/identity/members.ts';
+import { putSod, readSod } from '../../services/identity/sod.ts';
+import { machineAuth } from '../auth/api-key.ts';
+import { invalidRequest, type FieldError } from '../problem.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { Member, Name, Password, RoleList, SodDocumentSchema } from '../console/schemas.ts';
+
+const SodRecord = Type.Object({ document: SodDocumentSchema, updated_at: Type.Union([Type.String(), Type.Null()]), updated_by: Type.Union([Type.String(), Type.Null()]) });
+
+export async function machineIdentityRoutes(app: FastifyInstance): Promise<void> {
+  app.post('/v1/projects/:projectId/principals', {
+    preValidation: machineAuth(['ADMIN']),
+    schema: {
+      tags: ['identity'], summary: 'Creates a principal (a service, or a person with a password) that is a member from the start',
+      security: [{ apiKey: [] }], params: ProjectParams,
+      body: Type.Object({
+        kind: Type.Union([Type.Literal('service'), Type.Literal('person')]), name: Name,
+        password: Type.Optional(Password), roles: Type.Optional(RoleList),
+      }, { additionalProperties: false }),
+      response: { 201: Member, ...errorResponses() },
+    },
+  }, async (request, reply) => {
+    const body = request.body as { kind: 'service' | 'person'; name: string; password?: string; roles?: Role[] };
+    const name = normalizeName(body.name);
+    const errors: FieldError[] = [];
+    const np = nameProblem(name);
+    if (np) errors.push({ pointer: '/name', ...np });
+    if (body.kind === 'person') {
+      const pp = body.password === undefined ? { code: 'required', message: 'a person needs a password' } : passwordProblem(body.password, name);
+      if (pp) errors.push({ pointer: '/password', ...pp });
+    } else if (body.password !== undefined) {
+      errors.push({ pointer: '/password', code: 'not_allowed', message: 'a service principal signs in with API keys only' });
+    }
+    if (errors.length) throw invalidRequest(errors);
+    const passwordHash = body.kind === 'person' ? await hashPassword(body.password!) : null;
+    const auth = request.auth!;
+    const member = await createMemberPrincipal(app.gavel.store, { projectId: auth.projectId, kind: body.kind, name, passwordHash, roles: body.roles ?? [], actor: auth.actor }, app.gavel.clock.now());
+    return reply.code(201).send(member);
+  });
+
+  app.get('/v1/projects/:projectId/sod', {
+    preValidation: machineAuth(['ADMIN', 'AUDITOR', 'POLICY_AUTHOR']),
+    schema: { tags: ['identity'], summary: 'The separation-of-duties document of the project', security: [{ apiKey: [] }], params: ProjectParams, response: { 200: SodRecord, ...errorResponses() } },
+  }, async (request) => readSod(app.gavel.store.db, request.auth!.projectId));
+
+  app.put('/v1/projects/:projectId/sod', {
+    preValidation: machineAuth(['ADMIN']),
+    schema: {
+      tags: ['identity'], summary: 'Replaces the separation-of-duties document (refused while a member holds a pair it forbids)',
+      security: [{ apiKey: [] }], params: ProjectParams, body: SodDocumentSchema,
+      response: { 200: SodRecord, ...errorResponses() },
+    },
+  }, async (request) => putSod(app.gavel.store, { projectId: request.auth!.projectId, document: request.body, actor: request.auth!.actor }, app.gavel.clock.now()));
+}

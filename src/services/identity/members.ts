@@ -1,0 +1,163 @@
+// Project membership and role grants. Every change takes the project's roles lock first, so two
+// ADMINs acting at once are serialized and the "one ADMIN remains" and SoD checks see the truth.
+import { sodConflict } from '../../domain/access/sod.ts';
+import { isRole, type Role } from '../../domain/access/roles.ts';
+import { normalizeName } from '../../domain/access/names.ts';
+import { newId } from '../../lib/ids.ts';
+import { conflict, notFound, Problem } from '../../http/problem.ts';
+import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+import { endSessionsOf } from './sessions.ts';
+import { getSod } from './sod.ts';
+
+export const rolesLock = (projectId: string) => `roles:${projectId}`;
+
+export async function rolesOf(db: Db | Tx, projectId: string, principalId: string): Promise<Role[]> {
+  const rows = await db.selectFrom('role_grants').select('role').where('project_id', '=', projectId).where('principal_id', '=', principalId).execute();
+  return rows.map((r) => r.role).filter(isRole).sort();
+}
+
+async function requirePrincipal(trx: Tx, principalId: string) {
+  const p = await trx.selectFrom('principals').select(['id', 'kind', 'name', 'disabled_at']).where('id', '=', principalId).executeTakeFirst();
+  if (!p) throw notFound(`no principal ${principalId}`);
+  return p;
+}
+
+async function requireMember(trx: Tx, projectId: string, principalId: string) {
+  await requirePrincipal(trx, principalId);
+  const m = await trx.selectFrom('memberships').select('revoked_at').where('project_id', '=', projectId).where('principal_id', '=', principalId).executeTakeFirst();
+  if (!m || m.revoked_at) throw new Problem(422, 'not_a_member', `${principalId} is not a member of this project; add it first`);
+}
+
+async function adminCount(trx: Tx, projectId: string): Promise<number> {
+  const rows = await trx.selectFrom('role_grants as g')
+    .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'g.project_id').onRef('m.principal_id', '=', 'g.principal_id'))
+    .select('g.principal_id').where('g.project_id', '=', projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null).execute();
+  return rows.length;
+}
+
+export interface MemberView { principal_id: string; kind: string; name: string; roles: Role[]; member_since: string }
+
+async function view(trx: Tx | Db, projectId: string, principalId: string): Promise<MemberView> {
+  const row = await trx.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['p.id', 'p.kind', 'p.name', 'm.created_at']).where('m.project_id', '=', projectId).where('m.principal_id', '=', principalId).executeTakeFirstOrThrow();
+  return { principal_id: row.id, kind: row.kind, name: row.name, roles: await rolesOf(trx, projectId, principalId), member_since: row.created_at };
+}
+
+/** Grants inside an open transaction that already holds the roles lock (SoD checked per role). */
+async function grantLocked(trx: Tx, projectId: string, principalId: string, role: Role, actor: string, now: Date): Promise<boolean> {
+  const held = await rolesOf(trx, projectId, principalId);
+  if (held.includes(role)) return false;
+  const pair = sodConflict(await getSod(trx, projectId), held, role);
+  if (pair) {
+    throw new Problem(409, 'sod_conflict', `the project's separation of duties forbids one principal holding both ${pair[0]} and ${pair[1]}`, { extra: { roles: pair } });
+  }
+  await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: now.toISOString(), granted_by: actor }).execute();
+  await recordAudit(trx, { projectId, kind: 'role.granted', actor, data: { principal_id: principalId, role }, at: now });
+  return true;
+}
+
+/** Adds a principal (by id or by name) to the project with `roles`; re-adding a former member starts afresh. */
+export async function addMember(store: Store, input: { projectId: string; principalId?: string; name?: string; roles: Role[]; actor: string }, now: Date): Promise<MemberView> {
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    const p = input.principalId !== undefined
+      ? await trx.selectFrom('principals').select(['id', 'disabled_at']).where('id', '=', input.principalId).executeTakeFirst()
+      : await trx.selectFrom('principals').select(['id', 'disabled_at']).where('name', '=', normalizeName(input.name ?? '')).executeTakeFirst();
+    if (!p) throw notFound('no such principal; a person registers first (POST /v1/console/register)');
+    if (p.disabled_at) throw new Problem(422, 'principal_disabled', 'this principal is disabled');
+    const m = await trx.selectFrom('memberships').select('revoked_at').where('project_id', '=', input.projectId).where('principal_id', '=', p.id).executeTakeFirst();
+    if (m && !m.revoked_at) throw conflict('already a member; grant roles with POST …/members/{principalId}/roles', 'already_member');
+    const at = now.toISOString();
+    if (m) {
+      await trx.updateTable('memberships').set({ revoked_at: null, created_at: at, created_by: input.actor }).where('project_id', '=', input.projectId).where('principal_id', '=', p.id).execute();
+    } else {
+      await trx.insertInto('memberships').values({ project_id: input.projectId, principal_id: p.id, created_at: at, created_by: input.actor, revoked_at: null }).execute();
+    }
+    await recordAudit(trx, { projectId: input.projectId, kind: 'member.added', actor: input.actor, data: { principal_id: p.id, roles: [...new Set(input.roles)].sort() }, at: now });
+    for (const role of new Set(input.roles)) await grantLocked(trx, input.projectId, p.id, role, input.actor, now);
+    return view(trx, input.projectId, p.id);
+  });
+}
+
+/**
+ * Ends a membership: its role grants are deleted, its API keys in the project revoked, and the
+ * person's console sessions ended at once. The last ADMIN cannot be removed.
+ */
+export async function revokeMember(store: Store, input: { projectId: string; principalId: string; actor: string }, now: Date): Promise<{ principal_id: string; revoked_at: string; sessions_ended: number; keys_revoked: number }> {
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await requireMember(trx, input.projectId, input.principalId);
+    const held = await rolesOf(trx, input.projectId, input.principalId);
+    if (held.includes('ADMIN') && (await adminCount(trx, input.projectId)) <= 1) {
+      throw conflict('a project must keep at least one ADMIN; grant ADMIN to another member first', 'last_admin');
+    }
+    const at = now.toISOString();
+    await trx.updateTable('memberships').set({ revoked_at: at }).where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
+    await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
+    const keys = await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('revoked_at', 'is', null).execute();
+    if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', 'in', keys.map((k) => k.id)).execute();
+    const sessions_ended = await endSessionsOf(trx, input.principalId, 'member_revoked', now);
+    await recordAudit(trx, { projectId: input.projectId, kind: 'member.revoked', actor: input.actor, data: { principal_id: input.principalId, roles: held, keys_revoked: keys.map((k) => k.id), sessions_ended }, at: now });
+    return { principal_id: input.principalId, revoked_at: at, sessions_ended, keys_revoked: keys.length };
+  });
+}
+
+/** Grants a role to a current member; idempotent (changed: false when already held). */
+export async function grantRole(store: Store, input: { projectId: string; principalId: string; role: Role; actor: string }, now: Date): Promise<{ member: MemberView; changed: boolean }> {
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await requireMember(trx, input.projectId, input.principalId);
+    const changed = await grantLocked(trx, input.projectId, input.principalId, input.role, input.actor, now);
+    return { member: await view(trx, input.projectId, input.principalId), changed };
+  });
+}
+
+/** Revokes a role; idempotent. Refused (409 last_admin) when it would leave the project without an ADMIN. */
+export async function revokeRole(store: Store, input: { projectId: string; principalId: string; role: Role; actor: string }, now: Date): Promise<{ member: MemberView; changed: boolean }> {
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await requireMember(trx, input.projectId, input.principalId);
+    const held = await rolesOf(trx, input.projectId, input.principalId);
+    if (!held.includes(input.role)) return { member: await view(trx, input.projectId, input.principalId), changed: false };
+    if (input.role === 'ADMIN' && (await adminCount(trx, input.projectId)) <= 1) {
+      throw conflict('a project must keep at least one ADMIN; grant ADMIN to another member first', 'last_admin');
+    }
+    await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('role', '=', input.role).execute();
+    await recordAudit(trx, { projectId: input.projectId, kind: 'role.revoked', actor: input.actor, data: { principal_id: input.principalId, role: input.role }, at: now });
+    return { member: await view(trx, input.projectId, input.principalId), changed: true };
+  });
+}
+
+export async function listMembers(db: Db, projectId: string): Promise<MemberView[]> {
+  const rows = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['p.id', 'p.kind', 'p.name', 'm.created_at']).where('m.project_id', '=', projectId).where('m.revoked_at', 'is', null).orderBy('p.id').execute();
+  const grants = await db.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', projectId).execute();
+  return rows.map((r) => ({
+    principal_id: r.id, kind: r.kind, name: r.name, member_since: r.created_at,
+    roles: grants.filter((g) => g.principal_id === r.id).map((g) => g.role).filter(isRole).sort(),
+  }));
+}
+
+export async function listMemberships(db: Db, projectId: string) {
+  const rows = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['p.id', 'p.kind', 'p.name', 'm.created_at', 'm.created_by', 'm.revoked_at']).where('m.project_id', '=', projectId).orderBy('m.created_at', 'desc').orderBy('p.id', 'desc').execute();
+  return rows.map((r) => ({ principal_id: r.id, kind: r.kind, name: r.name, created_at: r.created_at, created_by: r.created_by, revoked_at: r.revoked_at, active: r.revoked_at === null }));
+}
+
+/** Used by the machine route: a new principal that is a member from the start. */
+export async function createMemberPrincipal(store: Store, input: { projectId: string; kind: 'person' | 'service'; name: string; passwordHash: string | null; roles: Role[]; actor: string }, now: Date): Promise<MemberView> {
+  const name = normalizeName(input.name);
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    const taken = await trx.selectFrom('principals').select('id').where('name', '=', name).executeTakeFirst();
+    if (taken) throw conflict('that name is taken; choose another', 'name_taken');
+    const id = newId('prn', now.getTime());
+    const at = now.toISOString();
+    await trx.insertInto('principals').values({ id, kind: input.kind, name, password_hash: input.passwordHash, created_at: at, disabled_at: null }).execute();
+    await trx.insertInto('memberships').values({ project_id: input.projectId, principal_id: id, created_at: at, created_by: input.actor, revoked_at: null }).execute();
+    await recordAudit(trx, { projectId: input.projectId, kind: 'principal.created', actor: input.actor, data: { principal_id: id, kind: input.kind, name, roles: [...new Set(input.roles)].sort() }, at: now });
+    for (const role of new Set(input.roles)) await grantLocked(trx, input.projectId, id, role, input.actor, now);
+    return view(trx, input.projectId, id);
+  });
+}

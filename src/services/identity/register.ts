@@ -1,0 +1,24 @@
+// Self-registration creates a person with no project memberships and no roles: it grants nothing
+// until an ADMIN of a project adds the person (POST …/members). See docs/identity.md.
+import { normalizeName } from '../../domain/access/names.ts';
+import { hashPassword } from '../../lib/passwords.ts';
+import { newId } from '../../lib/ids.ts';
+import { conflict } from '../../http/problem.ts';
+import type { Store } from '../../store/store.ts';
+
+export async function registerPerson(store: Store, input: { name: string; password: string }, now: Date): Promise<{ id: string; name: string; created_at: string }> {
+  const name = normalizeName(input.name);
+  const taken = await store.db.selectFrom('principals').select('id').where('name', '=', name).executeTakeFirst();
+  if (taken) throw conflict('that name is taken; choose another', 'name_taken');
+  const password_hash = await hashPassword(input.password);
+  const id = newId('prn', now.getTime());
+  const created_at = now.toISOString();
+  try {
+    await store.db.insertInto('principals').values({ id, kind: 'person', name, password_hash, created_at, disabled_at: null }).execute();
+  } catch (e) {
+    // Two registrations of one name at once: the unique index decides.
+    if (/unique|duplicate/i.test((e as Error).message)) throw conflict('that name is taken; choose another', 'name_taken');
+    throw e;
+  }
+  return { id, name, created_at };
+}

@@ -1,0 +1,55 @@
+// Console sessions: a 256-bit random token in an HttpOnly cookie; the database keeps only its
+// SHA-256, so a copy of the database cannot be replayed as a login. Every instance sees the same
+// rows, so logout and revocation end a session everywhere on the next request.
+import { createHash, randomBytes } from 'node:crypto';
+import { sessionVerdict, SESSION_LIFETIMES, type SessionLifetimes } from '../../domain/access/session-lifetime.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Db, Tx } from '../../store/store.ts';
+
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/;
+/** last_seen_at is refreshed at most this often, so reads do not each cost a write. */
+const TOUCH_EVERY_MS = 30_000;
+
+export interface NewSession { id: string; token: string; expires_at: string }
+
+export async function createSession(trx: Tx, principalId: string, now: Date, lifetimes: SessionLifetimes = SESSION_LIFETIMES): Promise<NewSession> {
+  const token = randomBytes(32).toString('base64url');
+  const id = newId('ses', now.getTime());
+  const at = now.toISOString();
+  const expires_at = new Date(now.getTime() + lifetimes.absoluteMs).toISOString();
+  await trx.insertInto('sessions').values({ id, token_hash: hashToken(token), principal_id: principalId, created_at: at, last_seen_at: at, expires_at, ended_at: null, ended_reason: null }).execute();
+  return { id, token, expires_at };
+}
+
+export interface LiveSession { id: string; principal_id: string; expires_at: string; name: string }
+
+/** The live session a cookie token names, refreshing its idle clock; undefined when none. */
+export async function resolveSession(db: Db, token: string | undefined, now: Date, lifetimes: SessionLifetimes = SESSION_LIFETIMES): Promise<LiveSession | undefined> {
+  if (!token || !TOKEN_RE.test(token)) return undefined;
+  const row = await db.selectFrom('sessions as s').innerJoin('principals as p', 'p.id', 's.principal_id')
+    .select(['s.id', 's.principal_id', 's.last_seen_at', 's.expires_at', 's.ended_at', 'p.disabled_at', 'p.name'])
+    .where('s.token_hash', '=', hashToken(token)).executeTakeFirst();
+  if (!row || row.disabled_at || sessionVerdict(row, now, lifetimes) !== 'active') return undefined;
+  if (now.getTime() - Date.parse(row.last_seen_at) >= TOUCH_EVERY_MS) {
+    await db.updateTable('sessions').set({ last_seen_at: now.toISOString() }).where('id', '=', row.id).where('ended_at', 'is', null).execute();
+  }
+  return { id: row.id, principal_id: row.principal_id, expires_at: row.expires_at, name: row.name };
+}
+
+/** Ends one session (by its cookie token); true when a live one was ended. */
+export async function endSessionByToken(trx: Tx, token: string, reason: string, now: Date): Promise<string | undefined> {
+  if (!TOKEN_RE.test(token)) return undefined;
+  const row = await trx.selectFrom('sessions').select(['id']).where('token_hash', '=', hashToken(token)).where('ended_at', 'is', null).executeTakeFirst();
+  if (!row) return undefined;
+  await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('id', '=', row.id).execute();
+  return row.id;
+}
+
+/** Ends every live session of a principal; returns how many. */
+export async function endSessionsOf(trx: Tx, principalId: string, reason: string, now: Date): Promise<number> {
+  const live = await trx.selectFrom('sessions').select('id').where('principal_id', '=', principalId).where('ended_at', 'is', null).execute();
+  if (live.length === 0) return 0;
+  await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('principal_id', '=', principalId).where('ended_at', 'is', null).execute();
+  return live.length;
+}

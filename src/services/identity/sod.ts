@@ -1,0 +1,48 @@
+// A project's separation-of-duties document. `getSod` is what other capabilities read (the policy
+// engine reads four_eyes_policy_activation before an activation).
+import canonicalize from 'canonicalize';
+import { DEFAULT_SOD, sodViolations, validateSod, type SodDocument } from '../../domain/access/sod.ts';
+import { isRole, type Role } from '../../domain/access/roles.ts';
+import { invalidRequest, Problem } from '../../http/problem.ts';
+import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+import { rolesLock } from './members.ts';
+
+/** The project's SoD document; DEFAULT_SOD until an ADMIN has saved one. */
+export async function getSod(db: Db | Tx, projectId: string): Promise<SodDocument> {
+  const row = await db.selectFrom('sod_settings').select('document').where('project_id', '=', projectId).executeTakeFirst();
+  if (!row) return DEFAULT_SOD;
+  const parsed = validateSod(JSON.parse(row.document));
+  // A stored document was validated when saved; if it ever fails, fall back to the strict default.
+  return parsed.ok ? parsed.value : DEFAULT_SOD;
+}
+
+export interface SodRecord { document: SodDocument; updated_at: string | null; updated_by: string | null }
+
+export async function readSod(db: Db, projectId: string): Promise<SodRecord> {
+  const row = await db.selectFrom('sod_settings').selectAll().where('project_id', '=', projectId).executeTakeFirst();
+  return { document: await getSod(db, projectId), updated_at: row?.updated_at ?? null, updated_by: row?.updated_by ?? null };
+}
+
+/** Replaces the document. Refused (409 sod_conflict) while a member already holds a pair it would forbid. */
+export async function putSod(store: Store, input: { projectId: string; document: unknown; actor: string }, now: Date): Promise<SodRecord> {
+  const v = validateSod(input.document);
+  if (!v.ok) throw invalidRequest(v.errors, 'the SoD document is not valid; see errors');
+  return store.transaction(async (trx) => {
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    const grants = await trx.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', input.projectId).execute();
+    const byPrincipal = new Map<string, Role[]>();
+    for (const g of grants) if (isRole(g.role)) byPrincipal.set(g.principal_id, [...(byPrincipal.get(g.principal_id) ?? []), g.role]);
+    const offenders = [...byPrincipal].flatMap(([principal_id, roles]) => sodViolations(v.value, roles).map((pair) => ({ principal_id, roles: pair })));
+    if (offenders.length > 0) {
+      throw new Problem(409, 'sod_conflict', 'members already hold role pairs this document forbids; revoke one role of each pair first', { extra: { conflicts: offenders } });
+    }
+    const before = await getSod(trx, input.projectId);
+    const at = now.toISOString();
+    const document = canonicalize(v.value) ?? '{}';
+    await trx.insertInto('sod_settings').values({ project_id: input.projectId, document, updated_at: at, updated_by: input.actor })
+      .onConflict((oc) => oc.column('project_id').doUpdateSet({ document, updated_at: at, updated_by: input.actor })).execute();
+    await recordAudit(trx, { projectId: input.projectId, kind: 'sod.updated', actor: input.actor, data: { before, after: v.value }, at: now });
+    return { document: v.value, updated_at: at, updated_by: input.actor };
+  });
+}

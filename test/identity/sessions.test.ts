@@ -1,0 +1,164 @@
+// Console sessions and CSRF: fixation, logout, idle and absolute expiry, revoked members, CSRF
+// token missing / wrong / from another session, cross-site requests, cookie attributes.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { SESSION_LIFETIMES } from '../../src/domain/access/session-lifetime.ts';
+import { backends } from '../support/backends.ts';
+import { consoleMember, login } from '../support/console.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+for (const backend of backends()) {
+  describe(`console sessions (${backend.name})`, () => {
+    let svc: TestService;
+    let offsetMs = 0;
+    before(async () => {
+      svc = await startService(backend);
+      // The app reads the clock through deps on every request; shifting it simulates waiting.
+      svc.deps.clock = { now: () => new Date(Date.now() + offsetMs) };
+    });
+    after(async () => { await svc.stop(); });
+    const me = (cookie: string) => svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/me`, headers: { cookie } });
+
+    test('login sets an HttpOnly SameSite=Strict session cookie and a readable CSRF cookie; only a hash is stored', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const res = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: m.name, password: m.password } });
+      assert.equal(res.statusCode, 200);
+      const session = res.cookies.find((c) => c.name === 'gavel_session')!;
+      const csrf = res.cookies.find((c) => c.name === 'gavel_csrf')!;
+      assert.equal(session.httpOnly, true);
+      assert.equal(session.sameSite, 'Strict');
+      assert.equal(session.path, '/');
+      assert.notEqual(csrf.httpOnly, true);
+      assert.equal(csrf.value, res.json().csrf_token);
+      const stored = await svc.ts.store.db.selectFrom('sessions').selectAll().where('principal_id', '=', m.principalId).execute();
+      assert.ok(stored.length >= 1);
+      for (const s of stored) assert.notEqual(s.token_hash, session.value);
+      assert.ok(!JSON.stringify(stored).includes(session.value), 'the token is not stored anywhere');
+    });
+
+    test('over TLS the cookies are __Host- prefixed and Secure', async () => {
+      const tls = await startService(backend, { publicUrl: 'https://gavel.example' });
+      const name = 'tls-person';
+      const { hashPassword } = await import('../../src/lib/passwords.ts');
+      await tls.ts.store.db.insertInto('principals').values({ id: 'prn_01m8000000000000000000tls0', kind: 'person', name, password_hash: await hashPassword('correct horse battery'), created_at: new Date().toISOString(), disabled_at: null }).execute();
+      const res = await tls.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name, password: 'correct horse battery' } });
+      assert.equal(res.statusCode, 200);
+      const session = res.cookies.find((c) => c.name === '__Host-gavel_session')!;
+      assert.ok(session, 'the session cookie is __Host- prefixed');
+      assert.equal(session.secure, true);
+      assert.equal(session.httpOnly, true);
+      assert.equal(session.sameSite, 'Strict');
+      assert.equal(res.cookies.find((c) => c.name === '__Host-gavel_csrf')?.secure, true);
+      await tls.stop();
+    });
+
+    test('session fixation: a login issues a new session id and ends the session the browser carried', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const second = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { cookie: m.get.cookie }, payload: { name: m.name, password: m.password } });
+      assert.equal(second.statusCode, 200);
+      const newCookie = second.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+      assert.notEqual(newCookie, m.get.cookie);
+      assert.equal((await me(m.get.cookie)).statusCode, 401, 'the old session is over');
+      assert.equal((await me(newCookie)).statusCode, 200);
+      // A planted, unknown token is not adopted either: login always mints its own.
+      const planted = 'gavel_session=' + 'A'.repeat(43);
+      const third = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { cookie: planted }, payload: { name: m.name, password: m.password } });
+      assert.notEqual(third.cookies.find((c) => c.name === 'gavel_session')!.value, 'A'.repeat(43));
+    });
+
+    test('logout ends the session at once and clears the cookies', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const out = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: m.post, payload: {} });
+      assert.equal(out.statusCode, 200);
+      assert.ok(out.cookies.some((c) => c.name === 'gavel_session' && c.value === ''));
+      assert.equal((await me(m.get.cookie)).statusCode, 401);
+      const again = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: m.post, payload: {} });
+      assert.equal(again.statusCode, 401);
+      const ended = await svc.ts.store.db.selectFrom('sessions').select(['ended_reason']).where('principal_id', '=', m.principalId).execute();
+      assert.ok(ended.some((s) => s.ended_reason === 'logout'));
+    });
+
+    test('idle expiry: a session unused for the idle lifetime is over; use keeps it alive', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      offsetMs = SESSION_LIFETIMES.idleMs - 60_000;
+      assert.equal((await me(m.get.cookie)).statusCode, 200, 'still inside the idle window');
+      offsetMs += SESSION_LIFETIMES.idleMs - 60_000;
+      assert.equal((await me(m.get.cookie)).statusCode, 200, 'the last request refreshed it');
+      offsetMs += SESSION_LIFETIMES.idleMs + 1000;
+      assert.equal((await me(m.get.cookie)).statusCode, 401, 'idle too long');
+      offsetMs = 0;
+    });
+
+    test('absolute expiry: even a busy session ends after the absolute lifetime', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const step = SESSION_LIFETIMES.idleMs - 60_000;
+      for (offsetMs = step; offsetMs < SESSION_LIFETIMES.absoluteMs - step; offsetMs += step) {
+        assert.equal((await me(m.get.cookie)).statusCode, 200);
+      }
+      offsetMs = SESSION_LIFETIMES.absoluteMs + 1000;
+      assert.equal((await me(m.get.cookie)).statusCode, 401);
+      offsetMs = 0;
+    });
+
+    test('a revoked member loses access at once: sessions ended, keys revoked', async () => {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const key = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/api-keys`, headers: admin.post, payload: { name: 'k', roles: ['AUDITOR'], principal_id: m.principalId } });
+      assert.equal(key.statusCode, 201);
+      const sod = () => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key.json().secret}` } });
+      assert.equal((await sod()).statusCode, 200);
+      const rev = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/members/${m.principalId}/revoke`, headers: admin.post, payload: {} });
+      assert.equal(rev.statusCode, 200);
+      assert.equal(rev.json().sessions_ended, 1);
+      assert.equal((await me(m.get.cookie)).statusCode, 401);
+      assert.equal((await sod()).statusCode, 401);
+      // Re-adding the member does not revive the old key or roles.
+      const back = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/members`, headers: admin.post, payload: { principal_id: m.principalId } });
+      assert.equal(back.statusCode, 201);
+      assert.deepEqual(back.json().roles, []);
+      assert.equal((await sod()).statusCode, 401);
+    });
+
+    test('CSRF: missing, wrong, or minted for another session is refused before any effect', async () => {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const other = await consoleMember(svc, ['ADMIN']);
+      const target = await svc.member(['APPROVER']);
+      const url = `/v1/console/projects/${svc.projectId}/members/${target.principalId}/roles`;
+      const attempt = (headers: Record<string, string>) => svc.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: { role: 'AUDITOR' } });
+      const cases: [string, Record<string, string>][] = [
+        ['missing', { cookie: admin.get.cookie }],
+        ['wrong', { cookie: admin.get.cookie, 'x-csrf-token': 'A'.repeat(22) + '.' + 'B'.repeat(43) }],
+        ['garbage', { cookie: admin.get.cookie, 'x-csrf-token': 'nope' }],
+        // The other session's token, sent with that token as the CSRF cookie too (double submit alone would pass).
+        ['from another session', { cookie: `${admin.get.cookie.split('; ')[0]}; gavel_csrf=${other.post['x-csrf-token']}`, 'x-csrf-token': other.post['x-csrf-token'] }],
+        ['header without matching cookie', { cookie: admin.get.cookie.split('; ')[0]!, 'x-csrf-token': admin.post['x-csrf-token'] }],
+        ['cross-site fetch', { ...admin.post, 'sec-fetch-site': 'cross-site' }],
+        ['foreign origin', { ...admin.post, origin: 'https://evil.example' }],
+      ];
+      for (const [name, headers] of cases) {
+        const res = await attempt(headers);
+        assert.equal(res.statusCode, 403, name);
+        assert.equal(res.json().code, 'csrf_failed', name);
+      }
+      const grants = await svc.ts.store.db.selectFrom('role_grants').select('role').where('principal_id', '=', target.principalId).execute();
+      assert.deepEqual(grants.map((g) => g.role), ['APPROVER'], 'nothing changed');
+      const ok = await attempt({ ...admin.post, 'sec-fetch-site': 'same-origin', origin: 'http://localhost:80' });
+      assert.equal(ok.statusCode, 200, 'same-origin with the right token passes');
+    });
+
+    test('GET never needs the CSRF token and changes nothing', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const before = await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      assert.equal((await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/members`, headers: m.get })).statusCode, 200);
+      const after = await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      assert.equal(Number(after.n), Number(before.n));
+    });
+
+    test('the login helper returns a cookie header and a token', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const s = await login(svc, m.name, m.password);
+      assert.match(s.cookie, /gavel_session=/);
+      assert.match(s.csrf, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    });
+  });
+}

@@ -1,0 +1,137 @@
+// Every route, called by every kind of caller, against the table in role-matrix.data.ts:
+// no credentials, a wrong key/session, a revoked key/ended session, a session without the CSRF
+// token, a non-member, and each single role. Any cell that differs fails. A second test fails for
+// every OpenAPI route that has no entry.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { ROLES, type Role } from '../../src/domain/access/roles.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { hashPassword } from '../../src/lib/passwords.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
+import { backends } from '../support/backends.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry } from './role-matrix.data.ts';
+
+const isAllowed = (e: RouteEntry, role: Role) => e.allowed === 'any' || e.allowed.includes(role);
+const label = (e: RouteEntry) => `${e.method} ${e.path}`;
+
+for (const backend of backends()) {
+  describe(`role matrix (${backend.name})`, () => {
+    let svc: TestService;
+    let ctx: MatrixContext;
+    const sessions = new Map<Role, ConsoleMember>();
+    const keys = new Map<Role, string>();
+    let outsider: ConsoleMember;
+    let ended: ConsoleMember;
+    let revokedKey: string;
+    let personPassword: string;
+
+    before(async () => {
+      svc = await startService(backend);
+      personPassword = await hashPassword('matrix-person-password');
+      let n = 0;
+      ctx = {
+        projectId: svc.projectId,
+        uniqueName: (prefix) => `${prefix}-${Date.now().toString(36)}-${(n++).toString(36)}-${randomBytes(3).toString('hex')}`,
+        newMember: async (roles) => (await svc.member(roles)).principalId,
+        newPerson: async () => {
+          const principalId = newId('prn');
+          const name = ctx.uniqueName('person');
+          await svc.ts.store.db.insertInto('principals').values({ id: principalId, kind: 'person', name, password_hash: personPassword, created_at: new Date().toISOString(), disabled_at: null }).execute();
+          return { principalId, name };
+        },
+        newKeyId: async () => (await svc.member(['AUDITOR'])).keyId,
+      };
+      for (const role of ROLES) {
+        sessions.set(role, await consoleMember(svc, [role]));
+        keys.set(role, (await svc.member([role])).key);
+      }
+      // A signed-in person who is a member of no project.
+      const p = await ctx.newPerson();
+      const { login } = await import('../support/console.ts');
+      const s = await login(svc, p.name, 'matrix-person-password');
+      outsider = { principalId: p.principalId, name: p.name, password: '', get: { cookie: s.cookie }, post: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/json' } };
+      ended = await consoleMember(svc, ['ADMIN']);
+      assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: ended.post, payload: {} })).statusCode, 200);
+      const r = await svc.member(['ADMIN']);
+      revokedKey = r.key;
+      await svc.ts.store.transaction((trx) => trx.updateTable('api_keys').set({ revoked_at: new Date().toISOString(), revoked_by: 'test' }).where('id', '=', r.keyId).execute());
+    });
+    after(async () => { await svc?.stop(); });
+
+    async function call(e: RouteEntry, headers: Record<string, string>) {
+      const ex = e.example ? await e.example(ctx) : {};
+      const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
+      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? `missing-${k}`);
+      const hasBody = e.method !== 'GET' && e.method !== 'DELETE';
+      return svc.app.inject({
+        method: e.method, url,
+        headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
+        ...(hasBody ? { payload: JSON.stringify(ex.body ?? {}) } : {}),
+      });
+    }
+    const consoleHeaders = (m: ConsoleMember, e: RouteEntry): Record<string, string> => (e.method === 'GET' ? { ...m.get } : { cookie: m.post.cookie, 'x-csrf-token': m.post['x-csrf-token'] });
+
+    for (const e of ROUTES) {
+      test(label(e), async () => {
+        const failures: string[] = [];
+        const expect = (cell: string, res: { statusCode: number; body: string }, ok: (s: number, code: string) => boolean, want: string) => {
+          let code = '';
+          try { code = JSON.parse(res.body).code ?? ''; } catch { /* not JSON */ }
+          if (!ok(res.statusCode, code)) failures.push(`${cell}: expected ${want}, got ${res.statusCode} ${code}`);
+        };
+        const is = (status: number, want: string) => (s: number, c: string) => s === status && c === want;
+        const success = (s: number) => s >= 200 && s < 300;
+
+        expect('no credentials', await call(e, {}), is(401, 'unauthorized'), '401 unauthorized');
+        if (e.plane === 'machine') {
+          expect('wrong key', await call(e, { authorization: `Bearer gvl_${randomBytes(32).toString('base64url')}` }), is(401, 'unauthorized'), '401 unauthorized');
+          expect('malformed key', await call(e, { authorization: 'Bearer not-a-key' }), is(401, 'unauthorized'), '401 unauthorized');
+          expect('revoked key', await call(e, { authorization: `Bearer ${revokedKey}` }), is(401, 'unauthorized'), '401 unauthorized');
+          expect('session instead of key', await call(e, consoleHeaders(sessions.get('ADMIN')!, e)), is(401, 'unauthorized'), '401 unauthorized');
+          for (const role of ROLES) {
+            const res = await call(e, { authorization: `Bearer ${keys.get(role)}` });
+            if (isAllowed(e, role)) expect(`key ${role}`, res, success, '2xx');
+            else expect(`key ${role}`, res, is(403, 'forbidden'), '403 forbidden');
+          }
+        } else {
+          expect('wrong session', await call(e, { cookie: `gavel_session=${randomBytes(32).toString('base64url')}` }), is(401, 'unauthorized'), '401 unauthorized');
+          expect('ended session', await call(e, consoleHeaders(ended, e)), is(401, 'unauthorized'), '401 unauthorized');
+          expect('API key instead of session', await call(e, { authorization: `Bearer ${keys.get('ADMIN')}` }), is(401, 'unauthorized'), '401 unauthorized');
+          if (e.method !== 'GET') {
+            expect('session without CSRF token', await call(e, { cookie: sessions.get('ADMIN')!.get.cookie }), is(403, 'csrf_failed'), '403 csrf_failed');
+          }
+          if (e.path.includes('{projectId}')) {
+            expect('non-member', await call(e, consoleHeaders(outsider, e)), is(403, 'forbidden'), '403 forbidden');
+          }
+          for (const role of ROLES) {
+            const member = e.endsSession ? await consoleMember(svc, [role]) : sessions.get(role)!;
+            const res = await call(e, consoleHeaders(member, e));
+            if (isAllowed(e, role)) expect(`session ${role}`, res, success, '2xx');
+            else expect(`session ${role}`, res, is(403, 'forbidden'), '403 forbidden');
+          }
+        }
+        assert.deepEqual(failures, [], `${label(e)}:\n  ${failures.join('\n  ')}`);
+      });
+    }
+
+    test('every route of the OpenAPI document has a matrix entry (or is public)', async () => {
+      const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+      const covered = new Set([...ROUTES.map(label), ...PUBLIC_ROUTES]);
+      const uncovered: string[] = [];
+      for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
+        for (const method of Object.keys(item)) {
+          if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+          const key = `${method.toUpperCase()} ${path}`;
+          if (!covered.has(key)) uncovered.push(key);
+        }
+      }
+      assert.deepEqual(uncovered, [], `add an entry to test/security/role-matrix.data.ts for:\n  ${uncovered.join('\n  ')}`);
+      const known = new Set(Object.entries<Record<string, unknown>>(doc.paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`)));
+      const stale = ROUTES.map(label).filter((l) => !known.has(l));
+      assert.deepEqual(stale, [], `matrix entries for routes that do not exist:\n  ${stale.join('\n  ')}`);
+    });
+  });
+}
