@@ -10,6 +10,7 @@ import { LocalSigner } from './signer/local.ts';
 import type { Signer } from './signer/signer.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
+import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -21,6 +22,8 @@ export interface Service {
   app: FastifyInstance;
   deps: AppDeps;
   bootstrap: BootstrapResult;
+  /** The audit log's background sequencer/checkpointer (tick() runs one pass now). */
+  auditLog: AuditLogRunner;
   /** Stops accepting, finishes in-flight requests, then closes the store. */
   close(): Promise<void>;
 }
@@ -38,15 +41,22 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const deps: AppDeps = { config, store, signer, clock: options.clock ?? systemClock };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
+  const auditLog = startAuditLog(store, signer, {
+    tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
+    witnessUrl: config.witnessUrl, now: () => deps.clock.now(),
+    onError: (err) => app.log.error({ err }, 'audit log tick failed'),
+  });
   let closing: Promise<void> | undefined;
   return {
-    app, deps, bootstrap: boot,
+    app, deps, bootstrap: boot, auditLog,
     close() {
       closing ??= (async () => {
         await app.close();
+        await auditLog.stop();
         if (!options.store) await store.close();
       })();
       return closing;
     },
   };
 }
+

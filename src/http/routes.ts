@@ -6,6 +6,8 @@ import { consoleProjectRoutes } from './console/projects.ts';
 import { consoleMemberRoutes } from './console/members.ts';
 import { consoleApiKeyRoutes } from './console/api-keys.ts';
 import { machineIdentityRoutes } from './machine/identity.ts';
+import { machineAuditRoutes } from './machine/audit.ts';
+import { consoleAuditRoutes } from './console/audit.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -14,4 +16,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleMemberRoutes,
   consoleApiKeyRoutes,
   machineIdentityRoutes,
+  machineAuditRoutes,
+  consoleAuditRoutes,
 ];
