@@ -2,6 +2,7 @@
 // applied in name order. Capabilities own their own files, so adding one touches no registry.
 import { readdir } from 'node:fs/promises';
 import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
+import { sql } from 'kysely';
 import type { Store } from './store.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
@@ -25,9 +26,16 @@ export class MigrationError extends Error {}
 
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
+  // Kysely looks for its migration tables in every schema unless told which one: with several
+  // schemas in one database (tests, tenants) it would find another schema's table and skip
+  // creating its own. Name the current schema explicitly.
+  const schema = store.dialect === 'postgres'
+    ? (await sql<{ s: string }>`select current_schema() as s`.execute(store.db)).rows[0]?.s
+    : undefined;
   const migrator = new Migrator({
     db: store.db,
     provider: new FolderProvider(store.dialect),
+    ...(schema ? { migrationTableSchema: schema } : {}),
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,
   });

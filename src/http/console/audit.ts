@@ -4,20 +4,20 @@ import { auditLogDeps } from '../../services/auditlog/deps.ts';
 import { listAuditEvents } from '../../services/auditlog/proofs.ts';
 import { verifyProof } from '../../services/auditlog/verify.ts';
 import { consoleAuth } from '../auth/session.ts';
-import { decodeCursor, DEFAULT_LIMIT, page } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { AuditPage, AuditPageQuery, auditPageLimit, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
 
 export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/audit', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
-      params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses() },
+      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses() },
     },
   }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: number };
-    const limit = q.limit ?? DEFAULT_LIMIT;
+    const q = request.query as { cursor?: string; limit?: string };
+    const limit = auditPageLimit(q.limit);
     return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor), limit), limit);
   });
 

@@ -6,9 +6,9 @@ import { cosignedNote, latestCheckpoint } from '../../services/auditlog/checkpoi
 import { ensureLogState, logIdentity } from '../../services/auditlog/log.ts';
 import { consistencyBetween, listAuditEvents, proofFor } from '../../services/auditlog/proofs.ts';
 import { machineAuth } from '../auth/api-key.ts';
-import { decodeCursor, DEFAULT_LIMIT, page } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema } from '../schemas/audit.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { AuditPage, AuditPageQuery, auditPageLimit, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema } from '../schemas/audit.ts';
 
 export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/:auditId/proof', {
@@ -54,11 +54,11 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['audit'], summary: 'Audit events of the project, newest first',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses() },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses() },
     },
   }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: number };
-    const limit = q.limit ?? DEFAULT_LIMIT;
+    const q = request.query as { cursor?: string; limit?: string };
+    const limit = auditPageLimit(q.limit);
     return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor), limit), limit);
   });
 }
