@@ -1,0 +1,42 @@
+// Real `gavel serve` processes, for tests that need more than one instance or a kill -9.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { StoreOptions } from '../../src/store/store.ts';
+
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+export interface GavelProcess { url: string; child: ChildProcess; kill(signal?: NodeJS.Signals): Promise<void> }
+
+/** GAVEL_DATABASE_URL for a test store (PostgreSQL schema carried as a connection option). */
+export function databaseUrl(options: StoreOptions): string | undefined {
+  if (options.kind === 'sqlite') return undefined;
+  const u = new URL(options.url);
+  if (options.schema) u.searchParams.set('options', `-c search_path=${options.schema}`);
+  return u.toString();
+}
+
+export async function spawnGavel(env: Record<string, string | undefined>): Promise<GavelProcess> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  const rl = createInterface({ input: child.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gavel did not start: ${stderr}`)), 30_000);
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`gavel exited with ${code}: ${stderr}`)); });
+    rl.on('line', (line) => {
+      const m = /API:\s+(http:\/\/[^\s]+)\/v1/.exec(line);
+      if (m) { clearTimeout(timer); resolve(m[1]!); }
+    });
+  });
+  return {
+    url, child,
+    kill: (signal = 'SIGTERM') => new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    }),
+  };
+}
