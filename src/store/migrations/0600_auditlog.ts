@@ -11,6 +11,8 @@ export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
     .addColumn('idx', c.bigint, (col) => col.notNull())
     .addColumn('hash', c.bytes, (col) => col.notNull())
     .addPrimaryKeyConstraint('audit_nodes_pk', ['level', 'idx'])
+    // SQLite: the primary key is the table (one B-tree lookup per node, no rowid indirection).
+    .$call((t) => (dialect === 'sqlite' ? t.modifyEnd(sql`without rowid`) : t))
     .execute();
 
   await db.schema.createTable('audit_log_state')
