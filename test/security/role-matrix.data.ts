@@ -16,11 +16,13 @@ export interface MatrixContext {
   newPerson(): Promise<{ principalId: string; name: string }>;
   /** The id of a fresh live API key of the project. */
   newKeyId(): Promise<string>;
+  /** The id of an audit event of the project covered by a checkpoint (a proof is ready). */
+  auditEventId(): Promise<string>;
   /** A name nobody has used. */
   uniqueName(prefix: string): string;
 }
 
-export interface RouteExample { params?: Record<string, string>; body?: unknown }
+export interface RouteExample { params?: Record<string, string>; body?: unknown; /** Query string without '?'. */ query?: string }
 
 export interface RouteEntry {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -83,5 +85,18 @@ export const ROUTES: RouteEntry[] = [
   {
     method: 'PUT', path: `${M}/sod`, plane: 'machine', allowed: ['ADMIN'],
     example: () => ({ body: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false } }),
+  },
+  // audit log (issue 8)
+  {
+    method: 'GET', path: `${M}/audit/{auditId}/proof`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => ({ params: { auditId: await ctx.auditEventId() } }),
+  },
+  { method: 'GET', path: `${M}/audit/consistency`, plane: 'machine', allowed: 'any', example: () => ({ query: 'from=0&to=0' }) },
+  { method: 'GET', path: `${M}/audit/log`, plane: 'machine', allowed: 'any' },
+  { method: 'GET', path: `${M}/audit`, plane: 'machine', allowed: READERS },
+  { method: 'GET', path: `${C}/audit`, plane: 'console', allowed: READERS },
+  {
+    method: 'POST', path: `${C}/proofs/verify`, plane: 'console', allowed: READERS,
+    example: async (ctx) => ({ body: { audit_event_id: await ctx.auditEventId() } }),
   },
 ];

@@ -43,6 +43,12 @@ for (const backend of backends()) {
           return { principalId, name };
         },
         newKeyId: async () => (await svc.member(['AUDITOR'])).keyId,
+        auditEventId: async () => {
+          await svc.member([]);
+          await svc.auditLog.tick({ force: true });
+          const row = await svc.ts.store.db.selectFrom('audit_events').select('id').where('project_id', '=', svc.projectId).where('leaf_index', 'is not', null).orderBy('id', 'desc').executeTakeFirstOrThrow();
+          return row.id;
+        },
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));
@@ -64,7 +70,7 @@ for (const backend of backends()) {
     async function call(e: RouteEntry, headers: Record<string, string>) {
       const ex = e.example ? await e.example(ctx) : {};
       const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
-      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? `missing-${k}`);
+      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => params[k] ?? `missing-${k}`) + (ex.query ? `?${ex.query}` : '');
       const hasBody = e.method !== 'GET' && e.method !== 'DELETE';
       return svc.app.inject({
         method: e.method, url,
