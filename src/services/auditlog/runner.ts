@@ -94,10 +94,11 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   const loop = () => {
     if (stopped) return;
     tick().catch((e) => options.onError?.(e)).finally(() => {
-      if (!stopped) timer = setTimeout(loop, options.tickMs);
+      // unref: the loop alone never keeps a process alive (the HTTP server does).
+      if (!stopped) timer = setTimeout(loop, options.tickMs).unref();
     });
   };
-  timer = setTimeout(loop, 0);
+  timer = setTimeout(loop, 0).unref();
 
   return {
     tick,
