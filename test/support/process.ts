@@ -17,16 +17,17 @@ export function databaseUrl(options: StoreOptions): string | undefined {
 
 export async function spawnGavel(env: Record<string, string | undefined>): Promise<GavelProcess> {
   const child = spawn(process.execPath, [MAIN, 'serve'], {
-    env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'error', ...env },
+    env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: process.env.GAVEL_TEST_CHILD_LOG ?? 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.on('data', (d) => { stderr += d; });
+  child.stderr!.on('data', (d) => { stderr += d; if (process.env.GAVEL_TEST_CHILD_LOG) process.stderr.write(d); });
   const rl = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gavel did not start: ${stderr}`)), 30_000);
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`gavel exited with ${code}: ${stderr}`)); });
     rl.on('line', (line) => {
+      if (process.env.GAVEL_TEST_CHILD_LOG) process.stderr.write(line + '\n');
       const m = /API:\s+(http:\/\/[^\s]+)\/v1/.exec(line);
       if (m) { clearTimeout(timer); resolve(m[1]!); }
     });
