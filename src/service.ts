@@ -16,6 +16,7 @@ import { loadMerchants, type MerchantRegistry } from './merchants/config.ts';
 import { Executions } from './services/executions/executions.ts';
 import { InstanceKeeper } from './services/executions/recovery.ts';
 import { randomUUID } from 'node:crypto';
+import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -27,6 +28,8 @@ export interface Service {
   app: FastifyInstance;
   deps: AppDeps;
   bootstrap: BootstrapResult;
+  /** The audit log's background sequencer/checkpointer (tick() runs one pass now). */
+  auditLog: AuditLogRunner;
   /** Stops accepting, finishes in-flight requests, then closes the store. */
   close(): Promise<void>;
 }
@@ -54,15 +57,21 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const deps: AppDeps = { config, store, signer, clock, committer, authorizer, merchants, executions };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
+  const auditLog = startAuditLog(store, signer, {
+    tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
+    witnessUrl: config.witnessUrl, now: () => deps.clock.now(),
+    onError: (err) => app.log.error({ err }, 'audit log tick failed'),
+  });
   let closing: Promise<void> | undefined;
   return {
-    app, deps, bootstrap: boot,
+    app, deps, bootstrap: boot, auditLog,
     close() {
       closing ??= (async () => {
         // Keep-alive sockets of requests that were in flight become idle only once answered;
         // close them as they do, or the server would wait for the clients' keep-alive timeout.
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
         try { await app.close(); } finally { clearInterval(idle); }
+        await auditLog.stop();
         await keeper.stop();
         if (!options.store) await store.close();
       })();
@@ -70,3 +79,4 @@ export async function createService(config: Config, options: ServiceOptions = {}
     },
   };
 }
+

@@ -4,6 +4,12 @@ import { ConfigError, loadConfig, redactConfig } from '../config/config.ts';
 import { createService, storeOptions } from '../service.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
+import { join } from 'node:path';
+import { LocalSigner } from '../signer/local.ts';
+import { logIdentity } from '../services/auditlog/log.ts';
+import { startWitness, type RunningWitness } from '../witness/server.ts';
+import { runWitnessCommand } from '../witness/main.ts';
+import { runAuditVerify } from './audit-verify.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -11,6 +17,9 @@ commands:
   up        the embedded default: API and console on loopback, SQLite under ./data (npm start)
   serve     the API and console only
   migrate   apply pending database migrations and exit
+  witness   the C2SP tlog-witness (gavel witness --help for flags)
+  audit verify <proof.json> --log-key VKEY --witness-key VKEY
+            check an exported audit proof offline, with public keys alone
 
 configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_LOG_LEVEL,
 GAVEL_BODY_LIMIT_BYTES, GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL,
@@ -21,8 +30,25 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/**
+ * `gavel up` without GAVEL_WITNESS_URL: a local witness on loopback (data under <dataDir>/witness)
+ * that trusts this installation's log key, so checkpoints are witnessed out of the box.
+ */
+async function localWitness(config: ReturnType<typeof loadConfig>): Promise<RunningWitness> {
+  const store = openStore(storeOptions(config));
+  try {
+    await migrateToLatest(store);
+    const id = await logIdentity(store, new LocalSigner(join(config.dataDir, 'keys')));
+    return await startWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, logs: [{ origin: id.origin, vkeys: [id.vkey] }] });
+  } finally {
+    await store.close();
+  }
+}
+
 async function serve(embedded: boolean): Promise<void> {
-  const config = loadConfig();
+  let config = loadConfig();
+  const witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
+  if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
   const service = await createService(config);
   const { app } = service;
   app.log.info({ config: redactConfig(config) }, 'configuration');
@@ -36,6 +62,7 @@ async function serve(embedded: boolean): Promise<void> {
     `  Console:  ${base}/v1/console (log in with POST /v1/console/login)`,
     `  OpenAPI:  ${base}/openapi.json`,
     `  Project:  ${service.bootstrap.projectId}`,
+    `  Witness:  ${config.witnessUrl ?? 'none (checkpoints are signed, not witnessed)'}${witness ? ` (local, key ${witness.publicKeyVkey})` : ''}`,
   ];
   if (service.bootstrap.admin) {
     lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this one-time password (shown only now):`, `  ${service.bootstrap.admin.password}`);
@@ -51,7 +78,7 @@ async function serve(embedded: boolean): Promise<void> {
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
     force.unref();
-    service.close().then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
+    service.close().then(() => witness?.close()).then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
@@ -74,6 +101,12 @@ try {
     case 'up': await serve(true); break;
     case 'serve': await serve(false); break;
     case 'migrate': await migrate(); break;
+    case 'witness': await runWitnessCommand(process.argv.slice(3)); break;
+    case 'audit': {
+      if (process.argv[3] !== 'verify') fail(`unknown audit command "${process.argv[3] ?? ''}" (try: gavel audit verify)`);
+      process.exitCode = await runAuditVerify(process.argv.slice(4));
+      break;
+    }
     case undefined: case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }

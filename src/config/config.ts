@@ -14,6 +14,14 @@ export interface Config {
   /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
   witnessUrl: string | undefined;
   witnessPort: number;
+  /** The witness's cosignature/v1 vkey; when unset, verification reads it from the witness. */
+  witnessVkey: string | undefined;
+  /** Sign a checkpoint when this long passed since the last one (and the log grew). */
+  checkpointIntervalMs: number;
+  /** …or when this many events were integrated since the last one. */
+  checkpointMaxEvents: number;
+  /** Pause between audit-log sequencer ticks. */
+  auditTickMs: number;
   /** Path of the merchants configuration file (JSON). */
   merchantsFile: string | undefined;
   /** Public base URL of the console, used for cookies (Secure when https) and origin checks. */
@@ -61,6 +69,10 @@ const SPECS: Record<keyof Config, Spec> = {
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
   witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:']) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
+  witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: text },
+  checkpointIntervalMs: { env: 'GAVEL_CHECKPOINT_INTERVAL_MS', file: 'checkpoint_interval_ms', parse: integer(10, 3_600_000) },
+  checkpointMaxEvents: { env: 'GAVEL_CHECKPOINT_MAX_EVENTS', file: 'checkpoint_max_events', parse: integer(1, 10_000_000) },
+  auditTickMs: { env: 'GAVEL_AUDIT_TICK_MS', file: 'audit_tick_ms', parse: integer(5, 60_000) },
   merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: text },
   publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:']) },
 };
@@ -74,6 +86,10 @@ export const DEFAULTS: Config = {
   bodyLimitBytes: 64 * 1024,
   witnessUrl: undefined,
   witnessPort: 7401,
+  witnessVkey: undefined,
+  checkpointIntervalMs: 1000,
+  checkpointMaxEvents: 10_000,
+  auditTickMs: 100,
   merchantsFile: undefined,
   publicUrl: undefined,
 };

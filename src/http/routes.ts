@@ -16,6 +16,8 @@ import { machineApprovalRoutes } from './machine/approvals.ts';
 import { consoleApprovalRoutes } from './console/approvals.ts';
 import { machineExecutionRoutes } from './machine/executions.ts';
 import { consoleExecutionRoutes } from './console/executions.ts';
+import { machineAuditRoutes } from './machine/audit.ts';
+import { consoleAuditRoutes } from './console/audit.ts';
 
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
@@ -34,4 +36,6 @@ export const routeGroups: FastifyPluginAsync[] = [
   consoleApprovalRoutes,
   machineExecutionRoutes,
   consoleExecutionRoutes,
+  machineAuditRoutes,
+  consoleAuditRoutes,
 ];

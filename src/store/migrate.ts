@@ -26,8 +26,9 @@ export class MigrationError extends Error {}
 
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
-  // Kysely looks for its own tables in every schema unless told which one; with two stores in one
-  // PostgreSQL database (tests, tenants) it would find the other's and skip creating its own.
+  // Kysely looks for its migration tables in every schema unless told which one: with several
+  // schemas in one database (tests, tenants) it would find another schema's table and skip
+  // creating its own. Name the current schema explicitly.
   const schema = store.dialect === 'postgres'
     ? (await sql<{ s: string }>`select current_schema() as s`.execute(store.db)).rows[0]?.s
     : undefined;

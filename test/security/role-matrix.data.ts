@@ -22,6 +22,8 @@ export interface MatrixContext {
   newPerson(): Promise<{ principalId: string; name: string }>;
   /** The id of a fresh live API key of the project. */
   newKeyId(): Promise<string>;
+  /** The id of an audit event of the project covered by a checkpoint (a proof is ready). */
+  auditEventId(): Promise<string>;
   /** A name nobody has used. */
   uniqueName(prefix: string): string;
   /** A fresh agent DID (did:key), registered in the project. */
@@ -208,6 +210,19 @@ export const ROUTES: RouteEntry[] = [
   {
     method: 'POST', path: `${C}/executions/{executionId}/resolve`, plane: 'console', allowed: ['ADMIN'],
     example: async (ctx) => ({ params: { executionId: await ctx.newUnknownExecution() }, body: { outcome: 'SUCCEEDED', note: 'checked with the merchant' } }),
+  },
+  // audit log (issue 8)
+  {
+    method: 'GET', path: `${M}/audit/{auditId}/proof`, plane: 'machine', allowed: 'any',
+    example: async (ctx) => ({ params: { auditId: await ctx.auditEventId() } }),
+  },
+  { method: 'GET', path: `${M}/audit/consistency`, plane: 'machine', allowed: 'any', example: () => ({ query: 'from=0&to=0' }) },
+  { method: 'GET', path: `${M}/audit/log`, plane: 'machine', allowed: 'any' },
+  { method: 'GET', path: `${M}/audit`, plane: 'machine', allowed: READERS },
+  { method: 'GET', path: `${C}/audit`, plane: 'console', allowed: READERS },
+  {
+    method: 'POST', path: `${C}/proofs/verify`, plane: 'console', allowed: READERS,
+    example: async (ctx) => ({ body: { audit_event_id: await ctx.auditEventId() } }),
   },
 ];
 

@@ -71,6 +71,12 @@ for (const backend of backends()) {
           }).execute();
           return id;
         },
+        auditEventId: async () => {
+          await svc.member([]);
+          await svc.auditLog.tick({ force: true });
+          const row = await svc.ts.store.db.selectFrom('audit_events').select('id').where('project_id', '=', svc.projectId).where('leaf_index', 'is not', null).orderBy('id', 'desc').executeTakeFirstOrThrow();
+          return row.id;
+        },
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));

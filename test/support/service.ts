@@ -16,9 +16,14 @@ export interface TestService extends Service {
   stop(): Promise<void>;
 }
 
-export async function startService(backend: Backend, overrides: Partial<Config> = {}): Promise<TestService> {
+/**
+ * `prepare` runs on the opened store before the service starts and may return more configuration
+ * (e.g. the audit-log tests start a witness that must know the log's key first).
+ */
+export async function startService(backend: Backend, overrides: Partial<Config> = {}, prepare?: (ts: TestStore) => Promise<Partial<Config>>): Promise<TestService> {
   const ts = await backend.open();
-  const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides });
+  const extra = prepare ? await prepare(ts) : {};
+  const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
   const service = await createService(config, { store: ts.store, logger: false });
   const projectId = service.bootstrap.projectId;
   const member: TestService['member'] = async (roles, name) => {

@@ -6,5 +6,6 @@ import type { AuthorizeTables } from './authorize.ts';
 import type { DecisionTables } from './decisions.ts';
 import type { ApprovalTables } from './approvals.ts';
 import type { ExecutionTables } from './executions.ts';
+import type { AuditLogTables } from './auditlog.ts';
 
-export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables, ExecutionTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables, ExecutionTables, AuditLogTables {}

@@ -1,0 +1,97 @@
+// `gavel audit verify <proof.json> --log-key VKEY --witness-key VKEY`: checks an exported proof
+// offline, with public keys alone. The file is the output of
+// GET /v1/projects/{projectId}/audit/{auditId}/proof, which carries the event record itself.
+// Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
+// the checkpoint's signature by the log key; the RFC 9162 inclusion path to the checkpoint's
+// root; a valid cosignature by every witness key given. Exit 0 verified, 1 not, 2 usage error.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
+import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
+import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
+import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
+import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
+import { verifyInclusion } from '../domain/auditlog/verify.ts';
+
+export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
+       gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
+
+export interface Writable { write(s: string): unknown }
+
+interface ProofFile {
+  audit_event_id: string;
+  leaf_version?: string;
+  leaf_index: number;
+  tree_size: number;
+  root?: string;
+  path: string[];
+  checkpoint: string;
+  event: AuditEventRecord;
+}
+
+function readProof(file: string): ProofFile {
+  const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+  const p = parsed as Partial<ProofFile>;
+  if (typeof parsed !== 'object' || parsed === null) throw new Error('the proof file must hold a JSON object');
+  if (typeof p.audit_event_id !== 'string') throw new Error('audit_event_id is missing');
+  if (!Number.isSafeInteger(p.leaf_index) || !Number.isSafeInteger(p.tree_size)) throw new Error('leaf_index and tree_size must be integers');
+  if (!Array.isArray(p.path) || !p.path.every((x) => typeof x === 'string')) throw new Error('path must be an array of base64 hashes');
+  if (typeof p.checkpoint !== 'string') throw new Error('checkpoint (the signed note) is missing');
+  if (typeof p.event !== 'object' || p.event === null) throw new Error('event (the audit event record) is missing');
+  return p as ProofFile;
+}
+
+/** Runs the verifier; returns the exit code (0 verified, 1 not verified, 2 usage error). */
+export async function runAuditVerify(argv: readonly string[], out: Writable = process.stdout, err: Writable = process.stderr): Promise<number> {
+  let file: string;
+  let logKey: VerifierKey;
+  let witnessKeys: VerifierKey[];
+  let allowUnwitnessed: boolean;
+  let proof: ProofFile;
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true,
+      options: {
+        'log-key': { type: 'string' },
+        'witness-key': { type: 'string', multiple: true, default: [] },
+        'allow-unwitnessed': { type: 'boolean', default: false },
+      },
+    });
+    if (positionals.length !== 1 || !values['log-key']) throw new Error('a proof file and --log-key are required');
+    file = positionals[0] as string;
+    logKey = parseVkey(values['log-key']);
+    witnessKeys = (values['witness-key'] ?? []).map(parseVkey);
+    allowUnwitnessed = values['allow-unwitnessed'] ?? false;
+    if (witnessKeys.length === 0 && !allowUnwitnessed) throw new Error('give --witness-key (or --allow-unwitnessed to check the log signature only)');
+    proof = readProof(file);
+  } catch (e) {
+    err.write(`gavel audit verify: ${e instanceof Error ? e.message : String(e)}\n${AUDIT_VERIFY_USAGE}\n`);
+    return 2;
+  }
+  const fail = (why: string): number => { out.write(`NOT VERIFIED: ${why}\n`); return 1; };
+
+  if (proof.leaf_version !== undefined && proof.leaf_version !== LEAF_VERSION) return fail(`unknown leaf_version ${proof.leaf_version}`);
+  if (proof.event.id !== proof.audit_event_id) return fail('the event record is not the event the proof names');
+  let leaf: Uint8Array;
+  try { leaf = leafHashOfEvent(proof.event); } catch (e) { return fail(`the event cannot be encoded: ${(e as Error).message}`); }
+  let cp;
+  try { cp = openCheckpoint(proof.checkpoint, [logKey]).checkpoint; } catch (e) { return fail(`the checkpoint is not signed by the log key: ${(e as Error).message}`); }
+  if (cp.size !== proof.tree_size) return fail(`tree_size ${proof.tree_size} differs from the checkpoint size ${cp.size}`);
+  if (proof.root !== undefined) {
+    let root: Uint8Array;
+    try { root = fromBase64(proof.root); } catch { return fail('root is not base64'); }
+    if (!bytesEqual(root, cp.root)) return fail('root differs from the checkpoint root');
+  }
+  let path: Uint8Array[];
+  try { path = proof.path.map(fromBase64); } catch { return fail('the path holds a value that is not base64'); }
+  if (!verifyInclusion(leaf, proof.leaf_index, cp.size, path, cp.root)) {
+    return fail(`the event is not leaf ${proof.leaf_index} of the tree of size ${cp.size} (event, path or checkpoint altered)`);
+  }
+  const cosigned = verifyCosignatures(proof.checkpoint, witnessKeys);
+  for (const w of witnessKeys) {
+    if (!cosigned.some((c) => c.witness === w)) return fail(`no valid cosignature by witness ${w.name} on the checkpoint`);
+  }
+  const by = cosigned.map((c) => `${c.witness.name} at ${new Date(c.timestamp * 1000).toISOString()}`).join(', ');
+  out.write(`VERIFIED: ${proof.audit_event_id} is leaf ${proof.leaf_index} of ${cp.origin} at size ${cp.size}${by ? `, cosigned by ${by}` : ' (log signature only; not witnessed)'}\n`);
+  return 0;
+}

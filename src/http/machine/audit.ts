@@ -1,0 +1,65 @@
+// Machine-plane audit-log routes: inclusion proof of an event, consistency between two sizes,
+// the log's identity and newest checkpoints, and browsing events.
+import type { FastifyInstance } from 'fastify';
+import { auditLogDeps } from '../../services/auditlog/deps.ts';
+import { cosignedNote, latestCheckpoint } from '../../services/auditlog/checkpointer.ts';
+import { ensureLogState, logIdentity } from '../../services/auditlog/log.ts';
+import { consistencyBetween, listAuditEvents, proofFor } from '../../services/auditlog/proofs.ts';
+import { machineAuth } from '../auth/api-key.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { AuditPage, AuditPageQuery, auditPageLimit, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema } from '../schemas/audit.ts';
+
+export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/v1/projects/:projectId/audit/:auditId/proof', {
+    preValidation: machineAuth([]),
+    schema: {
+      tags: ['audit'], summary: 'Inclusion proof of an audit event against the newest witnessed checkpoint (409 proof_not_ready with Retry-After until one covers it)',
+      security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses() },
+    },
+  }, async (request) => {
+    const { auditId } = request.params as { auditId: string };
+    return proofFor(auditLogDeps(app.gavel), request.auth!.projectId, auditId);
+  });
+
+  app.get('/v1/projects/:projectId/audit/consistency', {
+    preValidation: machineAuth([]),
+    schema: {
+      tags: ['audit'], summary: 'RFC 9162 consistency proof between two tree sizes (normally two checkpoints)',
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses() },
+    },
+  }, async (request) => {
+    const q = request.query as { from: string; to: string };
+    return consistencyBetween(auditLogDeps(app.gavel), Number(q.from), Number(q.to));
+  });
+
+  app.get('/v1/projects/:projectId/audit/log', {
+    preValidation: machineAuth([]),
+    schema: {
+      tags: ['audit'], summary: "The log's origin, verifier keys and newest checkpoints",
+      security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses() },
+    },
+  }, async () => {
+    const { store, signer, config } = app.gavel;
+    const [id, state, newest, witnessed] = await Promise.all([
+      logIdentity(store, signer), ensureLogState(store), latestCheckpoint(store.db), latestCheckpoint(store.db, { witnessed: true }),
+    ]);
+    return {
+      origin: id.origin, log_vkey: id.vkey, witness_vkey: config.witnessVkey ?? null, size: state.size,
+      checkpoint: newest ? cosignedNote(newest) : null, witnessed_checkpoint: witnessed ? cosignedNote(witnessed) : null,
+    };
+  });
+
+  app.get('/v1/projects/:projectId/audit', {
+    preValidation: machineAuth(['ADMIN', 'AUDITOR']),
+    schema: {
+      tags: ['audit'], summary: 'Audit events of the project, newest first',
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses() },
+    },
+  }, async (request) => {
+    const q = request.query as { cursor?: string; limit?: string };
+    const limit = auditPageLimit(q.limit);
+    return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor), limit), limit);
+  });
+}
+

@@ -1,0 +1,116 @@
+// Checkpointer: signs the tree head as a C2SP checkpoint when due (every interval or every N
+// events) and asks the witness to cosign the newest one, with a consistency proof from the last
+// size the witness is believed to hold. Checkpoints are immutable rows keyed by size; only the
+// cosignature columns are filled in later.
+import { signCheckpoint } from '../../domain/auditlog/checkpoint.ts';
+import { assemble, planConsistency, planRoot, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import type { Signer } from '../../signer/signer.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
+import { addCheckpoint, type AddCheckpointResult } from '../../witness/client.ts';
+import { blob, ensureLogState, fromBlob, logIdentity, readNodes } from './log.ts';
+
+export interface StoredCheckpoint {
+  size: number;
+  root: Uint8Array;
+  /** Signed by the log only. */
+  note: string;
+  created_at: string;
+  /** Cosignature lines, or null until the witness cosigned. */
+  cosignatures: string | null;
+  witnessed_at: string | null;
+}
+
+const columns = ['size', 'root', 'note', 'created_at', 'cosignatures', 'witnessed_at'] as const;
+
+function toCheckpoint(r: { size: number; root: Uint8Array; note: string; created_at: string; cosignatures: string | null; witnessed_at: string | null }): StoredCheckpoint {
+  return { ...r, size: Number(r.size), root: fromBlob(r.root) };
+}
+
+/** The note with the witness's cosignatures appended (a valid signed note, as verifiers take it). */
+export const cosignedNote = (cp: StoredCheckpoint): string => cp.note + (cp.cosignatures ?? '');
+
+export async function latestCheckpoint(db: Db | Tx, options: { witnessed?: boolean } = {}): Promise<StoredCheckpoint | undefined> {
+  let q = db.selectFrom('audit_checkpoints').select(columns).orderBy('size', 'desc').limit(1);
+  if (options.witnessed) q = q.where('witnessed_at', 'is not', null);
+  const row = await q.executeTakeFirst();
+  return row ? toCheckpoint(row) : undefined;
+}
+
+export async function checkpointAt(db: Db | Tx, size: number): Promise<StoredCheckpoint | undefined> {
+  const row = await db.selectFrom('audit_checkpoints').select(columns).where('size', '=', size).executeTakeFirst();
+  return row ? toCheckpoint(row) : undefined;
+}
+
+/** The RFC 6962 root of the first `size` leaves, from stored nodes (one query). */
+export async function rootOfSize(db: Db | Tx, size: number): Promise<Uint8Array> {
+  const plan = planRoot(size);
+  return assemble(plan, readerFromNodes(await readNodes(db, plan.nodes)))[0] as Uint8Array;
+}
+
+/** RFC 9162 consistency proof from size m to size n, from stored nodes (one query). */
+export async function consistencyFromStore(db: Db | Tx, m: number, n: number): Promise<Uint8Array[]> {
+  const plan = planConsistency(m, n);
+  return assemble(plan, readerFromNodes(await readNodes(db, plan.nodes)));
+}
+
+export interface CheckpointPolicy {
+  /** Sign when this long has passed since the last checkpoint (and the tree grew). */
+  intervalMs: number;
+  /** Or when this many events were integrated since the last checkpoint. */
+  maxEvents: number;
+}
+
+/**
+ * Signs a checkpoint of the current tree when it grew and the policy says it is due (or `force`).
+ * Returns the new checkpoint, or undefined when none was due.
+ */
+export async function checkpointIfDue(store: Store, signer: Signer, now: Date, policy: CheckpointPolicy, force = false): Promise<StoredCheckpoint | undefined> {
+  const state = await ensureLogState(store);
+  if (state.size === 0) return undefined;
+  const last = await latestCheckpoint(store.db);
+  if (last && last.size >= state.size) return undefined;
+  const due = force || !last || state.size - last.size >= policy.maxEvents || now.getTime() - Date.parse(last.created_at) >= policy.intervalMs;
+  if (!due) return undefined;
+  const id = await logIdentity(store, signer);
+  const note = await signCheckpoint({ origin: id.origin, size: state.size, root: state.root }, id.noteSigner);
+  const cp: StoredCheckpoint = { size: state.size, root: state.root, note, created_at: now.toISOString(), cosignatures: null, witnessed_at: null };
+  // Keyed by size: a checkpoint of one size is one root, so a duplicate is the same checkpoint.
+  await store.db.insertInto('audit_checkpoints')
+    .values({ ...cp, root: blob(cp.root) })
+    .onConflict((oc) => oc.column('size').doNothing()).execute();
+  return cp;
+}
+
+export type WitnessOutcome =
+  | { kind: 'nothing_to_do' }
+  | { kind: 'no_witness' }
+  | { kind: 'cosigned'; size: number }
+  | Exclude<AddCheckpointResult, { kind: 'cosigned' }>;
+
+/**
+ * Submits the newest checkpoint to the witness unless it is already cosigned. `old` is the size
+ * of the newest cosigned checkpoint; on a 409 the witness names the size it holds and we retry
+ * once from there (e.g. after a crash between the witness's answer and our commit).
+ */
+export async function witnessLatest(store: Store, witnessUrl: string | undefined, now: Date, timeoutMs = 5000): Promise<WitnessOutcome> {
+  const latest = await latestCheckpoint(store.db);
+  if (!latest || latest.witnessed_at !== null) return { kind: 'nothing_to_do' };
+  if (!witnessUrl) return { kind: 'no_witness' };
+  let old = (await latestCheckpoint(store.db, { witnessed: true }))?.size ?? 0;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const proof = old > 0 && old < latest.size ? await consistencyFromStore(store.db, old, latest.size) : [];
+    const r = await addCheckpoint(witnessUrl, old, proof, latest.note, { timeoutMs });
+    if (r.kind === 'cosigned') {
+      await store.db.updateTable('audit_checkpoints')
+        .set({ cosignatures: r.cosignatures.join(''), witnessed_at: now.toISOString() })
+        .where('size', '=', latest.size).execute();
+      return { kind: 'cosigned', size: latest.size };
+    }
+    if (r.kind === 'conflict' && attempt === 0 && r.size <= latest.size && r.size !== old) {
+      old = r.size;
+      continue;
+    }
+    return r;
+  }
+  return { kind: 'nothing_to_do' };
+}

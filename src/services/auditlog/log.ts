@@ -1,0 +1,75 @@
+// What every audit-log service shares: the log's identity (origin, key), the event record a leaf
+// hashes, and node reads in one query.
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
+import type { AuditEventRecord, JsonValue } from '../../domain/auditlog/leaf.ts';
+import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519, type NoteSigner } from '../../domain/auditlog/note.ts';
+import type { NodeAddress, StoredNode } from '../../domain/auditlog/tree.ts';
+import type { Signer } from '../../signer/signer.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
+import type { AuditEventsTable } from '../../store/schema/core.ts';
+
+/** Signer key that signs checkpoints. Every instance sharing one log must hold the same key. */
+export const LOG_KEY = 'checkpoint-log';
+
+export interface LogState {
+  origin: string;
+  size: number;
+  root: Uint8Array;
+}
+
+const bytes = (b: Uint8Array): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+/** A hash as both drivers bind it (better-sqlite3 binds Buffers, not bare Uint8Arrays). */
+export const blob = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+/** A BLOB/BYTEA read back as a plain Uint8Array view. */
+export const fromBlob = bytes;
+
+/**
+ * The log's state row, created on first use with a fresh installation origin
+ * `gavel.local/<16 hex>/log` (one log per installation; events carry their project_id).
+ */
+export async function ensureLogState(store: Store): Promise<LogState> {
+  const row = await store.db.selectFrom('audit_log_state').select(['origin', 'size', 'root']).where('id', '=', 1).executeTakeFirst();
+  if (row) return { origin: row.origin, size: Number(row.size), root: bytes(row.root) };
+  const origin = `gavel.local/${randomBytes(8).toString('hex')}/log`;
+  await store.db.insertInto('audit_log_state')
+    .values({ id: 1, origin, size: 0, root: blob(EMPTY_ROOT), updated_at: new Date().toISOString() })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+  // Another instance may have won the insert: read back whatever is there.
+  const won = await store.db.selectFrom('audit_log_state').select(['origin', 'size', 'root']).where('id', '=', 1).executeTakeFirstOrThrow();
+  return { origin: won.origin, size: Number(won.size), root: bytes(won.root) };
+}
+
+export interface LogIdentity {
+  origin: string;
+  /** The log's public key as a signed-note vkey (type 0x01), named by the origin. */
+  vkey: string;
+  noteSigner: NoteSigner;
+}
+
+export async function logIdentity(store: Store, signer: Signer): Promise<LogIdentity> {
+  const { origin } = await ensureLogState(store);
+  const pub = await signer.publicKey(LOG_KEY);
+  return {
+    origin,
+    vkey: formatVkey(origin, SIG_TYPE_ED25519, pub),
+    noteSigner: ed25519NoteSigner(origin, pub, (m) => signer.sign(LOG_KEY, m)),
+  };
+}
+
+/** The record a leaf hashes (leaf_version gavel-audit-v1): the stored row with `data` parsed. */
+export function eventRecord(row: Pick<AuditEventsTable, 'id' | 'project_id' | 'kind' | 'actor' | 'created_at' | 'data'>): AuditEventRecord {
+  let data: JsonValue;
+  try { data = JSON.parse(row.data) as JsonValue; } catch { data = row.data; }
+  return { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data };
+}
+
+/** Fetches the given nodes in one query (`WHERE (level, idx) IN (VALUES …)`). */
+export async function readNodes(db: Db | Tx, addresses: readonly NodeAddress[]): Promise<StoredNode[]> {
+  if (addresses.length === 0) return [];
+  const values = sql.join(addresses.map((a) => sql`(cast(${a.level} as bigint), cast(${a.index} as bigint))`));
+  const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (level, idx) in (values ${values})`.execute(db);
+  return rows.rows.map((r) => ({ level: Number(r.level), index: Number(r.idx), hash: bytes(r.hash) }));
+}

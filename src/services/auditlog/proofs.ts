@@ -1,0 +1,153 @@
+// Inclusion and consistency proofs served from stored nodes: each is one query for the
+// O(log n) nodes its plan names (planInclusion / planConsistency), then pure assembly.
+import { toBase64 } from '../../domain/auditlog/bytes.ts';
+import { LEAF_VERSION, type AuditEventRecord } from '../../domain/auditlog/leaf.ts';
+import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { Problem } from '../../http/problem.ts';
+import type { Signer } from '../../signer/signer.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
+import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
+import { eventRecord, logIdentity, readNodes } from './log.ts';
+
+export interface AuditLogDeps {
+  store: Store;
+  signer: Signer;
+  /** Whether a witness is configured: then only witnessed checkpoints anchor proofs. */
+  witnessUrl: string | undefined;
+  /** Seconds a client should wait before asking again for a proof that is not ready. */
+  retryAfterSeconds: number;
+}
+
+export interface AuditEventRow {
+  id: string;
+  project_id: string;
+  kind: string;
+  actor: string;
+  created_at: string;
+  data: string;
+  leaf_index: number | null;
+}
+
+export interface AuditProof {
+  audit_event_id: string;
+  leaf_version: string;
+  leaf_index: number;
+  /** Size of the checkpoint the path leads to. */
+  tree_size: number;
+  /** Root of that checkpoint, base64. */
+  root: string;
+  /** RFC 9162 inclusion path, leaf side first, base64 hashes. */
+  path: string[];
+  /** Size of the witnessed checkpoint anchoring this proof (= tree_size); null when not witnessed. */
+  anchored_height: number | null;
+  witnessed: boolean;
+  /** The signed checkpoint with the witness's cosignature lines appended (a signed note). */
+  checkpoint: string;
+  cosignatures: string[];
+  /** The log's verifier key (convenience: a verifier should pin it from another channel). */
+  log_vkey: string;
+  /** The event record whose leaf the path starts from (leaf_version gavel-audit-v1). */
+  event: AuditEventRecord;
+}
+
+export async function loadEvent(db: Db | Tx, projectId: string, auditId: string): Promise<AuditEventRow> {
+  const row = await db.selectFrom('audit_events')
+    .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index'])
+    .where('id', '=', auditId).where('project_id', '=', projectId).executeTakeFirst();
+  if (!row) throw new Problem(404, 'not_found', `no audit event ${auditId} in this project`);
+  return { ...row, leaf_index: row.leaf_index === null ? null : Number(row.leaf_index) };
+}
+
+export function notReady(deps: AuditLogDeps, detail: string): Problem {
+  return new Problem(409, 'proof_not_ready', `${detail}; retry after ${deps.retryAfterSeconds} s`, {
+    headers: { 'retry-after': String(deps.retryAfterSeconds) },
+    extra: { retry_after_seconds: deps.retryAfterSeconds },
+  });
+}
+
+/** RFC 9162 inclusion path of leaf `index` in the tree of `size` leaves (one query). */
+export async function inclusionFromStore(db: Db | Tx, index: number, size: number): Promise<Uint8Array[]> {
+  const plan = planInclusion(index, size);
+  return assemble(plan, readerFromNodes(await readNodes(db, plan.nodes)));
+}
+
+/**
+ * The checkpoint that anchors proofs for leaf `index`: the newest witnessed one when a witness is
+ * configured, else the newest signed one. Undefined when it does not cover the leaf yet.
+ */
+export async function anchorFor(deps: AuditLogDeps, index: number): Promise<StoredCheckpoint | undefined> {
+  const cp = await latestCheckpoint(deps.store.db, { witnessed: deps.witnessUrl !== undefined });
+  return cp && cp.size > index ? cp : undefined;
+}
+
+const cosignatureLines = (cp: StoredCheckpoint): string[] => (cp.cosignatures ?? '').split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
+
+export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: string): Promise<AuditProof> {
+  const row = await loadEvent(deps.store.db, projectId, auditId);
+  if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
+  const cp = await anchorFor(deps, row.leaf_index);
+  if (!cp) {
+    throw notReady(deps, deps.witnessUrl ? 'no witnessed checkpoint covers the event yet' : 'no signed checkpoint covers the event yet');
+  }
+  const path = await inclusionFromStore(deps.store.db, row.leaf_index, cp.size);
+  const witnessed = cp.witnessed_at !== null;
+  return {
+    audit_event_id: row.id,
+    leaf_version: LEAF_VERSION,
+    leaf_index: row.leaf_index,
+    tree_size: cp.size,
+    root: toBase64(cp.root),
+    path: path.map(toBase64),
+    anchored_height: witnessed ? cp.size : null,
+    witnessed,
+    checkpoint: cosignedNote(cp),
+    cosignatures: cosignatureLines(cp),
+    log_vkey: (await logIdentity(deps.store, deps.signer)).vkey,
+    event: eventRecord(row),
+  };
+}
+
+export interface ConsistencyResult {
+  from: number;
+  to: number;
+  /** RFC 9162 consistency proof, base64 hashes (empty when from is 0 or equals to). */
+  proof: string[];
+  from_root: string;
+  to_root: string;
+  /** The signed (and, when cosigned, witnessed) checkpoints at those sizes, if there are any. */
+  from_checkpoint: string | null;
+  to_checkpoint: string | null;
+}
+
+export async function consistencyBetween(deps: AuditLogDeps, from: number, to: number): Promise<ConsistencyResult> {
+  const latest = await latestCheckpoint(deps.store.db);
+  const max = latest?.size ?? 0;
+  if (!(from <= to)) throw new Problem(400, 'invalid_request', 'from must not exceed to', { errors: [{ pointer: '/from', in: 'query', code: 'out_of_range', message: 'from must not exceed to' }] });
+  if (to > max) throw new Problem(400, 'invalid_request', `to exceeds the newest checkpoint size ${max}`, { errors: [{ pointer: '/to', in: 'query', code: 'out_of_range', message: `at most ${max}` }] });
+  const db = deps.store.db;
+  const [proof, fromRoot, toRoot, fromCp, toCp] = await Promise.all([
+    consistencyFromStore(db, from, to), rootOfSize(db, from), rootOfSize(db, to), checkpointAt(db, from), checkpointAt(db, to),
+  ]);
+  return {
+    from, to, proof: proof.map(toBase64), from_root: toBase64(fromRoot), to_root: toBase64(toRoot),
+    from_checkpoint: fromCp ? cosignedNote(fromCp) : null, to_checkpoint: toCp ? cosignedNote(toCp) : null,
+  };
+}
+
+export interface AuditEventView {
+  id: string;
+  kind: string;
+  actor: string;
+  created_at: string;
+  data: unknown;
+  leaf_index: number | null;
+}
+
+/** Events of a project, newest first by id, paged with limit+1. */
+export async function listAuditEvents(db: Db, projectId: string, before: string | undefined, limit: number): Promise<AuditEventView[]> {
+  let q = db.selectFrom('audit_events').select(['id', 'kind', 'actor', 'created_at', 'data', 'leaf_index'])
+    .where('project_id', '=', projectId).orderBy('id', 'desc').limit(limit + 1);
+  if (before !== undefined) q = q.where('id', '<', before);
+  const rows = await q.execute();
+  return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as unknown, leaf_index: r.leaf_index === null ? null : Number(r.leaf_index) }));
+}

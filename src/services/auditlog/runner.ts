@@ -1,0 +1,113 @@
+// The background loop of the audit log: sequence waiting events, sign a checkpoint when due, ask
+// the witness to cosign it. On PostgreSQL several instances share one log and exactly one runs
+// the loop: the one holding the session advisory lock on a dedicated connection. The lock dies
+// with its connection (a crashed or SIGKILLed instance), and another instance takes over on its
+// next tick. Correctness does not rest on the lock: each batch serializes on the state row.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../store/schema/index.ts';
+import type { Signer } from '../../signer/signer.ts';
+import type { Store } from '../../store/store.ts';
+import { checkpointIfDue, witnessLatest, type CheckpointPolicy, type WitnessOutcome } from './checkpointer.ts';
+import { sequencePending } from './sequencer.ts';
+
+export interface AuditLogOptions extends CheckpointPolicy {
+  /** Pause between ticks. */
+  tickMs: number;
+  witnessUrl: string | undefined;
+  witnessTimeoutMs?: number;
+  now?: () => Date;
+  onError?: (err: unknown) => void;
+}
+
+export interface TickResult {
+  leader: boolean;
+  sequenced: number;
+  checkpoint: number | undefined;
+  witness: WitnessOutcome | undefined;
+}
+
+export interface AuditLogRunner {
+  /** Runs one tick now (serialized with the loop); `force` signs a checkpoint even if not due. */
+  tick(options?: { force?: boolean }): Promise<TickResult>;
+  isLeader(): boolean;
+  stop(): Promise<void>;
+}
+
+// Advisory locks are per database, not per schema: scope the key by schema (tests share a database).
+const LOCK = sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(current_schema() || '/gavel-audit-log')) as ok`;
+
+/** Leadership through a session advisory lock held on one pooled connection kept out of the pool. */
+class PgLeadership {
+  readonly #db: Kysely<Database>;
+  #conn: Kysely<Database> | undefined;
+  #release: (() => void) | undefined;
+  #held: Promise<void> | undefined;
+  constructor(db: Kysely<Database>) { this.#db = db; }
+
+  async ensure(): Promise<boolean> {
+    if (this.#conn) {
+      try { await sql`select 1`.execute(this.#conn); return true; } catch { this.drop(); return false; }
+    }
+    if (this.#held) return false;
+    return new Promise<boolean>((resolve) => {
+      this.#held = this.#db.connection().execute(async (conn) => {
+        const r = await LOCK.execute(conn);
+        if (!r.rows[0]?.ok) { resolve(false); return; }
+        this.#conn = conn;
+        resolve(true);
+        await new Promise<void>((rel) => { this.#release = rel; });
+        this.#conn = undefined;
+        await sql`select pg_advisory_unlock(hashtext(current_schema() || '/gavel-audit-log'))`.execute(conn).catch(() => {});
+      }).catch(() => { resolve(false); }).finally(() => { this.#conn = undefined; this.#held = undefined; this.#release = undefined; });
+    });
+  }
+
+  get leader(): boolean { return this.#conn !== undefined; }
+
+  drop(): void { this.#conn = undefined; this.#release?.(); }
+
+  async stop(): Promise<void> { this.drop(); await this.#held; }
+}
+
+export function startAuditLog(store: Store, signer: Signer, options: AuditLogOptions): AuditLogRunner {
+  const now = options.now ?? (() => new Date());
+  const leadership = store.dialect === 'postgres' ? new PgLeadership(store.db) : undefined;
+  let chain: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const once = async (force: boolean): Promise<TickResult> => {
+    const leader = leadership ? await leadership.ensure() : true;
+    if (!leader) return { leader, sequenced: 0, checkpoint: undefined, witness: undefined };
+    const sequenced = await sequencePending(store, { now: now() });
+    const cp = await checkpointIfDue(store, signer, now(), options, force);
+    const witness = await witnessLatest(store, options.witnessUrl, now(), options.witnessTimeoutMs);
+    return { leader, sequenced, checkpoint: cp?.size, witness };
+  };
+
+  const tick = (opts: { force?: boolean } = {}): Promise<TickResult> => {
+    const run = chain.then(() => once(opts.force ?? false));
+    chain = run.catch(() => {});
+    return run;
+  };
+
+  const loop = () => {
+    if (stopped) return;
+    tick().catch((e) => options.onError?.(e)).finally(() => {
+      // unref: the loop alone never keeps a process alive (the HTTP server does).
+      if (!stopped) timer = setTimeout(loop, options.tickMs).unref();
+    });
+  };
+  timer = setTimeout(loop, 0).unref();
+
+  return {
+    tick,
+    isLeader: () => (leadership ? leadership.leader : true),
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await chain;
+      await leadership?.stop();
+    },
+  };
+}

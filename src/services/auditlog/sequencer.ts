@@ -1,0 +1,73 @@
+// Sequencer: gives committed audit events gapless leaf indexes and integrates them into the tree.
+// One batch is one transaction that locks the state row (SQLite: BEGIN IMMEDIATE; PostgreSQL:
+// SELECT … FOR UPDATE), reads its size, takes the oldest unsequenced events visible to it, appends
+// them after the current peaks, writes the new nodes, the leaf indexes and the new size. Leaf
+// indexes come from the state row, never from a database SEQUENCE, so they cannot have gaps; and
+// because every batch starts from the committed size under the row lock, two sequencers racing
+// (a lost leadership, say) serialize instead of forking the tree.
+import { sql } from 'kysely';
+import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
+import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import type { Store, Tx } from '../../store/store.ts';
+import { blob, ensureLogState, eventRecord, fromBlob, readNodes } from './log.ts';
+
+export const DEFAULT_BATCH = 2000;
+
+export interface SequencedBatch {
+  /** Events integrated by this batch. */
+  count: number;
+  /** Tree size after the batch. */
+  size: number;
+  root: Uint8Array;
+}
+
+async function lockState(trx: Tx, store: Store): Promise<{ size: number; root: Uint8Array }> {
+  const q = trx.selectFrom('audit_log_state').select(['size', 'root']).where('id', '=', 1);
+  const row = await (store.dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirstOrThrow();
+  return { size: Number(row.size), root: fromBlob(row.root) };
+}
+
+/** Sequences up to `max` waiting events in one transaction; count 0 when none wait. */
+export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date()): Promise<SequencedBatch> {
+  await ensureLogState(store);
+  return store.transaction(async (trx) => {
+    const state = await lockState(trx, store);
+    // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
+    const events = await trx.selectFrom('audit_events')
+      .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
+      .where('leaf_index', 'is', null).orderBy('seq').limit(max).execute();
+    if (events.length === 0) return { count: 0, size: state.size, root: state.root };
+    const peaks = await readNodes(trx, planAppend(state.size));
+    const leaves = events.map((e) => leafHashOfEvent(eventRecord(e)));
+    const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
+
+    for (let i = 0; i < result.nodes.length; i += 500) {
+      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
+      await trx.insertInto('audit_nodes').values(chunk).execute();
+    }
+    if (store.dialect === 'postgres') {
+      await sql`update audit_events as a set leaf_index = u.li
+        from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
+        where a.id = u.id and a.leaf_index is null`.execute(trx);
+    } else {
+      for (let i = 0; i < events.length; i++) {
+        await trx.updateTable('audit_events').set({ leaf_index: state.size + i }).where('id', '=', (events[i] as { id: string }).id).execute();
+      }
+    }
+    await trx.updateTable('audit_log_state')
+      .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
+      .where('id', '=', 1).execute();
+    return { count: events.length, size: result.size, root: result.root };
+  });
+}
+
+/** Sequences until nothing waits (or `maxBatches` batches ran); returns the events integrated. */
+export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date } = {}): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < (options.maxBatches ?? 50); i++) {
+    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now);
+    total += b.count;
+    if (b.count < (options.batch ?? DEFAULT_BATCH)) break;
+  }
+  return total;
+}

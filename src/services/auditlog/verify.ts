@@ -1,0 +1,117 @@
+// Server-side verification of one event (spec 2.11): recompute the leaf from the stored row,
+// check its inclusion path against the anchoring checkpoint (whose log signature is checked
+// too), then ask the witness whether it cosigned that root and check the cosignature.
+// INVALID only when the local proof fails; a witness that answers "never saw it" gives
+// NOT_WITNESSED, one that cannot be consulted gives UNAVAILABLE.
+import { toBase64 } from '../../domain/auditlog/bytes.ts';
+import { openCheckpoint } from '../../domain/auditlog/checkpoint.ts';
+import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
+import { bytesEqual } from '../../domain/auditlog/bytes.ts';
+import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
+import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
+import { verifyInclusion } from '../../domain/auditlog/verify.ts';
+import { cosignedCheckpoint } from '../../witness/client.ts';
+import { latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
+import { eventRecord, logIdentity } from './log.ts';
+import { inclusionFromStore, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
+
+export type Verification = 'VERIFIED' | 'INVALID' | 'NOT_WITNESSED' | 'UNAVAILABLE';
+
+export interface VerificationResult {
+  verification: Verification;
+  independently_witnessed: boolean;
+  reason: string | null;
+  evidence: {
+    local_proof: 'valid' | 'invalid';
+    /** No chain anchoring in this deployment. */
+    chain_witness: null;
+    /** Root (base64) of the checkpoint the event was checked against. */
+    root: string;
+    /** Size of that checkpoint. */
+    anchored_height: number;
+    /** 'witnessed' when the witness's cosignature on that checkpoint verified, else 'local'. */
+    finality: 'witnessed' | 'local';
+    leaf_index: number;
+    /** Name of the witness consulted, or null. */
+    witness: string | null;
+  };
+}
+
+export interface VerifyDeps extends AuditLogDeps {
+  /** The witness's cosignature/v1 vkey; when absent it is read from the witness's GET /. */
+  witnessVkey?: string | undefined;
+  witnessTimeoutMs?: number;
+}
+
+async function witnessKey(deps: VerifyDeps): Promise<VerifierKey | undefined> {
+  if (deps.witnessVkey) return parseVkey(deps.witnessVkey);
+  try {
+    const res = await fetch(`${deps.witnessUrl!.replace(/\/+$/, '')}/`, { signal: AbortSignal.timeout(deps.witnessTimeoutMs ?? 5000) });
+    const body = await res.json() as { vkey?: unknown };
+    return typeof body.vkey === 'string' ? parseVkey(body.vkey) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array | undefined, index: number, path: Uint8Array[] | undefined): string | null {
+  try {
+    const opened = openCheckpoint(note, [logKey]);
+    if (opened.checkpoint.size !== cp.size || !bytesEqual(opened.checkpoint.root, cp.root)) return 'the stored checkpoint does not match its signed text';
+  } catch {
+    return 'the stored checkpoint is not signed by the log key';
+  }
+  if (!leaf) return 'the stored event cannot be encoded as a leaf';
+  if (!path) return 'the tree lacks a node the inclusion path needs';
+  if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) {
+    return `the stored event does not hash to leaf ${index} under root ${toBase64(cp.root)} (the event row or the tree was altered)`;
+  }
+  return null;
+}
+
+export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: string): Promise<VerificationResult> {
+  const row = await loadEvent(deps.store.db, projectId, auditId);
+  if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
+  const index = row.leaf_index;
+  const db = deps.store.db;
+  const witnessed = await latestCheckpoint(db, { witnessed: true });
+  const newest = await latestCheckpoint(db);
+  const cp = witnessed && witnessed.size > index ? witnessed : newest && newest.size > index ? newest : undefined;
+  if (!cp) throw notReady(deps, 'no checkpoint covers the event yet');
+
+  const id = await logIdentity(deps.store, deps.signer);
+  const logKey = parseVkey(id.vkey);
+  let leaf: Uint8Array | undefined;
+  try { leaf = leafHashOfEvent(eventRecord(row)); } catch { leaf = undefined; }
+  let path: Uint8Array[] | undefined;
+  try { path = await inclusionFromStore(db, index, cp.size); } catch { path = undefined; }
+  const localFailure = localCheck(cp.note, logKey, cp, leaf, index, path);
+  const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
+  if (localFailure) {
+    return { verification: 'INVALID', independently_witnessed: false, reason: localFailure, evidence: { ...base, local_proof: 'invalid', finality: 'local', witness: null } };
+  }
+  const local = (verification: Verification, reason: string, witness: string | null = null): VerificationResult => ({
+    verification, independently_witnessed: false, reason, evidence: { ...base, local_proof: 'valid', finality: 'local', witness },
+  });
+  if (!deps.witnessUrl) return local('UNAVAILABLE', 'no witness is configured for this log, so none could be consulted');
+
+  const answer = await cosignedCheckpoint(deps.witnessUrl, id.origin, cp.root, { timeoutMs: deps.witnessTimeoutMs ?? 5000 });
+  if (answer.kind === 'unavailable') return local('UNAVAILABLE', `the witness could not be consulted: ${answer.reason}`);
+  if (answer.kind === 'not_found') return local('NOT_WITNESSED', `the witness answered that it never cosigned root ${toBase64(cp.root)} of ${id.origin}`);
+  const key = await witnessKey(deps);
+  if (!key) return local('UNAVAILABLE', 'the witness key could not be obtained');
+  let sameCheckpoint = false;
+  try {
+    const opened = openCheckpoint(answer.note, [logKey]);
+    sameCheckpoint = opened.checkpoint.size === cp.size && bytesEqual(opened.checkpoint.root, cp.root) && opened.checkpoint.origin === id.origin;
+  } catch { sameCheckpoint = false; }
+  let cosigned = false;
+  try { cosigned = verifyCosignatures(answer.note, [key]).length > 0; } catch { cosigned = false; }
+  if (!sameCheckpoint || !cosigned) {
+    return local('NOT_WITNESSED', `the witness's answer carries no valid cosignature by ${key.name} on this checkpoint`, key.name);
+  }
+  return {
+    verification: 'VERIFIED', independently_witnessed: true, reason: null,
+    evidence: { ...base, local_proof: 'valid', finality: 'witnessed', witness: key.name },
+  };
+}

@@ -1,0 +1,39 @@
+// Storage of the verifiable audit log (one log per installation; events carry project_id).
+// audit_nodes holds every complete subtree hash of the RFC 6962 tree, written once, never changed.
+// audit_log_state is the single row that linearizes sequencing: its size is the next leaf index.
+// audit_checkpoints holds the signed checkpoints and the witness's cosignature lines.
+
+export interface AuditNodesTable {
+  level: number;
+  idx: number;
+  hash: Uint8Array;
+}
+
+export interface AuditLogStateTable {
+  /** Always 1. */
+  id: number;
+  /** Checkpoint origin and log key name, e.g. `gavel.local/<install id>/log`. */
+  origin: string;
+  /** Number of sequenced leaves: leaves 0..size-1 exist, the next event gets index `size`. */
+  size: number;
+  /** RFC 6962 root of the first `size` leaves. */
+  root: Uint8Array;
+  updated_at: string;
+}
+
+export interface AuditCheckpointsTable {
+  size: number;
+  root: Uint8Array;
+  /** The signed note as the log signed it (body, blank line, the log's signature line). */
+  note: string;
+  created_at: string;
+  /** The witness's cosignature lines (each "— name base64\n"), concatenated; null until witnessed. */
+  cosignatures: string | null;
+  witnessed_at: string | null;
+}
+
+export interface AuditLogTables {
+  audit_nodes: AuditNodesTable;
+  audit_log_state: AuditLogStateTable;
+  audit_checkpoints: AuditCheckpointsTable;
+}
