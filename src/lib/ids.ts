@@ -8,6 +8,17 @@ export type IdPrefix =
   | 'prj' | 'prn' | 'key' | 'ses' | 'aud' | 'dec' | 'req' | 'exe' | 'pol' | 'apr' | 'apv'
   | 'apk' | 'agt' | 'pmt' | 'chk' | 'evt' | 'frz' | 'res' | 'cred' | 'chl';
 
+// randomBytes is a system call; ids are minted several times per request, so draw from a pool.
+const POOL_SIZE = 4096;
+let pool = randomBytes(POOL_SIZE);
+let offset = 0;
+function random10(): Buffer {
+  if (offset + 10 > POOL_SIZE) { pool = randomBytes(POOL_SIZE); offset = 0; }
+  const out = pool.subarray(offset, offset + 10);
+  offset += 10;
+  return out;
+}
+
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   let time = '';
   let t = now;
@@ -15,7 +26,7 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(10);
+  const bytes = random10();
   let rand = '';
   // 80 bits -> 16 base32 characters, 5 bits at a time.
   let acc = 0n;

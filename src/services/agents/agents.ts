@@ -3,6 +3,7 @@
 // agent row inside its own transaction, under a lock that a freeze must wait for (PostgreSQL) or
 // behind the single writer (SQLite).
 
+import { sql } from 'kysely';
 import { Problem } from '../../http/problem.ts';
 import type { Dialect, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
@@ -17,16 +18,17 @@ export interface AgentState {
 
 /** Makes sure the agent has a row (so it can be locked), without changing an existing one. */
 export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null): Promise<void> {
-  await trx.insertInto('agents').values({
-    project_id: projectId, did, name, created_at: at, created_by: actor, frozen_at: null, frozen_by: null, frozen_reason: null,
-  }).onConflict((oc) => oc.columns(['project_id', 'did']).doNothing()).execute();
+  // Raw SQL: this runs inside every decision that may allow (see store/fixed-sql.ts).
+  await sql`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
+    values (${projectId}, ${did}, ${name}, ${at}, ${actor}, null, null, null) on conflict (project_id, did) do nothing`.execute(trx);
 }
 
 /** The agent's frozen state, read under a share lock that a concurrent freeze must wait for. */
 export async function lockAgentState(trx: Tx, dialect: Dialect, projectId: string, did: string): Promise<{ frozen_at: string | null } | undefined> {
-  let q = trx.selectFrom('agents').select('frozen_at').where('project_id', '=', projectId).where('did', '=', did);
-  if (dialect === 'postgres') q = q.forShare();
-  return q.executeTakeFirst();
+  const result = dialect === 'postgres'
+    ? await sql<{ frozen_at: string | null }>`select frozen_at from agents where project_id = ${projectId} and did = ${did} for share`.execute(trx)
+    : await sql<{ frozen_at: string | null }>`select frozen_at from agents where project_id = ${projectId} and did = ${did}`.execute(trx);
+  return result.rows[0];
 }
 
 export async function freezeAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {

@@ -169,14 +169,13 @@ export class Authorizer {
           approval_request_id: approvalRequestId ?? null,
         },
       });
-      await trx.insertInto('decisions').values({
-        id: decisionId, project_id: projectId, request_id: ctx.requestId, audit_id: auditId, agent: input.agent,
-        action: input.action, resource: input.resource, amount_minor: input.amount?.minor ?? null,
-        amount_currency: input.amount?.currency ?? null, delegation_depth: permit?.delegation_depth ?? 0,
-        permit_commitment: permit?.commitment ?? null, request_time: at, decision: combined.decision,
-        reason_code: combined.reason_code, policy_version: active?.version ?? null, matched_rules: JSON.stringify(matched),
-        created_at: at, intent: input.intent ?? null, approval_request_id: approvalRequestId ?? null,
-      }).execute();
+      await sql`insert into decisions (id, project_id, request_id, audit_id, agent, action, resource, amount_minor,
+        amount_currency, delegation_depth, permit_commitment, request_time, decision, reason_code, policy_version,
+        matched_rules, created_at, intent, approval_request_id)
+        values (${decisionId}, ${projectId}, ${ctx.requestId}, ${auditId}, ${input.agent}, ${input.action}, ${input.resource},
+        ${input.amount?.minor ?? null}, ${input.amount?.currency ?? null}, ${permit?.delegation_depth ?? 0}, ${permit?.commitment ?? null},
+        ${at}, ${combined.decision}, ${combined.reason_code}, ${active?.version ?? null}, ${JSON.stringify(matched)}, ${at},
+        ${input.intent ?? null}, ${approvalRequestId ?? null})`.execute(trx);
 
       const record: DecisionRecord = {
         decision_id: decisionId, decision: combined.decision, reason_code: combined.reason_code,
