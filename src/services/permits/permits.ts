@@ -2,6 +2,7 @@
 // project's permit key; revoking a permit revokes every permit delegated from it, because every
 // decision checks each commitment of the presented chain against this table.
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { issuePermit, permitCommitment, PermitError, type GavelConstraints } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
@@ -80,9 +81,8 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
 export async function anyRevoked(trx: Tx | Db, chain: string[]): Promise<boolean> {
-  const row = await trx.selectFrom('permits').select('commitment')
-    .where('commitment', 'in', chain).where('revoked_at', 'is not', null).executeTakeFirst();
-  return row !== undefined;
+  const rows = await sql`select 1 from permits where commitment in (${sql.join(chain)}) and revoked_at is not null limit 1`.execute(trx);
+  return rows.rows.length > 0;
 }
 
 type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };

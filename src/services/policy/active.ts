@@ -2,6 +2,7 @@
 // an activation committed anywhere decides the next request everywhere; only the compiled
 // evaluator is cached, keyed by (project, version, hash), so each version compiles once.
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
+import { sql } from 'kysely';
 import type { Db } from '../../store/store.ts';
 
 export interface ActivePolicy {
@@ -49,7 +50,8 @@ export async function compiledVersion(db: Db, projectId: string, version: number
 }
 
 export async function getActivePolicy(db: Db, projectId: string): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
-  const pointer = await db.selectFrom('policy_active').select(['version', 'hash']).where('project_id', '=', projectId).executeTakeFirst();
+  // Raw SQL: read on every decision (see store/fixed-sql.ts).
+  const pointer = (await sql<{ version: number; hash: string }>`select version, hash from policy_active where project_id = ${projectId}`.execute(db)).rows[0];
   if (!pointer) return null;
   const version = Number(pointer.version);
   const compiled = await compiledVersion(db, projectId, version, pointer.hash);
