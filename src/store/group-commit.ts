@@ -1,79 +1,98 @@
 // Group commit: concurrent units of work share one transaction and one fsync, instead of paying
-// one fsync each, without weakening durability: no unit's promise settles before the commit
-// that holds it is durable. Each unit runs in its own savepoint, so one unit's failure rolls back
-// only that unit. On PostgreSQL every unit gets its own transaction: several connections commit
-// in parallel and the server groups WAL flushes itself.
+// one fsync each, without weakening durability: no unit's promise settles before the commit that
+// holds it is durable. Each unit runs in its own savepoint, so one unit's failure rolls back only
+// that unit. SQLite has one writer, so one batch runs at a time; PostgreSQL runs a few batches in
+// parallel on separate connections, and a unit that loses a deadlock or serialization conflict
+// against another batch (or another instance) is retried in a later batch, never failed.
 import { sql } from 'kysely';
 import type { Store, Tx } from './store.ts';
 
-type Unit = { work: (trx: Tx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Unit = { work: (trx: Tx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; attempts: number };
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown; retry: boolean };
 
 export interface Committer {
   run<T>(work: (trx: Tx) => Promise<T>): Promise<T>;
-  /** Commits made so far (one per batch on SQLite, one per unit on PostgreSQL). */
+  /** Transactions committed so far (one per batch). */
   readonly commits: number;
 }
 
-export function createCommitter(store: Store, maxBatch = 256): Committer {
-  if (store.dialect === 'postgres') {
-    let commits = 0;
-    return {
-      run: async (work) => { const r = await store.transaction(work); commits++; return r; },
-      get commits() { return commits; },
-    };
-  }
+const MAX_ATTEMPTS = 5;
+/** PostgreSQL's deadlock_detected and serialization_failure: the work is sound, the timing was not. */
+const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string } | null)?.code ?? '');
 
+export function createCommitter(store: Store, options: { maxBatch?: number; parallel?: number } = {}): Committer {
+  const maxBatch = options.maxBatch ?? 256;
+  const parallel = options.parallel ?? (store.dialect === 'postgres' ? 4 : 1);
   let queue: Unit[] = [];
-  let running = false;
+  let workers = 0;
+  let scheduled = false;
   let commits = 0;
 
-  async function drain(): Promise<void> {
-    while (queue.length > 0) {
-      let batch: Unit[] = [];
-      const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-      try {
-        await store.transaction(async (trx) => {
-          // Take the batch only once the connection is ours: every unit that queued while we
-          // waited for it (behind other requests' reads) joins this commit.
-          batch = queue.splice(0, maxBatch);
-          for (const unit of batch) {
-            await sql`savepoint unit`.execute(trx);
-            try {
-              const value = await unit.work(trx);
-              await sql`release savepoint unit`.execute(trx);
-              outcomes.push({ ok: true, value });
-            } catch (error) {
-              await sql`rollback to savepoint unit`.execute(trx);
-              await sql`release savepoint unit`.execute(trx);
-              outcomes.push({ ok: false, error });
-            }
+  async function runBatch(): Promise<void> {
+    let batch: Unit[] = [];
+    const outcomes: Outcome[] = [];
+    try {
+      await store.transaction(async (trx) => {
+        // Take the batch only once the connection is ours: every unit that queued while we
+        // waited for it (behind other requests' reads) joins this commit.
+        batch = queue.splice(0, maxBatch);
+        for (const unit of batch) {
+          await sql`savepoint unit`.execute(trx);
+          try {
+            const value = await unit.work(trx);
+            await sql`release savepoint unit`.execute(trx);
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            await sql`rollback to savepoint unit`.execute(trx);
+            await sql`release savepoint unit`.execute(trx);
+            outcomes.push({ ok: false, error, retry: isRetryable(error) && unit.attempts < MAX_ATTEMPTS });
           }
-        });
-        commits++;
-      } catch (error) {
-        // The commit itself failed: nothing of the batch is durable, so every unit fails.
-        for (const unit of batch) unit.reject(error);
-        continue;
-      }
-      batch.forEach((unit, i) => {
-        const o = outcomes[i]!;
-        if (o.ok) unit.resolve(o.value); else unit.reject(o.error);
+        }
       });
+      commits++;
+    } catch (error) {
+      // The commit itself failed: nothing of the batch is durable. Retry what may be retried.
+      for (const unit of batch) {
+        if (isRetryable(error) && unit.attempts < MAX_ATTEMPTS) { unit.attempts++; queue.push(unit); } else unit.reject(error);
+      }
+      return;
     }
-    running = false;
+    batch.forEach((unit, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) unit.resolve(o.value);
+      else if (o.retry) { unit.attempts++; queue.push(unit); }
+      else unit.reject(o.error);
+    });
+  }
+
+  async function worker(): Promise<void> {
+    try {
+      while (queue.length > 0) await runBatch();
+    } finally {
+      workers--;
+    }
+  }
+
+  function schedule(): void {
+    if (scheduled) return;
+    scheduled = true;
+    // Start on the next turn of the event loop, not now: concurrent requests still reading (auth,
+    // policy) finish those reads first and join this commit instead of the next.
+    setImmediate(() => {
+      scheduled = false;
+      while (workers < parallel && queue.length > 0) {
+        workers++;
+        void worker().then(() => { if (queue.length > 0) schedule(); });
+      }
+    });
   }
 
   return {
     get commits() { return commits; },
     run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
-        if (!running) {
-          // Start on the next turn of the event loop, not now: concurrent requests still reading
-          // (auth, policy) finish those reads first and join this commit instead of the next.
-          running = true;
-          setImmediate(() => void drain());
-        }
+        queue.push({ work, resolve: resolve as (v: unknown) => void, reject, attempts: 0 });
+        if (workers < parallel) schedule();
       });
     },
   };
