@@ -1,9 +1,11 @@
-// Group commit: concurrent units of work share one transaction and one fsync, instead of paying
-// one fsync each, without weakening durability: no unit's promise settles before the commit that
-// holds it is durable. Each unit runs in its own savepoint, so one unit's failure rolls back only
-// that unit. SQLite has one writer, so one batch runs at a time; PostgreSQL runs a few batches in
-// parallel on separate connections, and a unit that loses a deadlock or serialization conflict
-// against another batch (or another instance) is retried in a later batch, never failed.
+// Group commit: on SQLite, concurrent units of work share one transaction and one fsync instead
+// of paying one fsync each, without weakening durability: no unit's promise settles before the
+// commit that holds it is durable. Each unit runs in its own savepoint, so one unit's failure rolls
+// back only that unit. On PostgreSQL each unit has its own transaction on its own pooled
+// connection (the server groups WAL flushes of concurrent commits itself), and a unit that loses a
+// deadlock or serialization conflict is retried, never failed.
+// (Batching on PostgreSQL too was tried; under the execution benchmark batches stalled idle in
+// transaction, so it stays per-unit until that is understood: docs/decisions/0003.)
 import { sql } from 'kysely';
 import type { Store, Tx } from './store.ts';
 
@@ -20,9 +22,10 @@ const MAX_ATTEMPTS = 5;
 /** PostgreSQL's deadlock_detected and serialization_failure: the work is sound, the timing was not. */
 const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string } | null)?.code ?? '');
 
-export function createCommitter(store: Store, options: { maxBatch?: number; parallel?: number } = {}): Committer {
+export function createCommitter(store: Store, options: { maxBatch?: number } = {}): Committer {
+  if (store.dialect === 'postgres') return perUnit(store);
   const maxBatch = options.maxBatch ?? 256;
-  const parallel = options.parallel ?? (store.dialect === 'postgres' ? 4 : 1);
+  const parallel = 1;
   let queue: Unit[] = [];
   let workers = 0;
   let scheduled = false;
@@ -94,6 +97,24 @@ export function createCommitter(store: Store, options: { maxBatch?: number; para
         queue.push({ work, resolve: resolve as (v: unknown) => void, reject, attempts: 0 });
         if (workers < parallel) schedule();
       });
+    },
+  };
+}
+
+function perUnit(store: Store): Committer {
+  let commits = 0;
+  return {
+    get commits() { return commits; },
+    async run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const value = await store.transaction(work);
+          commits++;
+          return value;
+        } catch (error) {
+          if (!isRetryable(error) || attempt >= MAX_ATTEMPTS) throw error;
+        }
+      }
     },
   };
 }

@@ -18,8 +18,12 @@ for (const backend of backends()) {
       const rows = await ts.store.db.selectFrom('settings').select('key').where('key', 'like', 'k%').execute();
       assert.equal(rows.length, 49);
       assert.ok(!rows.some((r) => r.key === 'k17'), 'the failed unit left nothing');
-      // Fifty concurrent units share far fewer commits (and fsyncs) than fifty.
-      assert.ok(committer.commits < 50 && committer.commits >= 1, `commits: ${committer.commits}`);
+      if (backend.name === 'sqlite') {
+        // Fifty concurrent units share far fewer commits (and fsyncs) than fifty.
+        assert.ok(committer.commits < 50 && committer.commits >= 1, `commits: ${committer.commits}`);
+      } else {
+        assert.equal(committer.commits, 49);
+      }
     } finally { await ts.cleanup(); }
   });
 
