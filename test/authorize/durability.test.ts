@@ -3,20 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { databaseUrl, spawnGavel } from '../support/process.ts';
+import { databaseUrl, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { openStore } from '../../src/store/store.ts';
 
 for (const backend of backends()) {
   test(`kill -9 under load on ${backend.name}: every ALLOW received has its audit event`, async () => {
-    const svc = await startService(backend);
-    await activatePolicy(svc, ALLOW_PAYMENTS);
-    const agent = newAgent();
-    const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
-    const key = await svc.keyHeader([]);
-    await svc.close();
-    await svc.ts.store.close();
+    const { svc, agent, jws, key } = await prepareForChildren(backend);
 
     const gavel = await spawnGavel({ GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options) });
     const received: string[] = [];

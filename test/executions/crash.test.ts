@@ -5,9 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { databaseUrl, spawnGavel } from '../support/process.ts';
+import { databaseUrl, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { openStore } from '../../src/store/store.ts';
 import { STOPPED_NOTE } from '../../src/services/executions/recovery.ts';
@@ -16,13 +14,7 @@ for (const backend of backends()) {
   test(`kill -9 with 50 executions in flight on ${backend.name}: all UNKNOWN after restart, none sent twice`, async () => {
     const merchant = await startMerchant();
     const file = merchantsFile(merchant.url, 60_000);
-    const svc = await startService(backend, { merchantsFile: file });
-    await activatePolicy(svc, ALLOW_PAYMENTS);
-    const agent = newAgent();
-    const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
-    const key = await svc.keyHeader([]);
-    await svc.close();
-    await svc.ts.store.close();
+    const { svc, agent, jws, key } = await prepareForChildren(backend, { merchantsFile: file });
 
     const env = { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options), GAVEL_MERCHANTS_FILE: file };
     const nonces = Array.from({ length: 50 }, () => randomUUID());

@@ -4,9 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { databaseUrl, spawnGavel } from '../support/process.ts';
+import { prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { openStore } from '../../src/store/store.ts';
 
@@ -15,14 +13,8 @@ const backend = backends()[0]!;
 test('SIGTERM finishes in-flight requests, flushes their writes and exits 0', async () => {
   const merchant = await startMerchant({ slowMs: 800 });
   const file = merchantsFile(merchant.url, 10_000);
-  const svc = await startService(backend, { merchantsFile: file });
-  await activatePolicy(svc, ALLOW_PAYMENTS);
-  const agent = newAgent();
-  const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
-  const key = await svc.keyHeader([]);
-  await svc.close();
-  await svc.ts.store.close();
-  const gavel = await spawnGavel({ GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options), GAVEL_MERCHANTS_FILE: file });
+  const { svc, agent, jws, key, env } = await prepareForChildren(backend, { merchantsFile: file });
+  const gavel = await spawnGavel(env);
   try {
     const pending = Array.from({ length: 10 }, () => fetch(`${gavel.url}/v1/authorize`, {
       method: 'POST', headers: { ...key, 'content-type': 'application/json' },

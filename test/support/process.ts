@@ -41,3 +41,23 @@ export async function spawnGavel(env: Record<string, string | undefined>): Promi
     }),
   };
 }
+
+/**
+ * A project ready for `gavel serve` child processes: the 20-rule test policy active, one agent
+ * with a read permit, one API key. The in-process service is closed so that children own the store.
+ */
+export async function prepareForChildren(backend: import('./backends.ts').Backend, overrides: Partial<import('../../src/config/config.ts').Config> = {}) {
+  const { startService } = await import('./service.ts');
+  const { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } = await import('./authorize.ts');
+  const svc = await startService(backend, overrides);
+  await activatePolicy(svc, ALLOW_PAYMENTS);
+  const agent = newAgent();
+  const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+  const key = await svc.keyHeader([]);
+  await svc.close();
+  await svc.ts.store.close();
+  return {
+    svc, agent, jws, key,
+    env: { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options), ...(overrides.merchantsFile ? { GAVEL_MERCHANTS_FILE: overrides.merchantsFile } : {}) },
+  };
+}
