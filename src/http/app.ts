@@ -7,7 +7,8 @@ import cookie from '@fastify/cookie';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { newId } from '../lib/ids.ts';
 import type { AppDeps } from './deps.ts';
-import { installErrorHandling } from './errors.ts';
+import { installErrorHandling, sendProblem } from './errors.ts';
+import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { ProblemSchema } from './schemas/common.ts';
 import { routeGroups } from './routes.ts';
@@ -25,6 +26,18 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     genReqId: () => newId('req'),
     onProtoPoisoning: 'error',
     return503OnClosing: true,
+    // Path parameters carry DIDs of up to 512 characters (percent-encoded in the URL); the
+    // router's default limit of 100 would answer a valid agent DID with 414.
+    routerOptions: { maxParamLength: 2048 },
+    // Errors the router raises before any route or hook runs (a malformed percent-escape, an
+    // over-long parameter) are problems like every other refusal, with a request id.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const problem = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new Problem(414, 'uri_too_long', 'a path parameter is longer than this service accepts')
+        : new Problem(400, 'bad_url', 'the URL is not valid (a malformed percent-escape?)');
+      return sendProblem(reply, request, problem);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 

@@ -9,6 +9,7 @@ const KEYWORD_CODES: Record<string, string> = {
   minimum: 'too_small', maximum: 'too_large', exclusiveMinimum: 'too_small', exclusiveMaximum: 'too_large',
   maxItems: 'too_many', minItems: 'too_few', uniqueItems: 'duplicate', anyOf: 'no_alternative_matched',
   oneOf: 'no_alternative_matched', multipleOf: 'wrong_type', maxProperties: 'too_many', minProperties: 'too_few',
+  wellFormed: 'invalid_unicode',
 };
 
 interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string }

@@ -16,5 +16,50 @@ function make(coerceTypes: boolean): Ajv {
 const strictBodies = make(false);
 const textParts = make(true);
 
+const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * The pointer of the first string (member name or value) that is not well-formed Unicode (a lone
+ * surrogate, which JSON's `\ud800` escape can carry), or null. Such a string cannot be
+ * canonicalized (RFC 8785) for the audit log or hashed reliably, so it is refused as input.
+ * Iterative, so a deeply nested body cannot exhaust the stack.
+ */
+export function illFormedString(value: unknown): string | null {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length > 0) {
+    const [v, pointer] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return pointer;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${pointer}/${i}`]);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, inner] of Object.entries(v)) {
+        const at = `${pointer}/${escapePointer(k)}`;
+        if (!k.isWellFormed()) return at;
+        stack.push([inner, at]);
+      }
+    }
+  }
+  return null;
+}
+
+type Validate = ((data: unknown) => boolean) & { errors?: unknown[] | null };
+
+function wellFormedBodies(validate: Validate): Validate {
+  const wrapped: Validate = (data: unknown) => {
+    const pointer = illFormedString(data);
+    if (pointer !== null) {
+      wrapped.errors = [{ keyword: 'wellFormed', instancePath: pointer, params: {}, message: 'is not well-formed Unicode (lone surrogate)' }];
+      return false;
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors ?? null;
+    return ok;
+  };
+  return wrapped;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? strictBodies : textParts).compile(schema as object) as never;
+  (httpPart === 'body'
+    ? wellFormedBodies(strictBodies.compile(schema as object) as Validate)
+    : textParts.compile(schema as object)) as never;

@@ -4,14 +4,20 @@ import { Type } from 'typebox';
 import type { Role } from '../../domain/access/roles.ts';
 import { listApiKeys, mintApiKey, revokeApiKey } from '../../services/identity/api-keys.ts';
 import { consoleAuth } from '../auth/session.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { decodeCursor, page } from '../paging.ts';
+import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
 
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/api-keys', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView) }), ...errorResponses() } },
-  }, async (request) => ({ api_keys: await listApiKeys(app.gavel.store.db, request.auth!.projectId) }));
+    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+  }, async (request) => {
+    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
+    const rows = await listApiKeys(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeCursor(cursor) });
+    const { items, next_cursor } = page(rows, limit);
+    return { api_keys: items, next_cursor };
+  });
 
   app.post('/v1/console/projects/:projectId/api-keys', {
     preValidation: consoleAuth(['ADMIN']),

@@ -5,11 +5,13 @@ import type { Role } from '../../domain/access/roles.ts';
 import { addMember, grantRole, listMembers, listMemberships, revokeMember, revokeRole } from '../../services/identity/members.ts';
 import { consoleAuth } from '../auth/session.ts';
 import { invalidRequest } from '../problem.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
+import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Member, Name, PrincipalId, RoleList, RoleSchema } from './schemas.ts';
 
 const MemberParams = Type.Object({ projectId: ProjectParams.properties.projectId, principalId: PrincipalId }, { additionalProperties: false });
 const RoleParams = Type.Object({ projectId: ProjectParams.properties.projectId, principalId: PrincipalId, role: RoleSchema }, { additionalProperties: false });
+const NextCursor = Type.Union([Type.String(), Type.Null()], { description: 'cursor of the next page; null on the last' });
 const Changed = Type.Object({ member: Member, changed: Type.Boolean({ description: 'false when the role was already in the requested state' }) });
 
 export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
@@ -17,22 +19,34 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/v1/console/projects/:projectId/members', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'Current members and their roles', params: ProjectParams, response: { 200: Type.Object({ members: Type.Array(Member) }), ...errorResponses() } },
-  }, async (request) => ({ members: await listMembers(app.gavel.store.db, request.auth!.projectId) }));
+    schema: { tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses() } },
+  }, async (request) => {
+    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
+    const rows = await listMembers(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor) });
+    const members = rows.slice(0, limit);
+    const last = members[members.length - 1];
+    return { members, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.member_since}~${last.principal_id}`) : null };
+  });
 
   app.get('/v1/console/projects/:projectId/memberships', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
-      tags: ['console'], summary: 'Membership records, current and ended, newest first', params: ProjectParams,
+      tags: ['console'], summary: 'Membership records, current and ended, newest first', params: ProjectParams, querystring: PageQuery,
       response: {
         200: Type.Object({ memberships: Type.Array(Type.Object({
           principal_id: Type.String(), kind: Type.String(), name: Type.String(), created_at: Type.String(),
           created_by: Type.Union([Type.String(), Type.Null()]), revoked_at: Type.Union([Type.String(), Type.Null()]), active: Type.Boolean(),
-        })) }),
+        })), next_cursor: NextCursor }),
         ...errorResponses(),
       },
     },
-  }, async (request) => ({ memberships: await listMemberships(app.gavel.store.db, request.auth!.projectId) }));
+  }, async (request) => {
+    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
+    const rows = await listMemberships(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor) });
+    const memberships = rows.slice(0, limit);
+    const last = memberships[memberships.length - 1];
+    return { memberships, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.principal_id}`) : null };
+  });
 
   app.post('/v1/console/projects/:projectId/members', {
     preValidation: consoleAuth(['ADMIN']),

@@ -35,9 +35,12 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
 export interface KeyView { id: string; name: string; principal_id: string; roles: Role[]; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null }
 
 /** Every key of the project, newest first; never the secret (only its hash is stored). */
-export async function listApiKeys(db: Db, projectId: string): Promise<KeyView[]> {
-  const rows = await db.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by'])
-    .where('project_id', '=', projectId).orderBy('id', 'desc').execute();
+/** A page of the project's keys, newest first; `before` is the id of the last key of the previous page. */
+export async function listApiKeys(db: Db, projectId: string, options: { limit: number; before?: string | undefined }): Promise<KeyView[]> {
+  let query = db.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by'])
+    .where('project_id', '=', projectId);
+  if (options.before !== undefined) query = query.where('id', '<', options.before);
+  const rows = await query.orderBy('id', 'desc').limit(options.limit).execute();
   return rows.map((r) => ({ ...r, roles: (JSON.parse(r.roles) as unknown[]).filter(isRole) }));
 }
 

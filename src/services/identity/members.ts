@@ -129,19 +129,32 @@ export async function revokeRole(store: Store, input: { projectId: string; princ
   });
 }
 
-export async function listMembers(db: Db, projectId: string): Promise<MemberView[]> {
-  const rows = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
-    .select(['p.id', 'p.kind', 'p.name', 'm.created_at']).where('m.project_id', '=', projectId).where('m.revoked_at', 'is', null).orderBy('p.id').execute();
-  const grants = await db.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', projectId).execute();
+/** A page of current members, newest membership first; `before` is the last row's `created_at~principal_id`. */
+export async function listMembers(db: Db, projectId: string, options: { limit: number; before?: string | undefined }): Promise<MemberView[]> {
+  let query = db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['p.id', 'p.kind', 'p.name', 'm.created_at']).where('m.project_id', '=', projectId).where('m.revoked_at', 'is', null);
+  if (options.before !== undefined) {
+    const [at = '', id = ''] = options.before.split('~');
+    query = query.where((eb) => eb.or([eb('m.created_at', '<', at), eb.and([eb('m.created_at', '=', at), eb('p.id', '<', id)])]));
+  }
+  const rows = await query.orderBy('m.created_at', 'desc').orderBy('p.id', 'desc').limit(options.limit).execute();
+  const ids = rows.map((r) => r.id);
+  const grants = ids.length === 0 ? [] : await db.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', projectId).where('principal_id', 'in', ids).execute();
   return rows.map((r) => ({
     principal_id: r.id, kind: r.kind, name: r.name, member_since: r.created_at,
     roles: grants.filter((g) => g.principal_id === r.id).map((g) => g.role).filter(isRole).sort(),
   }));
 }
 
-export async function listMemberships(db: Db, projectId: string) {
-  const rows = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
-    .select(['p.id', 'p.kind', 'p.name', 'm.created_at', 'm.created_by', 'm.revoked_at']).where('m.project_id', '=', projectId).orderBy('m.created_at', 'desc').orderBy('p.id', 'desc').execute();
+/** A page of membership records, current and ended, newest first; `before` as for listMembers. */
+export async function listMemberships(db: Db, projectId: string, options: { limit: number; before?: string | undefined }) {
+  let query = db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
+    .select(['p.id', 'p.kind', 'p.name', 'm.created_at', 'm.created_by', 'm.revoked_at']).where('m.project_id', '=', projectId);
+  if (options.before !== undefined) {
+    const [at = '', id = ''] = options.before.split('~');
+    query = query.where((eb) => eb.or([eb('m.created_at', '<', at), eb.and([eb('m.created_at', '=', at), eb('p.id', '<', id)])]));
+  }
+  const rows = await query.orderBy('m.created_at', 'desc').orderBy('p.id', 'desc').limit(options.limit).execute();
   return rows.map((r) => ({ principal_id: r.id, kind: r.kind, name: r.name, created_at: r.created_at, created_by: r.created_by, revoked_at: r.revoked_at, active: r.revoked_at === null }));
 }
 

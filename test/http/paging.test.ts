@@ -1,0 +1,65 @@
+// List routes page as DESIGN.md says: opaque `cursor`, `limit` default 50 and at most 500, newest
+// first. Walking the pages with a small limit gives exactly the full list, in the same order.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+
+interface ListRoute { path: string; member: string; id: (item: any) => string; newest: (item: any) => string }
+
+describe('paging of list routes', () => {
+  const backend = backends()[0]!;
+  let svc: TestService;
+  let admin: ConsoleMember;
+  let routes: ListRoute[];
+
+  before(async () => {
+    svc = await startService(backend);
+    admin = await consoleMember(svc, ['ADMIN', 'AUDITOR']);
+    // 55 members, each with a key: more than one default page of members, memberships and keys.
+    for (let i = 0; i < 54; i++) await svc.member(['AUDITOR']);
+    const P = `/v1/console/projects/${svc.projectId}`;
+    routes = [
+      { path: `${P}/members`, member: 'members', id: (m) => m.principal_id, newest: (m) => `${m.member_since}~${m.principal_id}` },
+      { path: `${P}/memberships`, member: 'memberships', id: (m) => m.principal_id, newest: (m) => `${m.created_at}~${m.principal_id}` },
+      { path: `${P}/api-keys`, member: 'api_keys', id: (k) => k.id, newest: (k) => k.id },
+    ];
+  });
+  after(async () => { await svc.stop(); });
+
+  const get = async (url: string) => svc.app.inject({ method: 'GET', url, headers: admin.get });
+
+  test('default 50, limit 1-500, pages newest first that add up to the whole list', async () => {
+    for (const route of routes) {
+      const first = await get(route.path);
+      assert.equal(first.statusCode, 200, `${route.path}: ${first.body}`);
+      assert.equal(first.json()[route.member].length, 50, `${route.path} pages 50 by default`);
+      assert.equal(typeof first.json().next_cursor, 'string', `${route.path} has a next page`);
+
+      const all = (await get(`${route.path}?limit=500`)).json();
+      assert.ok(all[route.member].length > 50);
+      assert.equal(all.next_cursor, null);
+      const keys = all[route.member].map(route.newest);
+      assert.deepEqual(keys, [...keys].sort().reverse(), `${route.path} is newest first`);
+
+      const walked: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await get(`${route.path}?limit=7${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        assert.equal(res.statusCode, 200);
+        const body = res.json();
+        assert.ok(body[route.member].length <= 7);
+        walked.push(...body[route.member].map(route.id));
+        cursor = body.next_cursor;
+      } while (cursor);
+      assert.deepEqual(walked, all[route.member].map(route.id), `${route.path}: pages add up to the list`);
+
+      for (const bad of ['limit=0', 'limit=501', 'limit=abc', 'cursor=nonsense']) {
+        const res = await get(`${route.path}?${bad}`);
+        assert.equal(res.statusCode, 400, `${route.path}?${bad}`);
+        assert.equal(res.json().code, 'invalid_request');
+      }
+    }
+  });
+});
