@@ -25,7 +25,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: () => newId('req'),
     onProtoPoisoning: 'error',
-    return503OnClosing: true,
+    // Requests that arrive while closing get a problem+json 503 from the hook below instead.
+    return503OnClosing: false,
     // Path parameters carry DIDs of up to 512 characters (percent-encoded in the URL); the
     // router's default limit of 100 would answer a valid agent DID with 414.
     routerOptions: { maxParamLength: 2048 },
@@ -43,8 +44,14 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
 
   app.decorate('gavel', deps);
   app.decorateRequest('auth', null);
+  let closing = false;
+  app.addHook('preClose', async () => { closing = true; });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      return sendProblem(reply, request, new Problem(503, 'shutting_down', 'the service is shutting down; retry against another instance', { headers: { 'retry-after': '1' } }));
+    }
   });
 
   const patterns: { method: string; regex: RegExp }[] = [];

@@ -167,6 +167,26 @@ for (const backend of backends()) {
       assert.equal(usage.uses, 3);
     });
 
+    test('a REQUIRE_APPROVAL the remaining budget could not cover is DENY, and spends nothing', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws, commitment } = await issue(svc, agent.did, { ...PAY, budget: { minor: 30_000, currency: 'EUR' } });
+      const big = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 20_000, currency: 'EUR' } };
+      const first = (await authorize(big)).json();
+      assert.equal(first.decision, 'REQUIRE_APPROVAL', 'it fits the budget: a person is asked');
+      const over = (await authorize({ ...big, amount: { minor: 40_000, currency: 'EUR' } })).json();
+      assert.equal(over.decision, 'DENY');
+      assert.match(over.detail, /amount_exceeds_budget|budget_exhausted/);
+      // Spend most of the budget, then a REQUIRE_APPROVAL that no longer fits is denied.
+      for (let i = 0; i < 2; i++) assert.equal((await authorize({ ...big, amount: { minor: 9_000, currency: 'EUR' } })).json().decision, 'ALLOW');
+      const late = (await authorize(big)).json();
+      assert.equal(late.decision, 'DENY');
+      assert.match(late.detail, /budget_exhausted/);
+      const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+      assert.equal(usage.spent_minor, 18_000, 'checks made for REQUIRE_APPROVAL spent nothing');
+      assert.equal(usage.uses, 2);
+    });
+
     test('bad requests are refused with precise codes before any decision', async () => {
       const agent = newAgent();
       const base = { agent: agent.did, permit: 'x', action: 'read', resource: 'resource://docs/a' };

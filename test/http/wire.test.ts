@@ -74,6 +74,16 @@ describe('wire conventions', () => {
     assert.deepEqual((await svc.app.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'ready' });
   });
 
+  test('requests that arrive while the service closes get a problem+json 503', async () => {
+    const other = await startService(backend);
+    const closing = other.app.close();
+    const res = await other.app.inject({ method: 'GET', url: '/healthz' });
+    assertProblem(res, 503, 'shutting_down');
+    assert.equal(res.headers.connection, 'close');
+    await closing;
+    await other.stop();
+  });
+
   test('readyz answers 503 when the database does not', async () => {
     const other = await startService(backend);
     await other.ts.store.close();

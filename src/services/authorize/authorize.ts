@@ -135,8 +135,10 @@ export class Authorizer {
         }
       }
 
-      if (combined.decision === 'ALLOW' && permit) {
-        const spent = await spendLimits(trx, projectId, liveLimits(permit).counters, input.amount);
+      if (combined.decision !== 'DENY' && permit) {
+        // An ALLOW spends; a REQUIRE_APPROVAL only checks that the spend would fit, so no person is
+        // asked to approve what the permit's remaining budget or uses would deny anyway.
+        const spent = await spendLimits(trx, projectId, liveLimits(permit).counters, input.amount, combined.decision !== 'ALLOW');
         if (!spent.ok) combined = { decision: 'DENY', reason_code: DECISION_REASONS.permitInvalid, detail: spent.detail };
       }
       if (consumed) {

@@ -8,7 +8,8 @@ import type { Tx } from '../../store/store.ts';
 
 export type SpendResult = { ok: true } | { ok: false; detail: string };
 
-export async function spendLimits(trx: Tx, projectId: string, counters: LiveCounter[], amount: Money | undefined): Promise<SpendResult> {
+/** With `dryRun`, checks that the spend would fit and changes nothing. */
+export async function spendLimits(trx: Tx, projectId: string, counters: LiveCounter[], amount: Money | undefined, dryRun = false): Promise<SpendResult> {
   if (counters.length === 0) return { ok: true };
   await sql`savepoint spend`.execute(trx);
   for (const c of counters) {
@@ -28,6 +29,7 @@ export async function spendLimits(trx: Tx, projectId: string, counters: LiveCoun
       return { ok: false, detail: c.budget && minor > 0 ? `${what} has not enough budget left for this amount (budget_exhausted)` : `${what} has no uses left (uses_exhausted)` };
     }
   }
+  if (dryRun) await sql`rollback to savepoint spend`.execute(trx);
   await sql`release savepoint spend`.execute(trx);
   return { ok: true };
 }
