@@ -13,7 +13,7 @@ import { blob, ensureLogState, eventRecord, fromBlob, readNodes } from './log.ts
 
 // Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
 // on the thread that answers requests, so a large one shows up as a latency spike.
-export const DEFAULT_BATCH = 256;
+export const DEFAULT_BATCH = 64;
 
 export interface SequencedBatch {
   /** Events integrated by this batch. */
@@ -66,7 +66,7 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 /** Sequences until nothing waits (or `maxBatches` batches ran); returns the events integrated. */
 export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date } = {}): Promise<number> {
   let total = 0;
-  for (let i = 0; i < (options.maxBatches ?? 400); i++) {
+  for (let i = 0; i < (options.maxBatches ?? 1600); i++) {
     const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now);
     total += b.count;
     if (b.count < (options.batch ?? DEFAULT_BATCH)) break;
