@@ -25,13 +25,14 @@ async function measure(name: string, project: Project, baseline: Load) {
     await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
     const max = await load(opts);
     const half = await load({ ...opts, overallRate: Math.max(1, Math.floor(max.rps / 2)) });
+    const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
     let n = 0;
     const requests = [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...plain, execution: { merchant: 'shop', operation: 'ok', payload: { n }, nonce: `bench-${process.pid}-${n++}` } }) }) }];
     await load({ ...opts, duration: 2, requests: requests as never });
     const exec = await load({ ...opts, requests: requests as never });
-    const rss = rssMb(gavel.child.pid!);
+    const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * 20; // per request, at 20 connections
     return { rows: [
       { name: `${name}: authorize, max`, load: max, baseline },
@@ -53,7 +54,7 @@ try {
   const notes: string[] = [];
   const sqlite = await measure('SQLite', await prepareProject(), base);
   rows.push(...sqlite.rows);
-  notes.push(sqlite.note, `SQLite server RSS after load: ${sqlite.rss.toFixed(0)} MB`);
+  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`);
   if (await pgAvailable()) {
     const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_URL });
@@ -62,7 +63,7 @@ try {
     try {
       const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base);
       rows.push(...pgr.rows);
-      notes.push(pgr.note, `PostgreSQL server RSS after load: ${pgr.rss.toFixed(0)} MB`);
+      notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`);
     } finally {
       await admin.query(`drop schema ${schema} cascade`);
       await admin.end();
