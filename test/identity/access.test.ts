@@ -175,6 +175,20 @@ for (const backend of backends()) {
       const key = await post(`${P}/api-keys`, { name: 'k', roles: ['ADMIN', 'POLICY_AUTHOR'] });
       assert.equal(key.json().code, 'role_not_held');
       assert.deepEqual(await rolesOf(admin.principalId), ['ADMIN']);
+      // Nor by minting a POLICY_AUTHOR key for someone else: the minter would hold its secret.
+      const author = await consoleMember(svc, ['POLICY_AUTHOR']);
+      const forOther = await post(`${P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'], principal_id: author.principalId });
+      assert.equal(forOther.statusCode, 403);
+      assert.equal(forOther.json().code, 'separation_of_duties');
+      // The author mints its own; a non-ADMIN cannot mint for another principal.
+      const own = await post(`${P}/api-keys`, { name: 'mine', roles: ['POLICY_AUTHOR'] }, author.post);
+      assert.equal(own.statusCode, 201, own.body);
+      assert.equal(own.json().principal_id, author.principalId);
+      const activate = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/policy/versions`, headers: { authorization: `Bearer ${own.json().secret}` } });
+      assert.equal(activate.statusCode, 200);
+      const notMine = await post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: admin.principalId }, author.post);
+      assert.equal(notMine.statusCode, 403);
+      assert.equal(notMine.json().code, 'forbidden');
       // With the exclusion lifted, the grant is allowed and audited; putting it back is refused while held.
       const adminKey = await svc.keyHeader(['ADMIN']);
       const sodUrl = `/v1/projects/${svc.projectId}/sod`;

@@ -4,6 +4,9 @@ import { Type } from 'typebox';
 import type { Role } from '../../domain/access/roles.ts';
 import { listApiKeys, mintApiKey, revokeApiKey } from '../../services/identity/api-keys.ts';
 import { consoleAuth } from '../auth/session.ts';
+import { forbidden, Problem } from '../problem.ts';
+import { sodConflict } from '../../domain/access/sod.ts';
+import { getSod } from '../../services/identity/sod.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
@@ -20,10 +23,11 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/console/projects/:projectId/api-keys', {
-    preValidation: consoleAuth(['ADMIN']),
+    // Any member may mint a key for itself (with roles it holds); only ADMIN may mint for another.
+    preValidation: consoleAuth([]),
     schema: {
       tags: ['console'], summary: 'Mints an API key; the secret is in this response only and is never shown again',
-      description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request.',
+      description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself; only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
       params: ProjectParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
       response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses() },
@@ -32,6 +36,15 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     const auth = request.auth!;
     const body = request.body as { name: string; roles: Role[]; principal_id?: string };
     const principalId = body.principal_id ?? auth.principalId;
+    if (principalId !== auth.principalId) {
+      if (!auth.roles.has('ADMIN')) throw forbidden('only ADMIN may mint an API key for another principal; you may mint one for yourself');
+      // Whoever mints a key holds its secret: minting must not hand the minter a role SoD keeps apart from its own.
+      const sod = await getSod(app.gavel.store.db, auth.projectId);
+      for (const role of body.roles) {
+        const clash = sodConflict(sod, auth.roles, role);
+        if (clash) throw new Problem(403, 'separation_of_duties', `separation of duties keeps ${clash[0]} and ${clash[1]} apart and you hold one of them: whoever mints a key holds its secret, so a key carrying ${role} must be minted by its holder`);
+      }
+    }
     const at = app.gavel.clock.now();
     const key = await app.gavel.store.transaction((trx) => mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at }));
     reply.header('cache-control', 'no-store');
