@@ -61,6 +61,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     if (!route.schema?.response && !methods.every((m) => m === 'HEAD')) {
       throw new Error(`route ${methods.join(',')} ${route.url} has no response schema; every route needs one`);
     }
+    // The OpenAPI document states how each route authenticates, from the plane it belongs to.
+    if (route.schema && !route.schema.security) {
+      const publicRoute = ['/v1/console/login', '/v1/console/register'].includes(route.url) || !route.url.startsWith('/v1/');
+      if (!publicRoute) route.schema.security = [route.url.startsWith('/v1/console/') ? { session: [] } : { apiKey: [] }];
+    }
     const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '/?$');
     for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });
   });
@@ -83,7 +88,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key minted in the console (gvl_…)' },
-          session: { type: 'apiKey', in: 'cookie', name: 'gavel_session' },
+          session: { type: 'apiKey', in: 'cookie', name: 'gavel_session', description: 'Session cookie from POST /v1/console/login (__Host-gavel_session over TLS); every mutation also needs the x-csrf-token header' },
         },
       },
     },

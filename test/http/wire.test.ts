@@ -60,6 +60,14 @@ describe('wire conventions', () => {
       }
     }
     assert.ok(ops.some((o) => o.path === '/healthz'));
+    // Every /v1 route but login and register states how it authenticates.
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      if (!path.startsWith('/v1/') || ['/v1/console/login', '/v1/console/register'].includes(path)) continue;
+      for (const [method, op] of Object.entries<any>(item)) {
+        const scheme = path.startsWith('/v1/console/') ? 'session' : 'apiKey';
+        assert.ok(op.security?.some((s: Record<string, unknown>) => scheme in s), `${method} ${path} declares ${scheme} security`);
+      }
+    }
   });
 
   test('every response carries an x-request-id, and problems repeat it', async () => {
