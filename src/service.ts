@@ -59,7 +59,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const app = await buildApp(deps, options);
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
-    witnessUrl: config.witnessUrl, now: () => deps.clock.now(),
+    witnessUrl: config.witnessUrl, now: () => deps.clock.now(), run: (work) => committer.run(work),
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
   });
   let closing: Promise<void> | undefined;

@@ -8,7 +8,7 @@ import type { Database } from '../../store/schema/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import { checkpointIfDue, witnessLatest, type CheckpointPolicy, type WitnessOutcome } from './checkpointer.ts';
-import { sequencePending } from './sequencer.ts';
+import { sequencePending, type RunInTransaction } from './sequencer.ts';
 
 export interface AuditLogOptions extends CheckpointPolicy {
   /** Pause between ticks. */
@@ -17,6 +17,9 @@ export interface AuditLogOptions extends CheckpointPolicy {
   witnessTimeoutMs?: number;
   now?: () => Date;
   onError?: (err: unknown) => void;
+  /** Runs each sequencing batch in a transaction; the service passes its group committer so that
+   * on SQLite the log's writes share the decisions' commits (and fsyncs). */
+  run?: RunInTransaction;
 }
 
 export interface TickResult {
@@ -79,7 +82,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   const once = async (force: boolean): Promise<TickResult> => {
     const leader = leadership ? await leadership.ensure() : true;
     if (!leader) return { leader, sequenced: 0, checkpoint: undefined, witness: undefined };
-    const sequenced = await sequencePending(store, { now: now() });
+    const sequenced = await sequencePending(store, { now: now(), ...(options.run ? { run: options.run } : {}) });
     const cp = await checkpointIfDue(store, signer, now(), options, force);
     const witness = await witnessLatest(store, options.witnessUrl, now(), options.witnessTimeoutMs);
     return { leader, sequenced, checkpoint: cp?.size, witness };

@@ -29,10 +29,13 @@ async function lockState(trx: Tx, store: Store): Promise<{ size: number; root: U
   return { size: Number(row.size), root: fromBlob(row.root) };
 }
 
+/** How a batch gets its transaction: by default its own; the service passes its group committer. */
+export type RunInTransaction = <T>(work: (trx: Tx) => Promise<T>) => Promise<T>;
+
 /** Sequences up to `max` waiting events in one transaction; count 0 when none wait. */
-export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date()): Promise<SequencedBatch> {
+export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date(), run: RunInTransaction = (w) => store.transaction(w)): Promise<SequencedBatch> {
   await ensureLogState(store);
-  return store.transaction(async (trx) => {
+  return run(async (trx) => {
     const state = await lockState(trx, store);
     // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
     const events = await trx.selectFrom('audit_events')
@@ -52,9 +55,10 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
         from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
         where a.id = u.id and a.leaf_index is null`.execute(trx);
     } else {
-      for (let i = 0; i < events.length; i++) {
-        await trx.updateTable('audit_events').set({ leaf_index: state.size + i }).where('id', '=', (events[i] as { id: string }).id).execute();
-      }
+      // One statement for the whole batch (UPDATE … FROM, SQLite 3.33+), not one per event.
+      const indexes = JSON.stringify(Object.fromEntries(events.map((e, i) => [e.id, state.size + i])));
+      await sql`update audit_events set leaf_index = j.value from json_each(${indexes}) as j
+        where audit_events.id = j.key and audit_events.leaf_index is null`.execute(trx);
     }
     await trx.updateTable('audit_log_state')
       .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
@@ -64,10 +68,10 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 }
 
 /** Sequences until nothing waits (or `maxBatches` batches ran); returns the events integrated. */
-export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date } = {}): Promise<number> {
+export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date; run?: RunInTransaction } = {}): Promise<number> {
   let total = 0;
   for (let i = 0; i < (options.maxBatches ?? 1600); i++) {
-    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now);
+    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now, options.run);
     total += b.count;
     if (b.count < (options.batch ?? DEFAULT_BATCH)) break;
     await new Promise((resolve) => setImmediate(resolve));
