@@ -15,11 +15,20 @@ export function databaseUrl(options: StoreOptions): string | undefined {
   return u.toString();
 }
 
+// Children never keep a test file's process alive (a failed test must not hang the run), and
+// whatever is still running when the file's process exits is killed with it.
+const children = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
 export async function spawnGavel(env: Record<string, string | undefined>): Promise<GavelProcess> {
   const child = spawn(process.execPath, [MAIN, 'serve'], {
     env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: process.env.GAVEL_TEST_CHILD_LOG ?? 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  child.unref();
+  for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; if (process.env.GAVEL_TEST_CHILD_LOG) process.stderr.write(d); });
   const rl = createInterface({ input: child.stdout! });
