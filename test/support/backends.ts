@@ -26,23 +26,34 @@ export interface Backend {
 const pgUrl = process.env.GAVEL_TEST_DATABASE_URL;
 const requirePg = process.env.GAVEL_TEST_REQUIRE_POSTGRES === '1';
 
+/** A migrated store in a fresh data directory; `dropDatabase` removes whatever lives outside it. */
+async function openTestStore(options: StoreOptions, dataDir: string, migrate: boolean, dropDatabase: () => Promise<void> = async () => {}): Promise<TestStore> {
+  const store = openStore(options);
+  if (migrate) await migrateToLatest(store);
+  const extra: Store[] = [];
+  return {
+    store, options, dataDir,
+    reopen() { const s = openStore(options); extra.push(s); return s; },
+    async cleanup() {
+      for (const s of extra) await s.close();
+      await store.close();
+      await dropDatabase();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function pgQuery(url: string, text: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try { await c.query(text); } finally { await c.end(); }
+}
+
 const sqlite: Backend = {
   name: 'sqlite',
   async open({ migrate = true } = {}) {
     const dataDir = mkdtempSync(join(tmpdir(), 'gavel-test-'));
-    const options: StoreOptions = { kind: 'sqlite', file: join(dataDir, 'gavel.db') };
-    const store = openStore(options);
-    if (migrate) await migrateToLatest(store);
-    const extra: Store[] = [];
-    return {
-      store, options, dataDir,
-      reopen() { const s = openStore(options); extra.push(s); return s; },
-      async cleanup() {
-        for (const s of extra) await s.close();
-        await store.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      },
-    };
+    return openTestStore({ kind: 'sqlite', file: join(dataDir, 'gavel.db') }, dataDir, migrate);
   },
 };
 
@@ -50,28 +61,9 @@ const postgres = (url: string): Backend => ({
   name: 'postgres',
   async open({ migrate = true } = {}) {
     const schema = `gavel_t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    await admin.end();
+    await pgQuery(url, `create schema ${schema}`);
     const dataDir = mkdtempSync(join(tmpdir(), 'gavel-test-'));
-    const options: StoreOptions = { kind: 'postgres', url, schema };
-    const store = openStore(options);
-    if (migrate) await migrateToLatest(store);
-    const extra: Store[] = [];
-    return {
-      store, options, dataDir,
-      reopen() { const s = openStore(options); extra.push(s); return s; },
-      async cleanup() {
-        for (const s of extra) await s.close();
-        await store.close();
-        const c = new pg.Client({ connectionString: url });
-        await c.connect();
-        await c.query(`drop schema ${schema} cascade`);
-        await c.end();
-        rmSync(dataDir, { recursive: true, force: true });
-      },
-    };
+    return openTestStore({ kind: 'postgres', url, schema }, dataDir, migrate, () => pgQuery(url, `drop schema ${schema} cascade`));
   },
 });
 

@@ -3,15 +3,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
+import { listObligationsPage } from '../machine/approvals.ts';
 import { forbidden } from '../problem.ts';
-import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import {
   ApprovalKeyParams, ApprovalKeyView, ApprovalParams, ObligationList, ObligationListQuery, ObligationView, PrincipalParams, RegisterApprovalKeyBody,
 } from '../schemas/approvals.ts';
-import { getObligation, listObligations } from '../../services/approvals/approvals.ts';
+import { getObligation } from '../../services/approvals/approvals.ts';
 import { listApprovalKeys, registerApprovalKey, retireApprovalKey } from '../../services/approvals/keys.ts';
-import type { ApprovalStatus } from '../../domain/approval/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 
 const VIEWERS: Role[] = ['ADMIN', 'AUDITOR', 'APPROVER'];
@@ -31,14 +30,7 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
     schema: { tags, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
       querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
     preValidation: consoleAuth(VIEWERS),
-  }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
-    const limit = q.limit ? Number(q.limit) : 50;
-    const before = decodeCursor(q.cursor);
-    const rows = await listObligations(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, app.gavel.clock.now());
-    const { items, next_cursor } = page(rows, limit);
-    return { approvals: items, next_cursor };
-  });
+  }, (request) => listObligationsPage(request));
 
   app.get(`${C}/approvals/:approvalId`, {
     schema: { tags, summary: 'One approval request with its approval, by approval request id (apr_) or approval id (apv_)', params: ApprovalParams,

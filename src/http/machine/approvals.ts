@@ -1,7 +1,7 @@
 // Approvals on the machine plane (spec 4.2; docs/approvals.md). Any key of the project may call
 // them: reading shows what awaits a person; recording needs no role because the signature is the
 // credential (a live approval key of a current APPROVER); withdrawing only takes authority away.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { machineAuth } from '../auth/api-key.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
@@ -17,14 +17,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
     schema: { tags, security, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
       querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
     preValidation: machineAuth(),
-  }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
-    const limit = q.limit ? Number(q.limit) : 50;
-    const before = decodeCursor(q.cursor);
-    const rows = await listObligations(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, app.gavel.clock.now());
-    const { items, next_cursor } = page(rows, limit);
-    return { approvals: items, next_cursor };
-  });
+  }, (request) => listObligationsPage(request));
 
   app.post('/v1/projects/:projectId/approvals', {
     schema: { tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
@@ -46,4 +39,15 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
     const a = request.auth!;
     return revokeApproval(app.gavel.store, { projectId: a.projectId, approvalRequestId: body.approval_request_id, ...(body.reason ? { reason: body.reason } : {}), actor: a.actor }, app.gavel.clock.now());
   });
+}
+
+/** The obligations page both planes serve (`GET …/approvals`), newest first. */
+export async function listObligationsPage(request: FastifyRequest): Promise<{ approvals: unknown[]; next_cursor: string | null }> {
+  const { gavel } = request.server;
+  const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
+  const limit = q.limit ? Number(q.limit) : 50;
+  const before = decodeCursor(q.cursor);
+  const rows = await listObligations(gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, gavel.clock.now());
+  const { items, next_cursor } = page(rows, limit);
+  return { approvals: items, next_cursor };
 }

@@ -5,6 +5,7 @@ import { LEAF_VERSION, type AuditEventRecord } from '../../domain/auditlog/leaf.
 import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
+import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity, readNodes } from './log.ts';
@@ -18,15 +19,8 @@ export interface AuditLogDeps {
   retryAfterSeconds: number;
 }
 
-export interface AuditEventRow {
-  id: string;
-  project_id: string;
-  kind: string;
-  actor: string;
-  created_at: string;
-  data: string;
-  leaf_index: number | null;
-}
+/** An audit event as stored, less the insertion hint `seq`. */
+export type AuditEventRow = Omit<AuditEventsTable, 'seq'>;
 
 export interface AuditProof {
   audit_event_id: string;
