@@ -11,6 +11,9 @@ import type { Signer } from './signer/signer.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
+import { localWriter } from './services/writer/writer.ts';
+import { threadWriter } from './services/writer/thread.ts';
+import { procedures, type GavelWriter } from './services/writer/procedures.ts';
 import { Authorizer } from './services/authorize/authorize.ts';
 import { loadMerchants, type MerchantRegistry } from './merchants/config.ts';
 import { Executions } from './services/executions/executions.ts';
@@ -22,6 +25,12 @@ export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
     ? { kind: 'postgres', url: config.databaseUrl }
     : { kind: 'sqlite', file: join(config.dataDir, 'gavel.db') };
+}
+
+/** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
+function createWriter(store: Store): GavelWriter {
+  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file });
+  return localWriter(createCommitter(store), procedures, { dialect: store.dialect });
 }
 
 export interface Service {
@@ -46,20 +55,20 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const store = options.store ?? openStore(storeOptions(config));
   await migrateToLatest(store);
   const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
-  const committer = createCommitter(store);
-  const authorizer = new Authorizer({ store, signer, committer });
+  const writer = createWriter(store);
+  const authorizer = new Authorizer({ store, signer, writer });
   const clock = options.clock ?? systemClock;
   // Executions left in flight by a dead process become UNKNOWN before this one serves.
   const instanceId = randomUUID();
   const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now() });
   await keeper.start();
-  const executions = new Executions({ store, committer, merchants, instanceId, now: () => clock.now() });
-  const deps: AppDeps = { config, store, signer, clock, committer, authorizer, merchants, executions };
+  const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now() });
+  const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
-    witnessUrl: config.witnessUrl, now: () => deps.clock.now(), run: (work) => committer.run(work),
+    witnessUrl: config.witnessUrl, now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
   });
   let closing: Promise<void> | undefined;
@@ -72,6 +81,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
         try { await app.close(); } finally { clearInterval(idle); }
         await auditLog.stop();
+        await writer.close();
         await keeper.stop();
         if (!options.store) await store.close();
       })();

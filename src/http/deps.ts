@@ -4,7 +4,7 @@ import type { Clock } from '../lib/time.ts';
 import type { Signer } from '../signer/signer.ts';
 import type { Store } from '../store/store.ts';
 import type { Role } from '../domain/access/roles.ts';
-import type { Committer } from '../store/group-commit.ts';
+import type { GavelWriter } from '../services/writer/procedures.ts';
 import type { Authorizer } from '../services/authorize/authorize.ts';
 import type { MerchantRegistry } from '../merchants/config.ts';
 import type { Executions } from '../services/executions/executions.ts';
@@ -14,8 +14,8 @@ export interface AppDeps {
   store: Store;
   signer: Signer;
   clock: Clock;
-  /** Batches decision transactions (group commit on SQLite). */
-  committer: Committer;
+  /** Runs the hot path's units of work (group commit; on SQLite, on the writer thread). */
+  writer: GavelWriter;
   authorizer: Authorizer;
   /** Configured merchants (GAVEL_MERCHANTS_FILE), validated at start. */
   merchants: MerchantRegistry;

@@ -22,7 +22,17 @@ const MAX_ATTEMPTS = 5;
 /** PostgreSQL's deadlock_detected and serialization_failure: the work is sound, the timing was not. */
 const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string } | null)?.code ?? '');
 
-export function createCommitter(store: Store, options: { maxBatch?: number } = {}): Committer {
+export interface CommitterOptions {
+  maxBatch?: number;
+  /**
+   * For a connection that commits without fsync (the writer thread's, synchronous=NORMAL): resolves
+   * once the commit just made is on disk (sqlite/wal-sync.ts). Units settle only then, but the next
+   * batch starts at once, so its statements overlap the disk's flush.
+   */
+  durable?: () => Promise<void>;
+}
+
+export function createCommitter(store: Store, options: CommitterOptions = {}): Committer {
   if (store.dialect === 'postgres') return perUnit(store);
   const maxBatch = options.maxBatch ?? 256;
   const parallel = 1;
@@ -60,12 +70,22 @@ export function createCommitter(store: Store, options: { maxBatch?: number } = {
       }
       return;
     }
+    if (options.durable) {
+      const settled = batch;
+      options.durable().then(() => settle(settled, outcomes), (error: unknown) => settled.forEach((unit) => unit.reject(error)));
+    } else {
+      settle(batch, outcomes);
+    }
+  }
+
+  function settle(batch: Unit[], outcomes: Outcome[]): void {
     batch.forEach((unit, i) => {
       const o = outcomes[i]!;
       if (o.ok) unit.resolve(o.value);
       else if (o.retry) { unit.attempts++; queue.push(unit); }
       else unit.reject(o.error);
     });
+    if (queue.length > 0) schedule();
   }
 
   async function worker(): Promise<void> {

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema/index.ts';
-import { createSqliteDialect } from './sqlite/dialect.ts';
+import { createSqliteDialect, type Synchronous } from './sqlite/dialect.ts';
 import { createPostgresDialect } from './postgres/dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -14,6 +14,8 @@ export type Db = Kysely<Database>;
 export interface Store {
   readonly db: Db;
   readonly dialect: Dialect;
+  /** The SQLite database file (another connection, such as the writer thread's, opens it too). */
+  readonly file?: string;
   /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
   transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** True when the database answers a trivial query. */
@@ -22,14 +24,14 @@ export interface Store {
 }
 
 export type StoreOptions =
-  | { kind: 'sqlite'; file: string }
+  | { kind: 'sqlite'; file: string; synchronous?: Synchronous }
   | { kind: 'postgres'; url: string; schema?: string; poolSize?: number };
 
 export function openStore(options: StoreOptions): Store {
   let db: Db;
   if (options.kind === 'sqlite') {
     if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
-    db = new Kysely<Database>({ dialect: createSqliteDialect(options.file) });
+    db = new Kysely<Database>({ dialect: createSqliteDialect(options.file, options.synchronous) });
   } else {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
   }
@@ -37,6 +39,7 @@ export function openStore(options: StoreOptions): Store {
   return {
     db,
     dialect: options.kind,
+    ...(options.kind === 'sqlite' ? { file: options.file } : {}),
     transaction: (fn) => db.transaction().execute(fn),
     async ping() {
       try { await sql`select 1`.execute(db); return true; } catch { return false; }

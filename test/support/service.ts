@@ -24,7 +24,7 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
   const ts = await backend.open();
   const extra = prepare ? await prepare(ts) : {};
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
-  const service = await createService(config, { store: ts.store, logger: false });
+  const service = await createService(config, { store: ts.store, logger: process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false });
   const projectId = service.bootstrap.projectId;
   const member: TestService['member'] = async (roles, name) => {
     const principalId = newId('prn');

@@ -8,7 +8,7 @@ import type { Database } from '../../store/schema/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import { checkpointIfDue, witnessLatest, type CheckpointPolicy, type WitnessOutcome } from './checkpointer.ts';
-import { sequencePending, type RunInTransaction } from './sequencer.ts';
+import { sequencePending, type SequenceBatch } from './sequencer.ts';
 
 export interface AuditLogOptions extends CheckpointPolicy {
   /** Pause between ticks. */
@@ -17,9 +17,9 @@ export interface AuditLogOptions extends CheckpointPolicy {
   witnessTimeoutMs?: number;
   now?: () => Date;
   onError?: (err: unknown) => void;
-  /** Runs each sequencing batch in a transaction; the service passes its group committer so that
-   * on SQLite the log's writes share the decisions' commits (and fsyncs). */
-  run?: RunInTransaction;
+  /** Runs each sequencing batch; the service passes its writer so that the log's writes share the
+   * decisions' commits (and fsyncs) and, on SQLite, run on the writer thread. */
+  sequence?: SequenceBatch;
 }
 
 export interface TickResult {
@@ -82,7 +82,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   const once = async (force: boolean): Promise<TickResult> => {
     const leader = leadership ? await leadership.ensure() : true;
     if (!leader) return { leader, sequenced: 0, checkpoint: undefined, witness: undefined };
-    const sequenced = await sequencePending(store, { now: now(), ...(options.run ? { run: options.run } : {}) });
+    const sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
     const cp = await checkpointIfDue(store, signer, now(), options, force);
     const witness = await witnessLatest(store, options.witnessUrl, now(), options.witnessTimeoutMs);
     return { leader, sequenced, checkpoint: cp?.size, witness };

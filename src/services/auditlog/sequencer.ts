@@ -8,7 +8,7 @@
 import { sql } from 'kysely';
 import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
 import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
-import type { Store, Tx } from '../../store/store.ts';
+import type { Dialect, Store, Tx } from '../../store/store.ts';
 import { blob, ensureLogState, eventRecord, fromBlob, readNodes } from './log.ts';
 
 // Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
@@ -23,55 +23,59 @@ export interface SequencedBatch {
   root: Uint8Array;
 }
 
-async function lockState(trx: Tx, store: Store): Promise<{ size: number; root: Uint8Array }> {
+async function lockState(trx: Tx, dialect: Dialect): Promise<{ size: number; root: Uint8Array }> {
   const q = trx.selectFrom('audit_log_state').select(['size', 'root']).where('id', '=', 1);
-  const row = await (store.dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirstOrThrow();
+  const row = await (dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirstOrThrow();
   return { size: Number(row.size), root: fromBlob(row.root) };
 }
 
-/** How a batch gets its transaction: by default its own; the service passes its group committer. */
-export type RunInTransaction = <T>(work: (trx: Tx) => Promise<T>) => Promise<T>;
+/** Runs one sequencing batch (`sequenceWork`) in a transaction; the service passes its writer. */
+export type SequenceBatch = (max: number, now: Date) => Promise<SequencedBatch>;
 
-/** Sequences up to `max` waiting events in one transaction; count 0 when none wait. */
-export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date(), run: RunInTransaction = (w) => store.transaction(w)): Promise<SequencedBatch> {
+/** Sequences up to `max` waiting events in one transaction of its own; count 0 when none wait. */
+export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date(), batch?: SequenceBatch): Promise<SequencedBatch> {
   await ensureLogState(store);
-  return run(async (trx) => {
-    const state = await lockState(trx, store);
-    // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-    const events = await trx.selectFrom('audit_events')
-      .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
-      .where('leaf_index', 'is', null).orderBy('seq').limit(max).execute();
-    if (events.length === 0) return { count: 0, size: state.size, root: state.root };
-    const peaks = await readNodes(trx, planAppend(state.size));
-    const leaves = events.map((e) => leafHashOfEvent(eventRecord(e)));
-    const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
+  return batch ? batch(max, now) : store.transaction((trx) => sequenceWork(trx, store.dialect, max, now));
+}
 
-    for (let i = 0; i < result.nodes.length; i += 500) {
-      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
-      await trx.insertInto('audit_nodes').values(chunk).execute();
+/** One batch's work inside the caller's transaction (a writer procedure). */
+export async function sequenceWork(trx: Tx, dialect: Dialect, max: number, now: Date): Promise<SequencedBatch> {
+  const state = await lockState(trx, dialect);
+  // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
+  const events = await trx.selectFrom('audit_events')
+    .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
+    .where('leaf_index', 'is', null).orderBy('seq').limit(max).execute();
+  if (events.length === 0) return { count: 0, size: state.size, root: state.root };
+  const peaks = await readNodes(trx, planAppend(state.size));
+  const leaves = events.map((e) => leafHashOfEvent(eventRecord(e)));
+  const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
+
+  for (let i = 0; i < result.nodes.length; i += 500) {
+    const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
+    await trx.insertInto('audit_nodes').values(chunk).execute();
+  }
+  if (dialect === 'postgres') {
+    await sql`update audit_events as a set leaf_index = u.li
+      from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
+      where a.id = u.id and a.leaf_index is null`.execute(trx);
+  } else {
+    // One prepared statement per event, by its unique id: SQLite runs each in microseconds, where
+    // an UPDATE … FROM json_each over the batch was planned as a scan.
+    for (const [i, e] of events.entries()) {
+      await sql`update audit_events set leaf_index = ${state.size + i} where id = ${e.id} and leaf_index is null`.execute(trx);
     }
-    if (store.dialect === 'postgres') {
-      await sql`update audit_events as a set leaf_index = u.li
-        from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
-        where a.id = u.id and a.leaf_index is null`.execute(trx);
-    } else {
-      // One statement for the whole batch (UPDATE … FROM, SQLite 3.33+), not one per event.
-      const indexes = JSON.stringify(Object.fromEntries(events.map((e, i) => [e.id, state.size + i])));
-      await sql`update audit_events set leaf_index = j.value from json_each(${indexes}) as j
-        where audit_events.id = j.key and audit_events.leaf_index is null`.execute(trx);
-    }
-    await trx.updateTable('audit_log_state')
-      .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
-      .where('id', '=', 1).execute();
-    return { count: events.length, size: result.size, root: result.root };
-  });
+  }
+  await trx.updateTable('audit_log_state')
+    .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
+    .where('id', '=', 1).execute();
+  return { count: events.length, size: result.size, root: result.root };
 }
 
 /** Sequences until nothing waits (or `maxBatches` batches ran); returns the events integrated. */
-export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date; run?: RunInTransaction } = {}): Promise<number> {
+export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date; sequence?: SequenceBatch } = {}): Promise<number> {
   let total = 0;
   for (let i = 0; i < (options.maxBatches ?? 1600); i++) {
-    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now, options.run);
+    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now, options.sequence);
     total += b.count;
     if (b.count < (options.batch ?? DEFAULT_BATCH)) break;
     await new Promise((resolve) => setImmediate(resolve));

@@ -10,5 +10,6 @@ export const nonceReused = () => new Problem(409, 'nonce_reused', 'this nonce is
 
 /** Thrown inside the decision transaction when another request reserved the nonce first; rolls the decision back. */
 export class NonceTaken extends Error {
+  override readonly name = 'NonceTaken';
   constructor() { super('nonce already reserved'); }
 }

@@ -1,14 +1,15 @@
 // Executions (docs/executions.md): an ALLOW may carry a call to a configured merchant. The nonce
-// is reserved, and the execution recorded IN_FLIGHT, inside the decision transaction (onAllow),
+// is reserved, and the execution recorded IN_FLIGHT, inside the decision transaction (reserve.ts),
 // so the decision, its audit event and the reservation commit together before any byte is sent.
 // Then one call, its outcome recorded and audited. A repeat of the nonce is REPLAY: no call, no
 // spend, no new decision, only an audit event saying it was replayed.
-import type { AuthorizeInput, DecisionRecord, OnAllow } from '../authorize/authorize.ts';
+import type { AuthorizeInput, DecisionRecord } from '../authorize/authorize.ts';
+import type { ExecutionReservation } from './reserve.ts';
 import { newId } from '../../lib/ids.ts';
 import { callMerchant, type CallOutcome } from '../../merchants/call.ts';
 import type { MerchantRegistry, Merchant, Operation } from '../../merchants/config.ts';
-import type { Committer } from '../../store/group-commit.ts';
-import { affected, type Store } from '../../store/store.ts';
+import type { GavelWriter } from '../writer/procedures.ts';
+import { affected, type Store, type Tx } from '../../store/store.ts';
 import type { ExecutionsTable } from '../../store/schema/executions.ts';
 import { recordAudit } from '../audit/record.ts';
 import { actionFingerprint } from './fingerprint.ts';
@@ -26,14 +27,14 @@ export type ExecutionResult =
 
 export class Executions {
   readonly #store: Store;
-  readonly #committer: Committer;
+  readonly #writer: GavelWriter;
   readonly #merchants: MerchantRegistry;
   readonly instanceId: string;
   readonly #now: () => Date;
 
-  constructor(deps: { store: Store; committer: Committer; merchants: MerchantRegistry; instanceId: string; now: () => Date }) {
+  constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date }) {
     this.#store = deps.store;
-    this.#committer = deps.committer;
+    this.#writer = deps.writer;
     this.#merchants = deps.merchants;
     this.instanceId = deps.instanceId;
     this.#now = deps.now;
@@ -49,7 +50,7 @@ export class Executions {
   }
 
   async run(ctx: DecideContext, input: AuthorizeInput, exec: ExecutionRequestInput,
-    decide: (onAllow: OnAllow) => Promise<DecisionRecord>): Promise<ExecutionResult> {
+    decide: (reservation: ExecutionReservation) => Promise<DecisionRecord>): Promise<ExecutionResult> {
     const target = this.resolveTarget(exec);
     const fingerprint = actionFingerprint({ ...input, merchant: exec.merchant, operation: exec.operation, payload: exec.payload });
 
@@ -58,35 +59,22 @@ export class Executions {
     if (seen) return this.#repeat(ctx, seen, fingerprint);
 
     const executionId = newId('exe');
-    let reserved = false;
-    const onAllow: OnAllow = async (trx, record) => {
-      // Second check, atomic: the unique (project_id, nonce) index. Losing it rolls the whole
-      // decision back (spend, audit event, decision row): the loser decided nothing.
-      const inserted = await trx.insertInto('executions').values({
-        id: executionId, project_id: ctx.projectId, nonce: exec.nonce, fingerprint, decision_id: record.decision_id,
-        decision_audit_id: record.audit_id, policy_version: record.policy_version, agent: input.agent, action: input.action,
-        resource: input.resource, merchant: exec.merchant, operation: exec.operation, status: 'IN_FLIGHT', note: null,
-        http_status: null, instance_id: this.instanceId, created_at: ctx.now.toISOString(), completed_at: null,
-        resolved_at: null, resolved_by: null, resolution_note: null,
-      }).onConflict((oc) => oc.columns(['project_id', 'nonce']).doNothing()).returning('id').executeTakeFirst();
-      if (!inserted) throw new NonceTaken();
-      await recordAudit(trx, {
-        projectId: ctx.projectId, kind: 'execution.started', actor: ctx.actor, at: ctx.now,
-        data: { execution_id: executionId, decision_id: record.decision_id, merchant: exec.merchant, operation: exec.operation, nonce: exec.nonce, fingerprint },
-      });
-      reserved = true;
+    const reservation: ExecutionReservation = {
+      executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, merchant: exec.merchant, operation: exec.operation,
+      agent: input.agent, action: input.action, resource: input.resource,
     };
 
     let record: DecisionRecord;
     try {
-      record = await decide(onAllow);
+      record = await decide(reservation);
     } catch (e) {
       if (!(e instanceof NonceTaken)) throw e;
       const winner = await this.#byNonce(ctx.projectId, exec.nonce);
       if (!winner) throw e; // cannot happen: the conflict was with a committed row
       return this.#repeat(ctx, winner, fingerprint);
     }
-    if (record.decision !== 'ALLOW' || !reserved) return { kind: 'decided', record };
+    // An ALLOW with a reservation committed its IN_FLIGHT row (commit.ts); anything else reserved nothing.
+    if (record.decision !== 'ALLOW') return { kind: 'decided', record };
 
     const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now() });
     const status = await this.#record(ctx, executionId, outcome);
@@ -102,30 +90,33 @@ export class Executions {
     if (row.fingerprint !== fingerprint) throw nonceReused();
     if (row.status === 'IN_FLIGHT') throw inProgress(row.id);
     const status = row.status as Settled;
-    const auditId = await this.#committer.run((trx) => recordAudit(trx, {
+    const auditId = await this.#writer.call('audit.record', {
       projectId: ctx.projectId, kind: 'execution.replay', actor: ctx.actor, at: ctx.now,
       data: { execution_id: row.id, decision_id: row.decision_id, request_id: ctx.requestId, nonce: row.nonce, status },
-    }));
+    });
     return { kind: 'replay', audit_id: auditId, policy_version: row.policy_version, execution: { id: row.id, status } };
   }
 
   /** Records the call's outcome unless recovery already marked the row UNKNOWN (then that stands). */
-  async #record(ctx: DecideContext, id: string, outcome: CallOutcome): Promise<Settled> {
-    const at = this.#now();
-    return this.#committer.run(async (trx) => {
-      const n = affected(await trx.updateTable('executions')
-        .set({ status: outcome.status, note: outcome.note, http_status: outcome.httpStatus, completed_at: at.toISOString() })
-        .where('id', '=', id).where('status', '=', 'IN_FLIGHT').executeTakeFirst());
-      const data = { execution_id: id, status: outcome.status, http_status: outcome.httpStatus, note: outcome.note };
-      if (n === 1) {
-        await recordAudit(trx, { projectId: ctx.projectId, kind: 'execution.outcome', actor: 'system', at, data });
-        return outcome.status;
-      }
-      // Recovery thought this instance dead and marked the row UNKNOWN; the merchant's answer is
-      // kept in the audit log for whoever resolves it, and the row is left as it stands.
-      const row = await trx.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
-      await recordAudit(trx, { projectId: ctx.projectId, kind: 'execution.late_outcome', actor: 'system', at, data });
-      return row.status as Settled;
-    });
+  #record(ctx: DecideContext, id: string, outcome: CallOutcome): Promise<Settled> {
+    return this.#writer.call('executions.record', { projectId: ctx.projectId, id, outcome, at: this.#now() });
   }
+}
+
+/** Writer procedure: the outcome of a call, audited; a row recovery already settled keeps its status. */
+export async function recordOutcome(trx: Tx, args: { projectId: string; id: string; outcome: CallOutcome; at: Date }): Promise<Settled> {
+  const { projectId, id, outcome, at } = args;
+  const n = affected(await trx.updateTable('executions')
+    .set({ status: outcome.status, note: outcome.note, http_status: outcome.httpStatus, completed_at: at.toISOString() })
+    .where('id', '=', id).where('status', '=', 'IN_FLIGHT').executeTakeFirst());
+  const data = { execution_id: id, status: outcome.status, http_status: outcome.httpStatus, note: outcome.note };
+  if (n === 1) {
+    await recordAudit(trx, { projectId, kind: 'execution.outcome', actor: 'system', at, data });
+    return outcome.status;
+  }
+  // Recovery thought this instance dead and marked the row UNKNOWN; the merchant's answer is
+  // kept in the audit log for whoever resolves it, and the row is left as it stands.
+  const row = await trx.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+  await recordAudit(trx, { projectId, kind: 'execution.late_outcome', actor: 'system', at, data });
+  return row.status as Settled;
 }

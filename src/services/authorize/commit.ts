@@ -1,0 +1,129 @@
+// The decision's transaction (a writer procedure: plain data in, plain data out, so on SQLite it
+// runs on the writer thread). Everything here must be read or written under the commit: the frozen
+// check under lock, live revocation, spending of budgets and use counts, the approval discharge,
+// the obligation of a REQUIRE_APPROVAL, the decision row and its audit event, and the execution's
+// nonce reservation. The caller's answer leaves only once this transaction is durable (invariant 1).
+import { sql } from 'kysely';
+import type { LiveCounter } from '../../domain/permit/index.ts';
+import type { Effect } from '../../domain/policy/index.ts';
+import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../domain/decision/combine.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Dialect, Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
+import { ensureAgent, lockAgentState } from '../agents/agents.ts';
+import { anyRevoked } from '../permits/permits.ts';
+import { checkApproval, consumeApproval } from '../approvals/discharge.ts';
+import { reserveExecution, type ExecutionReservation } from '../executions/reserve.ts';
+import { spendLimits } from './spend.ts';
+import type { AuthorizeInput, DecisionRecord } from './authorize.ts';
+
+export const APPROVAL_REQUEST_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** What the decision needs from outside the transaction: verified, evaluated, plain data. */
+export interface DecisionPlan {
+  projectId: string;
+  actor: string;
+  requestId: string;
+  now: Date;
+  input: AuthorizeInput;
+  /** The permit check that failed before the transaction (signature, time, coverage), if any. */
+  failure: { check: string; detail: string } | null;
+  permit: { commitment: string; chain: string[]; delegation_depth: number; counters: LiveCounter[] } | null;
+  policy: { decision: Effect; reason_code: string; matched_rules: string[] } | null;
+  policyVersion: number | null;
+  /** Reserved (and audited) with the decision when it is ALLOW; a taken nonce rolls it all back. */
+  execution?: ExecutionReservation;
+}
+
+export async function commitDecision(trx: Tx, plan: DecisionPlan, dialect: Dialect): Promise<DecisionRecord> {
+  const { projectId, input, permit, policy, now } = plan;
+  const at = now.toISOString();
+  const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
+  const tentative = combine(conjuncts);
+  // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).
+  if (tentative.decision !== 'DENY') await ensureAgent(trx, projectId, input.agent, plan.actor, at);
+  const agent = await lockAgentState(trx, dialect, projectId, input.agent);
+  let permitFailure = plan.failure;
+  if (!permitFailure && permit && (await anyRevoked(trx, permit.chain))) {
+    permitFailure = { check: 'revoked', detail: 'revoked: the permit or one it was delegated from has been revoked' };
+  }
+  const frozen = Boolean(agent?.frozen_at);
+  let combined: Combined = combine({ ...conjuncts, frozen, permitFailure });
+
+  const decisionId = newId('dec');
+  // Approvals (docs/approvals.md): a named, approved obligation covering exactly this request
+  // satisfies the human-approval condition only; it is consumed (savepoint) and the consumption
+  // undone below unless the final decision is ALLOW.
+  let approvalRequestId: string | undefined;
+  let consumed = false;
+  if (combined.decision === 'REQUIRE_APPROVAL' && input.approval_request_id) {
+    const check = await checkApproval(trx, projectId, input.approval_request_id, input, now);
+    if (check.kind === 'pending') approvalRequestId = input.approval_request_id;
+    else if (check.kind === 'unsatisfied') combined = { ...combined, detail: check.detail };
+    else {
+      await sql`savepoint approval`.execute(trx);
+      consumed = await consumeApproval(trx, input.approval_request_id, decisionId, now);
+      if (consumed) {
+        approvalRequestId = input.approval_request_id;
+        combined = combine({ ...conjuncts, frozen, permitFailure, approvalSatisfied: true });
+      } else {
+        await sql`release savepoint approval`.execute(trx);
+        combined = { ...combined, detail: 'approval_not_satisfied: the approval was consumed or revoked by a concurrent request' };
+      }
+    }
+  }
+
+  if (combined.decision !== 'DENY' && permit) {
+    // An ALLOW spends; a REQUIRE_APPROVAL only checks that the spend would fit, so no person is
+    // asked to approve what the permit's remaining budget or uses would deny anyway.
+    const spent = await spendLimits(trx, projectId, permit.counters, input.amount, combined.decision !== 'ALLOW');
+    if (!spent.ok) combined = { decision: 'DENY', reason_code: DECISION_REASONS.permitInvalid, detail: spent.detail };
+  }
+  if (consumed) {
+    if (combined.decision !== 'ALLOW') {
+      await sql`rollback to savepoint approval`.execute(trx);
+      approvalRequestId = undefined;
+    }
+    await sql`release savepoint approval`.execute(trx);
+  }
+
+  if (combined.decision === 'REQUIRE_APPROVAL' && !approvalRequestId) {
+    approvalRequestId = newId('apr');
+    await trx.insertInto('approval_requests').values({
+      id: approvalRequestId, project_id: projectId, decision_id: decisionId, agent: input.agent, action: input.action,
+      resource: input.resource, amount_minor: input.amount?.minor ?? null, amount_currency: input.amount?.currency ?? null,
+      intent: input.intent ?? null, permit_commitment: permit?.commitment ?? null, policy_version: plan.policyVersion!,
+      matched_rules: JSON.stringify(policy?.matched_rules ?? []), status: 'pending', created_at: at,
+      expires_at: new Date(now.getTime() + APPROVAL_REQUEST_TTL_MS).toISOString(),
+    }).execute();
+  }
+
+  const matched = policy?.matched_rules ?? [];
+  const auditId = await recordAudit(trx, {
+    projectId, kind: 'decision', actor: plan.actor, at: now,
+    data: {
+      decision_id: decisionId, request_id: plan.requestId, agent: input.agent, action: input.action, resource: input.resource,
+      amount: input.amount ?? null, intent: input.intent ?? null, decision: combined.decision, reason_code: combined.reason_code,
+      detail: combined.detail ?? null, policy_version: plan.policyVersion, matched_rules: matched,
+      permit_commitment: permit?.commitment ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
+      approval_request_id: approvalRequestId ?? null,
+    },
+  });
+  await sql`insert into decisions (id, project_id, request_id, audit_id, agent, action, resource, amount_minor,
+    amount_currency, delegation_depth, permit_commitment, request_time, decision, reason_code, policy_version,
+    matched_rules, created_at, intent, approval_request_id)
+    values (${decisionId}, ${projectId}, ${plan.requestId}, ${auditId}, ${input.agent}, ${input.action}, ${input.resource},
+    ${input.amount?.minor ?? null}, ${input.amount?.currency ?? null}, ${permit?.delegation_depth ?? 0}, ${permit?.commitment ?? null},
+    ${at}, ${combined.decision}, ${combined.reason_code}, ${plan.policyVersion}, ${JSON.stringify(matched)}, ${at},
+    ${input.intent ?? null}, ${approvalRequestId ?? null})`.execute(trx);
+
+  const record: DecisionRecord = {
+    decision_id: decisionId, decision: combined.decision, reason_code: combined.reason_code,
+    ...(combined.detail ? { detail: combined.detail } : {}),
+    policy_version: plan.policyVersion, matched_rules: matched, audit_id: auditId, request_id: plan.requestId,
+    ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
+    permit_commitment: permit?.commitment ?? null,
+  };
+  if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now });
+  return record;
+}

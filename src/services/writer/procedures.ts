@@ -1,0 +1,17 @@
+// Every unit of work the writer runs, by name. A procedure takes plain data (it may cross to the
+// SQLite writer thread) and runs inside the writer's transaction; see writer.ts.
+import { commitDecision, type DecisionPlan } from '../authorize/commit.ts';
+import { recordAudit, type AuditInput } from '../audit/record.ts';
+import { recordOutcome } from '../executions/executions.ts';
+import { sequenceWork } from '../auditlog/sequencer.ts';
+import type { Procedure, Writer } from './writer.ts';
+
+export const procedures = {
+  'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env.dialect)),
+  'audit.record': ((trx, input: AuditInput) => recordAudit(trx, input)),
+  'executions.record': recordOutcome,
+  'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env.dialect, args.max, args.now)),
+} satisfies Record<string, Procedure<never, unknown>>;
+
+export type GavelProcedures = typeof procedures;
+export type GavelWriter = Writer<GavelProcedures>;

@@ -1,0 +1,99 @@
+// The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
+// the event loop leave as one message; outcomes come back the same way. If the thread dies, what
+// was pending fails (its transaction never committed, or committed and is reported lost: the
+// caller answers 500 and the audit log still holds whatever committed), and the next call starts
+// a new thread.
+import { Worker } from 'node:worker_threads';
+import type { Procedures, Writer } from './writer.ts';
+import { fromWire, type CallMessage, type OutcomeMessage } from './wire.ts';
+
+export interface ThreadWriterOptions {
+  /** The SQLite database file the thread opens for writing. */
+  file: string;
+  onError?: (err: unknown) => void;
+}
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
+
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> {
+  let worker: Worker | undefined;
+  let ready: Promise<void> | undefined;
+  let nextId = 1;
+  const pending = new Map<number, Pending>();
+  let outbox: CallMessage[] = [];
+  let flushScheduled = false;
+  let closed = false;
+  const idle: (() => void)[] = [];
+
+  const settle = (id: number, fn: (p: Pending) => void) => {
+    const p = pending.get(id);
+    if (!p) return;
+    pending.delete(id);
+    fn(p);
+    if (pending.size === 0) {
+      // Idle, the thread alone never keeps the process alive (the HTTP server does); busy, it must.
+      worker?.unref();
+      idle.splice(0).forEach((f) => f());
+    }
+  };
+
+  function start(): Worker {
+    const w = new Worker(new URL('./worker.ts', import.meta.url), { workerData: { file: options.file } });
+    w.on('message', (batch: OutcomeMessage[]) => {
+      for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error))));
+    });
+    const lost = (err: unknown) => {
+      if (worker !== w) return;
+      worker = undefined;
+      ready = undefined;
+      options.onError?.(err);
+      for (const id of [...pending.keys()]) settle(id, (p) => p.reject(new Error('the writer thread stopped before answering', { cause: err })));
+    };
+    w.on('error', lost);
+    w.on('exit', (code) => lost(new Error(`writer thread exited with code ${code}`)));
+    ready = new Promise<void>((resolve, reject) => {
+      w.once('online', resolve);
+      w.once('error', reject);
+    });
+    return w;
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    const batch = outbox;
+    outbox = [];
+    if (batch.length === 0) return;
+    worker ??= start();
+    worker.ref();
+    worker.postMessage(batch);
+  }
+
+  return {
+    get pending() { return pending.size; },
+    call(name, args) {
+      if (closed) return Promise.reject(new Error('the writer is closed'));
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        outbox.push({ id, name, args });
+        if (!flushScheduled) {
+          flushScheduled = true;
+          // Gather every call made in this turn (all requests parsed in one poll phase) into one message.
+          setImmediate(flush);
+        }
+      });
+    },
+    async close() {
+      closed = true;
+      if (pending.size > 0) await new Promise<void>((resolve) => idle.push(resolve));
+      const w = worker;
+      if (!w) return;
+      worker = undefined;
+      await ready?.catch(() => {});
+      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+      w.ref();
+      w.postMessage('close');
+      await exited;
+    },
+  };
+}

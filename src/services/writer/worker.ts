@@ -1,0 +1,52 @@
+// Entry of the SQLite writer thread: owns a write connection to the database file and runs the
+// procedures it is sent through the group committer, so concurrent units share one transaction
+// and one fsync. Outcomes are posted once their transaction is durable.
+import { parentPort, workerData } from 'node:worker_threads';
+import { createCommitter } from '../../store/group-commit.ts';
+import { openStore } from '../../store/store.ts';
+import { WalSync } from '../../store/sqlite/wal-sync.ts';
+import { procedures } from './procedures.ts';
+import type { Procedure } from './writer.ts';
+import { toWire, type CallMessage, type OutcomeMessage } from './wire.ts';
+
+const port = parentPort!;
+const file = (workerData as { file: string }).file;
+// Commits without fsync; WalSync's fdatasync (off this thread) makes each durable before its
+// units settle, overlapping the flush with the next batch's statements.
+const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL' });
+const wal = new WalSync(file);
+const committer = createCommitter(store, { durable: () => wal.durable() });
+const env = { dialect: store.dialect };
+
+let outbox: OutcomeMessage[] = [];
+let flushScheduled = false;
+function reply(m: OutcomeMessage): void {
+  outbox.push(m);
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(() => { flushScheduled = false; const b = outbox; outbox = []; port.postMessage(b); });
+  }
+}
+
+let inFlight = 0;
+let closing = false;
+async function closeWhenIdle(): Promise<void> {
+  if (!closing || inFlight > 0) return;
+  if (outbox.length > 0) { port.postMessage(outbox); outbox = []; }
+  await store.close();
+  await wal.close();
+  port.close();
+}
+
+port.on('message', (batch: CallMessage[] | 'close') => {
+  if (batch === 'close') { closing = true; void closeWhenIdle(); return; }
+  for (const { id, name, args } of batch) {
+    const proc = procedures[name as keyof typeof procedures] as Procedure<unknown, unknown> | undefined;
+    if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }); continue; }
+    inFlight++;
+    committer.run((trx) => proc(trx, args, env)).then(
+      (value) => reply({ id, ok: true, value }),
+      (error: unknown) => reply({ id, ok: false, error: toWire(error) }),
+    ).finally(() => { inFlight--; void closeWhenIdle(); });
+  }
+});

@@ -1,0 +1,41 @@
+// The writer: the one way the hot path writes. A unit of work is a named procedure with plain-data
+// arguments, so it can run where the writes are cheapest: on SQLite, in a dedicated worker thread
+// that owns the write connection (its fsyncs, group commits, WAL checkpoints and statement work
+// never block the thread answering HTTP); on PostgreSQL, here, through the per-unit committer.
+// A caller's promise settles only after the transaction holding its unit is durable.
+import type { Committer } from '../../store/group-commit.ts';
+import type { Dialect, Tx } from '../../store/store.ts';
+
+export interface ProcedureEnv { dialect: Dialect }
+/** A unit of work: runs inside the writer's transaction; arguments and result are plain data. */
+export type Procedure<A = never, R = unknown> = (trx: Tx, args: A, env: ProcedureEnv) => Promise<R>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Procedures = Record<string, Procedure<any, any>>;
+
+export interface Writer<P extends Procedures> {
+  call<K extends keyof P & string>(name: K, args: Parameters<P[K]>[1]): Promise<Awaited<ReturnType<P[K]>>>;
+  /** Units accepted and not yet settled. */
+  readonly pending: number;
+  /** Settles what is pending, then releases the writer (its thread, if any). */
+  close(): Promise<void>;
+}
+
+/** Runs procedures in this thread through `committer` (PostgreSQL, or SQLite without a file). */
+export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv): Writer<P> {
+  let pending = 0;
+  const idle: (() => void)[] = [];
+  return {
+    get pending() { return pending; },
+    async call(name, args) {
+      const proc = procedures[name];
+      if (!proc) throw new Error(`unknown writer procedure ${name}`);
+      pending++;
+      try {
+        return await committer.run((trx) => proc(trx, args as never, env));
+      } finally {
+        if (--pending === 0) idle.splice(0).forEach((f) => f());
+      }
+    },
+    close: () => (pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve))),
+  };
+}
