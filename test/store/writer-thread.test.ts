@@ -1,0 +1,108 @@
+// The SQLite writer thread and what it relies on: units settle only once their commit is on disk
+// (invariant 1 with synchronous=NORMAL), one fdatasync covers every commit before it, a lock held
+// elsewhere never stalls this event loop, errors keep their class across the thread boundary, and
+// close() settles what is pending.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import BetterSqlite3 from 'better-sqlite3';
+import { backends } from '../support/backends.ts';
+import { createCommitter } from '../../src/store/group-commit.ts';
+import { WalSync } from '../../src/store/sqlite/wal-sync.ts';
+import { threadWriter } from '../../src/services/writer/thread.ts';
+import type { GavelProcedures } from '../../src/services/writer/procedures.ts';
+import { NonceTaken } from '../../src/services/executions/errors.ts';
+
+const sqlite = backends().find((b) => b.name === 'sqlite')!;
+
+test('a unit settles only after its commit is durable; the next batch does not wait for it', async () => {
+  const ts = await sqlite.open();
+  try {
+    const flushes: (() => void)[] = [];
+    const committer = createCommitter(ts.store, { durable: () => new Promise<void>((resolve) => flushes.push(resolve)) });
+    let settled = 0;
+    const first = committer.run(async (trx) => { await trx.insertInto('settings').values({ key: 'a', value: '1' }).execute(); return 'a'; }).then((v) => { settled++; return v; });
+    await sleep(20);
+    assert.equal(flushes.length, 1, 'the commit asked for durability');
+    assert.equal(settled, 0, 'committed but not durable: not settled');
+    // The next batch commits while the first waits for the disk.
+    const second = committer.run(async (trx) => { await trx.insertInto('settings').values({ key: 'b', value: '2' }).execute(); return 'b'; }).then((v) => { settled++; return v; });
+    await sleep(20);
+    assert.equal(flushes.length, 2, 'the second batch committed without waiting for the first flush');
+    assert.equal(settled, 0);
+    flushes[0]!();
+    assert.equal(await first, 'a');
+    assert.equal(settled, 1);
+    flushes[1]!();
+    assert.equal(await second, 'b');
+  } finally { await ts.cleanup(); }
+});
+
+test('WalSync: one fdatasync covers every commit requested before it began; a failure is never forgotten', async () => {
+  const ts = await sqlite.open();
+  try {
+    await ts.store.db.insertInto('settings').values({ key: 'x', value: '1' }).execute(); // the WAL exists
+    const wal = new WalSync(ts.store.file!);
+    await Promise.all(Array.from({ length: 100 }, () => wal.durable()));
+    assert.ok(wal.syncs >= 1 && wal.syncs <= 3, `100 concurrent requests cost ${wal.syncs} fdatasyncs`);
+    await wal.close();
+    const missing = new WalSync(`${ts.dataDir}/no-such.db`);
+    await assert.rejects(missing.durable(), /ENOENT/);
+    await assert.rejects(missing.durable(), /ENOENT/, 'after a failed sync nothing is acknowledged again');
+  } finally { await ts.cleanup(); }
+});
+
+test('waiting for a write lock held elsewhere does not stall the event loop', async () => {
+  const ts = await sqlite.open();
+  const other = new BetterSqlite3(ts.store.file!);
+  try {
+    other.exec('begin immediate');
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const write = ts.store.transaction(async (trx) => { await trx.insertInto('settings').values({ key: 'y', value: '1' }).execute(); });
+    await sleep(60);
+    assert.ok(ticks >= 10, `the loop kept turning while the lock was held (${ticks} ticks)`);
+    other.exec('commit');
+    await write;
+    clearInterval(timer);
+    const row = await ts.store.db.selectFrom('settings').select('value').where('key', '=', 'y').executeTakeFirst();
+    assert.equal(row?.value, '1');
+  } finally { other.close(); await ts.cleanup(); }
+});
+
+test('writer thread: errors keep their class, results are durable and visible, close settles what is pending', async () => {
+  const ts = await sqlite.open();
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file! });
+  try {
+    const ids = await Promise.all(Array.from({ length: 200 }, (_, i) => writer.call('audit.record', { projectId: 'prj_x', kind: 'test', actor: 'system', data: { i } })));
+    assert.equal(new Set(ids).size, 200);
+    const rows = await ts.store.db.selectFrom('audit_events').select('id').where('kind', '=', 'test').execute();
+    assert.equal(rows.length, 200, 'every acknowledged unit is visible to this thread at once');
+    // A decision whose execution nonce is taken comes back as NonceTaken, which executions relies on.
+    const plan = (nonce: string) => ({
+      projectId: 'prj_x', actor: 'system', requestId: 'req_x', now: new Date(), failure: null, policyVersion: 1,
+      input: { agent: 'did:key:z6Mkx', permit: 'x', action: 'pay', resource: 'resource://a' },
+      permit: null, policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: [] },
+      execution: { executionId: `exe_${nonce}`, instanceId: 'i', nonce, fingerprint: 'f', merchant: 'm', operation: 'o', agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
+    });
+    const first = await writer.call('authorize.commit', plan('n1'));
+    assert.equal(first.decision, 'ALLOW');
+    await assert.rejects(writer.call('authorize.commit', plan('n1')), (e) => e instanceof NonceTaken);
+    const decisions = await ts.store.db.selectFrom('decisions').select('id').execute();
+    assert.equal(decisions.length, 1, 'the loser decided nothing: its decision rolled back with the reservation');
+    const pending = writer.call('audit.record', { projectId: 'prj_x', kind: 'last', actor: 'system', data: {} });
+    await writer.close();
+    assert.match(await pending, /^aud_/, 'close waited for the pending unit');
+    await assert.rejects(writer.call('audit.record', { projectId: 'prj_x', kind: 'late', actor: 'system', data: {} }), /closed/);
+  } finally { await writer.close(); await ts.cleanup(); }
+});
+
+test('NonceTaken crosses the thread boundary as itself', async () => {
+  const { fromWire, toWire } = await import('../../src/services/writer/wire.ts');
+  const { Problem } = await import('../../src/http/problem.ts');
+  assert.ok(fromWire(structuredClone(toWire(new NonceTaken()))) instanceof NonceTaken);
+  const p = fromWire(structuredClone(toWire(new Problem(409, 'agent_already_frozen', 'frozen', { extra: { state: { a: 1 } } }))));
+  assert.ok(p instanceof Problem);
+  assert.equal((p as InstanceType<typeof Problem>).code, 'agent_already_frozen');
+  assert.deepEqual((p as InstanceType<typeof Problem>).extra, { state: { a: 1 } });
+});
