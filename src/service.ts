@@ -30,7 +30,7 @@ export function storeOptions(config: Config): StoreOptions {
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
 function createWriter(store: Store): GavelWriter {
   if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file });
-  return localWriter(createCommitter(store), procedures, { dialect: store.dialect });
+  return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw });
 }
 
 export interface Service {

@@ -10,8 +10,8 @@ import autocannon from 'autocannon';
 export interface Started { url: string; child: ChildProcess; stop(): Promise<void> }
 
 /** Runs `node <script>` and waits for it to print one JSON line with `{port}` (or a matching line). */
-export async function startChild(script: string, env: NodeJS.ProcessEnv = {}, args: string[] = [], match?: RegExp): Promise<Started> {
-  const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startChild(script: string, env: NodeJS.ProcessEnv = {}, args: string[] = [], match?: RegExp, nodeArgs: string[] = []): Promise<Started> {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const rl = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
@@ -32,7 +32,9 @@ export const startBaseline = () => startChild(new URL('./baseline-server.ts', im
 export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dataDir: string }> {
   const dataDir = env.GAVEL_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'gavel-bench-'));
   return startChild(new URL('../../src/cli/main.ts', import.meta.url).pathname,
-    { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/)
+    { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/,
+    // As `npm run serve` and the executable's shebang start it.
+    ['--max-semi-space-size=8'])
     .then((s) => ({ ...s, dataDir }));
 }
 

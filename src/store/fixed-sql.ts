@@ -1,9 +1,11 @@
-// Fixed SQL for the decision hot path. Building a query with Kysely's builder costs more than
-// running it on SQLite; these statements never change shape, so they are written once, with `?`
-// placeholders rewritten to `$n` for PostgreSQL, and run through Kysely's executor (same
-// connection, same transaction).
+// Fixed SQL for hot paths. Building a query with Kysely's builder costs more than running it on
+// SQLite; these statements never change shape, so they are written once, with `?` placeholders
+// rewritten to `$n` for PostgreSQL. On SQLite they run straight on the store's connection (the one
+// Kysely's transaction holds, so they run inside it); on PostgreSQL through Kysely's executor
+// (same connection, same transaction).
 import { CompiledQuery } from 'kysely';
 import type { Db, Dialect, Tx } from './store.ts';
+import type { StatementSource } from './sqlite/dialect.ts';
 
 export interface FixedSql { sqlite: string; postgres: string }
 
@@ -15,4 +17,20 @@ export function fixedSql(text: string): FixedSql {
 export async function runFixed<R = unknown>(db: Db | Tx, dialect: Dialect, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
   const result = await db.executeQuery<R>(CompiledQuery.raw(query[dialect], params as unknown[]));
   return result.rows;
+}
+
+/** Where fixed statements run: the engine, and on SQLite the connection itself. */
+export interface SqlTarget { dialect: Dialect; raw?: StatementSource | undefined }
+
+/** Rows of a fixed query (SQLite: synchronously on the shared connection). */
+export async function queryFixed<R = unknown>(trx: Db | Tx, target: SqlTarget, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
+  if (target.raw) return target.raw.prepare(query.sqlite).all(params as unknown[]) as R[];
+  return runFixed<R>(trx, target.dialect, query, params);
+}
+
+/** Runs a fixed statement; returns the rows it changed. */
+export async function execFixed(trx: Db | Tx, target: SqlTarget, query: FixedSql, params: readonly unknown[]): Promise<number> {
+  if (target.raw) return target.raw.prepare(query.sqlite).run(params as unknown[]).changes;
+  const result = await trx.executeQuery(CompiledQuery.raw(query[target.dialect], params as unknown[]));
+  return Number(result.numAffectedRows ?? 0n);
 }

@@ -40,6 +40,12 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
   let workers = 0;
   let scheduled = false;
   let commits = 0;
+  // Straight on the connection the transaction holds (two statements per unit add up).
+  const raw = store.raw;
+  const savepoint = async (trx: Tx, statement: string) => {
+    if (raw) raw.prepare(statement).run();
+    else await sql.raw(statement).execute(trx);
+  };
 
   async function runBatch(): Promise<void> {
     let batch: Unit[] = [];
@@ -50,14 +56,14 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
         // waited for it (behind other requests' reads) joins this commit.
         batch = queue.splice(0, maxBatch);
         for (const unit of batch) {
-          await sql`savepoint unit`.execute(trx);
+          await savepoint(trx, 'savepoint unit');
           try {
             const value = await unit.work(trx);
-            await sql`release savepoint unit`.execute(trx);
+            await savepoint(trx, 'release savepoint unit');
             outcomes.push({ ok: true, value });
           } catch (error) {
-            await sql`rollback to savepoint unit`.execute(trx);
-            await sql`release savepoint unit`.execute(trx);
+            await savepoint(trx, 'rollback to savepoint unit');
+            await savepoint(trx, 'release savepoint unit');
             outcomes.push({ ok: false, error, retry: isRetryable(error) && unit.attempts < MAX_ATTEMPTS });
           }
         }

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema/index.ts';
-import { createSqliteDialect, type Synchronous } from './sqlite/dialect.ts';
+import { createSqliteDialect, openSqliteConnection, type StatementSource, type Synchronous } from './sqlite/dialect.ts';
 import { createPostgresDialect } from './postgres/dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -16,6 +16,11 @@ export interface Store {
   readonly dialect: Dialect;
   /** The SQLite database file (another connection, such as the writer thread's, opens it too). */
   readonly file?: string;
+  /**
+   * SQLite: the very connection Kysely uses, for fixed statements on hot paths (store/fixed-sql.ts)
+   * without the query builder's cost; inside a transaction they run in that transaction.
+   */
+  readonly raw?: StatementSource;
   /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
   transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** True when the database answers a trivial query. */
@@ -29,9 +34,11 @@ export type StoreOptions =
 
 export function openStore(options: StoreOptions): Store {
   let db: Db;
+  let raw: StatementSource | undefined;
   if (options.kind === 'sqlite') {
     if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
-    db = new Kysely<Database>({ dialect: createSqliteDialect(options.file, options.synchronous) });
+    raw = openSqliteConnection(options.file, options.synchronous);
+    db = new Kysely<Database>({ dialect: createSqliteDialect(raw) });
   } else {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
   }
@@ -39,7 +46,7 @@ export function openStore(options: StoreOptions): Store {
   return {
     db,
     dialect: options.kind,
-    ...(options.kind === 'sqlite' ? { file: options.file } : {}),
+    ...(options.kind === 'sqlite' ? { file: options.file, raw } : {}),
     transaction: (fn) => db.transaction().execute(fn),
     async ping() {
       try { await sql`select 1`.execute(db); return true; } catch { return false; }

@@ -81,7 +81,7 @@ test('writer thread: errors keep their class, results are durable and visible, c
     // A decision whose execution nonce is taken comes back as NonceTaken, which executions relies on.
     const plan = (nonce: string) => ({
       projectId: 'prj_x', actor: 'system', requestId: 'req_x', now: new Date(), failure: null, policyVersion: 1,
-      input: { agent: 'did:key:z6Mkx', permit: 'x', action: 'pay', resource: 'resource://a' },
+      input: { agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
       permit: null, policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: [] },
       execution: { executionId: `exe_${nonce}`, instanceId: 'i', nonce, fingerprint: 'f', merchant: 'm', operation: 'o', agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
     });

@@ -5,7 +5,8 @@
 
 import { sql } from 'kysely';
 import { Problem } from '../../http/problem.ts';
-import type { Dialect, Tx } from '../../store/store.ts';
+import type { Tx } from '../../store/store.ts';
+import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 
 export interface AgentState {
@@ -16,19 +17,24 @@ export interface AgentState {
   reason: string | null;
 }
 
+// Fixed SQL: these run inside every decision that may allow (see store/fixed-sql.ts).
+const ENSURE = fixedSql(`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
+  values (?, ?, ?, ?, ?, null, null, null) on conflict (project_id, did) do nothing`);
+const LOCK_STATE = {
+  sqlite: fixedSql('select frozen_at from agents where project_id = ? and did = ?').sqlite,
+  postgres: fixedSql('select frozen_at from agents where project_id = ? and did = ? for share').postgres,
+};
+
 /** Makes sure the agent has a row (so it can be locked), without changing an existing one. */
-export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null): Promise<void> {
-  // Raw SQL: this runs inside every decision that may allow (see store/fixed-sql.ts).
-  await sql`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
+export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null, target?: SqlTarget): Promise<void> {
+  if (target) await execFixed(trx, target, ENSURE, [projectId, did, name, at, actor]);
+  else await sql`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
     values (${projectId}, ${did}, ${name}, ${at}, ${actor}, null, null, null) on conflict (project_id, did) do nothing`.execute(trx);
 }
 
 /** The agent's frozen state, read under a share lock that a concurrent freeze must wait for. */
-export async function lockAgentState(trx: Tx, dialect: Dialect, projectId: string, did: string): Promise<{ frozen_at: string | null } | undefined> {
-  const result = dialect === 'postgres'
-    ? await sql<{ frozen_at: string | null }>`select frozen_at from agents where project_id = ${projectId} and did = ${did} for share`.execute(trx)
-    : await sql<{ frozen_at: string | null }>`select frozen_at from agents where project_id = ${projectId} and did = ${did}`.execute(trx);
-  return result.rows[0];
+export async function lockAgentState(trx: Tx, target: SqlTarget, projectId: string, did: string): Promise<{ frozen_at: string | null } | undefined> {
+  return (await queryFixed<{ frozen_at: string | null }>(trx, target, LOCK_STATE, [projectId, did]))[0];
 }
 
 export async function freezeAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {

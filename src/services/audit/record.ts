@@ -3,6 +3,7 @@
 // The sequencer later gives each committed event its gapless leaf index in the Merkle log.
 import canonicalize from 'canonicalize';
 import { sql } from 'kysely';
+import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 
@@ -16,10 +17,15 @@ export interface AuditInput {
   at?: Date;
 }
 
-export async function recordAudit(trx: Tx, input: AuditInput): Promise<string> {
+const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+  values (?, ?, ?, ?, ?, ?, null)`);
+
+/** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
+export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
   const id = newId('aud');
-  // Raw SQL rather than the query builder: this runs for every decision (see store/fixed-sql.ts).
-  await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-    values (${id}, ${input.projectId}, ${input.kind}, ${input.actor}, ${(input.at ?? new Date()).toISOString()}, ${canonicalize(input.data) ?? '{}'}, null)`.execute(trx);
+  const params = [id, input.projectId, input.kind, input.actor, (input.at ?? new Date()).toISOString(), canonicalize(input.data) ?? '{}'];
+  if (target) await execFixed(trx, target, INSERT, params);
+  else await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+    values (${params[0]}, ${params[1]}, ${params[2]}, ${params[3]}, ${params[4]}, ${params[5]}, null)`.execute(trx);
   return id;
 }

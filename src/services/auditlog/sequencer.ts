@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
 import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { Dialect, Store, Tx } from '../../store/store.ts';
+import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { blob, ensureLogState, eventRecord, fromBlob, readNodes } from './log.ts';
 
 // Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
@@ -39,12 +40,15 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 }
 
 /** One batch's work inside the caller's transaction (a writer procedure). */
-export async function sequenceWork(trx: Tx, dialect: Dialect, max: number, now: Date): Promise<SequencedBatch> {
+const WAITING = fixedSql('select id, project_id, kind, actor, created_at, data from audit_events where leaf_index is null order by seq limit ?');
+const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where id = ? and leaf_index is null');
+
+export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
+  const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
+  const dialect = env.dialect;
   const state = await lockState(trx, dialect);
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-  const events = await trx.selectFrom('audit_events')
-    .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
-    .where('leaf_index', 'is', null).orderBy('seq').limit(max).execute();
+  const events = await queryFixed<Parameters<typeof eventRecord>[0]>(trx, env, WAITING, [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
   const peaks = await readNodes(trx, planAppend(state.size));
   const leaves = events.map((e) => leafHashOfEvent(eventRecord(e)));
@@ -61,9 +65,7 @@ export async function sequenceWork(trx: Tx, dialect: Dialect, max: number, now: 
   } else {
     // One prepared statement per event, by its unique id: SQLite runs each in microseconds, where
     // an UPDATE … FROM json_each over the batch was planned as a scan.
-    for (const [i, e] of events.entries()) {
-      await sql`update audit_events set leaf_index = ${state.size + i} where id = ${e.id} and leaf_index is null`.execute(trx);
-    }
+    for (const [i, e] of events.entries()) await execFixed(trx, env, SET_INDEX, [state.size + i, e.id]);
   }
   await trx.updateTable('audit_log_state')
     .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })

@@ -8,7 +8,8 @@ import type { LiveCounter } from '../../domain/permit/index.ts';
 import type { Effect } from '../../domain/policy/index.ts';
 import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../domain/decision/combine.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Dialect, Tx } from '../../store/store.ts';
+import type { Tx } from '../../store/store.ts';
+import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
 import { anyRevoked } from '../permits/permits.ts';
@@ -25,7 +26,8 @@ export interface DecisionPlan {
   actor: string;
   requestId: string;
   now: Date;
-  input: AuthorizeInput;
+  /** The request, without the permit itself (verified already; its commitment travels below). */
+  input: Omit<AuthorizeInput, 'permit'>;
   /** The permit check that failed before the transaction (signature, time, coverage), if any. */
   failure: { check: string; detail: string } | null;
   permit: { commitment: string; chain: string[]; delegation_depth: number; counters: LiveCounter[] } | null;
@@ -35,16 +37,20 @@ export interface DecisionPlan {
   execution?: ExecutionReservation;
 }
 
-export async function commitDecision(trx: Tx, plan: DecisionPlan, dialect: Dialect): Promise<DecisionRecord> {
+const INSERT_DECISION = fixedSql(`insert into decisions (id, project_id, request_id, audit_id, agent, action, resource, amount_minor,
+  amount_currency, delegation_depth, permit_commitment, request_time, decision, reason_code, policy_version,
+  matched_rules, created_at, intent, approval_request_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+
+export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget): Promise<DecisionRecord> {
   const { projectId, input, permit, policy, now } = plan;
   const at = now.toISOString();
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);
   // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).
-  if (tentative.decision !== 'DENY') await ensureAgent(trx, projectId, input.agent, plan.actor, at);
-  const agent = await lockAgentState(trx, dialect, projectId, input.agent);
+  if (tentative.decision !== 'DENY') await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
+  const agent = await lockAgentState(trx, env, projectId, input.agent);
   let permitFailure = plan.failure;
-  if (!permitFailure && permit && (await anyRevoked(trx, permit.chain))) {
+  if (!permitFailure && permit && (await anyRevoked(trx, permit.chain, env))) {
     permitFailure = { check: 'revoked', detail: 'revoked: the permit or one it was delegated from has been revoked' };
   }
   const frozen = Boolean(agent?.frozen_at);
@@ -108,14 +114,10 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, dialect: Diale
       permit_commitment: permit?.commitment ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
       approval_request_id: approvalRequestId ?? null,
     },
-  });
-  await sql`insert into decisions (id, project_id, request_id, audit_id, agent, action, resource, amount_minor,
-    amount_currency, delegation_depth, permit_commitment, request_time, decision, reason_code, policy_version,
-    matched_rules, created_at, intent, approval_request_id)
-    values (${decisionId}, ${projectId}, ${plan.requestId}, ${auditId}, ${input.agent}, ${input.action}, ${input.resource},
-    ${input.amount?.minor ?? null}, ${input.amount?.currency ?? null}, ${permit?.delegation_depth ?? 0}, ${permit?.commitment ?? null},
-    ${at}, ${combined.decision}, ${combined.reason_code}, ${plan.policyVersion}, ${JSON.stringify(matched)}, ${at},
-    ${input.intent ?? null}, ${approvalRequestId ?? null})`.execute(trx);
+  }, env);
+  await execFixed(trx, env, INSERT_DECISION, [decisionId, projectId, plan.requestId, auditId, input.agent, input.action, input.resource,
+    input.amount?.minor ?? null, input.amount?.currency ?? null, permit?.delegation_depth ?? 0, permit?.commitment ?? null,
+    at, combined.decision, combined.reason_code, plan.policyVersion, JSON.stringify(matched), at, input.intent ?? null, approvalRequestId ?? null]);
 
   const record: DecisionRecord = {
     decision_id: decisionId, decision: combined.decision, reason_code: combined.reason_code,

@@ -9,6 +9,7 @@ import type { Signer } from '../../signer/signer.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { ensureAgent } from '../agents/agents.ts';
+import { fixedSql, queryFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 
 /** The Signer key that signs a project's permits. */
 export const permitKeyName = (projectId: string) => `permit-${projectId}`;
@@ -80,9 +81,16 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
 }
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
-export async function anyRevoked(trx: Tx | Db, chain: string[]): Promise<boolean> {
+export async function anyRevoked(trx: Tx | Db, chain: string[], target?: SqlTarget): Promise<boolean> {
+  if (target) return (await queryFixed(trx, target, revokedQuery(chain.length), chain)).length > 0;
   const rows = await sql`select 1 from permits where commitment in (${sql.join(chain)}) and revoked_at is not null limit 1`.execute(trx);
   return rows.rows.length > 0;
+}
+
+const REVOKED_BY_LENGTH: FixedSql[] = [];
+/** One fixed statement per chain length (chains are short: DESIGN.md bounds their depth). */
+function revokedQuery(n: number): FixedSql {
+  return (REVOKED_BY_LENGTH[n] ??= fixedSql(`select 1 from permits where commitment in (${Array(n).fill('?').join(', ')}) and revoked_at is not null limit 1`));
 }
 
 type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };

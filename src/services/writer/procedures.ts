@@ -7,10 +7,10 @@ import { sequenceWork } from '../auditlog/sequencer.ts';
 import type { Procedure, Writer } from './writer.ts';
 
 export const procedures = {
-  'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env.dialect)),
+  'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env)),
   'audit.record': ((trx, input: AuditInput) => recordAudit(trx, input)),
   'executions.record': recordOutcome,
-  'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env.dialect, args.max, args.now)),
+  'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env, args.max, args.now)),
 } satisfies Record<string, Procedure<never, unknown>>;
 
 export type GavelProcedures = typeof procedures;

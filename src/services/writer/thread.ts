@@ -38,7 +38,12 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   };
 
   function start(): Worker {
-    const w = new Worker(new URL('./worker.ts', import.meta.url), { workerData: { file: options.file } });
+    const w = new Worker(new URL('./worker.ts', import.meta.url), {
+      workerData: { file: options.file },
+      // The thread holds statements and one batch at a time; a small young generation keeps the
+      // process's resident memory near what a single thread would use.
+      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
+    });
     w.on('message', (batch: OutcomeMessage[]) => {
       for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error))));
     });

@@ -16,7 +16,7 @@ const file = (workerData as { file: string }).file;
 const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL' });
 const wal = new WalSync(file);
 const committer = createCommitter(store, { durable: () => wal.durable() });
-const env = { dialect: store.dialect };
+const env = { dialect: store.dialect, raw: store.raw };
 
 let outbox: OutcomeMessage[] = [];
 let flushScheduled = false;

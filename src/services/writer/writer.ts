@@ -4,9 +4,11 @@
 // never block the thread answering HTTP); on PostgreSQL, here, through the per-unit committer.
 // A caller's promise settles only after the transaction holding its unit is durable.
 import type { Committer } from '../../store/group-commit.ts';
-import type { Dialect, Tx } from '../../store/store.ts';
+import type { Tx } from '../../store/store.ts';
+import type { SqlTarget } from '../../store/fixed-sql.ts';
 
-export interface ProcedureEnv { dialect: Dialect }
+/** Where a procedure's fixed statements run (on SQLite, straight on the writer's connection). */
+export type ProcedureEnv = SqlTarget;
 /** A unit of work: runs inside the writer's transaction; arguments and result are plain data. */
 export type Procedure<A = never, R = unknown> = (trx: Tx, args: A, env: ProcedureEnv) => Promise<R>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

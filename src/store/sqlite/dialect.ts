@@ -12,7 +12,8 @@ import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, ty
 /** How long a statement keeps retrying a lock another connection holds before it fails. */
 const BUSY_DEADLINE_MS = 10_000;
 
-interface StatementSource { prepare(sql: string): BetterSqlite3.Statement; close(): void }
+/** One SQLite connection with a statement cache; the Kysely driver and the hot paths share it. */
+export interface StatementSource { prepare(sql: string): BetterSqlite3.Statement; close(): void }
 
 class RetryingConnection implements DatabaseConnection {
   readonly #db: StatementSource;
@@ -112,6 +113,10 @@ function withStatementCache(database: BetterSqlite3.Database, max = 1000): State
   };
 }
 
-export function createSqliteDialect(file: string, synchronous?: Synchronous): SqliteDialect {
-  return new GavelSqliteDialect(() => withStatementCache(openSqliteDatabase(file, synchronous)));
+export function openSqliteConnection(file: string, synchronous?: Synchronous): StatementSource {
+  return withStatementCache(openSqliteDatabase(file, synchronous));
+}
+
+export function createSqliteDialect(connection: StatementSource): SqliteDialect {
+  return new GavelSqliteDialect(() => connection);
 }
