@@ -67,3 +67,18 @@ export function encodeLeaf(event: AuditEventRecord): Uint8Array {
 export function leafHashOfEvent(event: AuditEventRecord): Uint8Array {
   return leafHash(encodeLeaf(event));
 }
+
+/** An event as stored: `data` is already RFC 8785 canonical JSON text (services/audit/record.ts). */
+export interface StoredEvent { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string }
+
+/**
+ * leafHashOfEvent for a stored event whose `data` text is canonical, without parsing it back: the
+ * record's members are spliced in JCS key order around the stored text. Equal to
+ * leafHashOfEvent(eventRecord(row)) for every such row (tested as a property); the sequencer
+ * uses it because it runs for every event.
+ */
+export function leafHashOfStoredEvent(e: StoredEvent): Uint8Array {
+  // JCS orders members by UTF-16 code units: actor, created_at, data, id, kind, leaf_version, project_id.
+  const text = `{"actor":${JSON.stringify(e.actor)},"created_at":${JSON.stringify(e.created_at)},"data":${e.data},"id":${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${JSON.stringify(e.project_id)}}`;
+  return leafHash(utf8.encode(text));
+}

@@ -6,11 +6,11 @@
 // because every batch starts from the committed size under the row lock, two sequencers racing
 // (a lost leadership, say) serialize instead of forking the tree.
 import { sql } from 'kysely';
-import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
+import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
 import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { Dialect, Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
-import { blob, ensureLogState, eventRecord, fromBlob, readNodes } from './log.ts';
+import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
 
 // Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
 // on the thread that answers requests, so a large one shows up as a latency spike.
@@ -40,7 +40,15 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 }
 
 /** One batch's work inside the caller's transaction (a writer procedure). */
-const WAITING = fixedSql('select id, project_id, kind, actor, created_at, data from audit_events where leaf_index is null order by seq limit ?');
+// PostgreSQL: a lower seq can commit after a higher one, so the waiting events are found by the
+// partial index on unsequenced rows. SQLite: one writer at a time, so commit order is seq order
+// and the waiting events are exactly those after the last sequenced one (no index to maintain:
+// migration 0601 drops it there).
+const WAITING = {
+  postgres: fixedSql('select id, project_id, kind, actor, created_at, data from audit_events where leaf_index is null order by seq limit ?').postgres,
+  sqlite: `select id, project_id, kind, actor, created_at, data from audit_events
+    where seq > coalesce((select seq from audit_events where leaf_index = ?), 0) order by seq limit ?`,
+};
 const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where id = ? and leaf_index is null');
 
 export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
@@ -48,10 +56,10 @@ export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: nu
   const dialect = env.dialect;
   const state = await lockState(trx, dialect);
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-  const events = await queryFixed<Parameters<typeof eventRecord>[0]>(trx, env, WAITING, [max]);
+  const events = await queryFixed<StoredEvent>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
   const peaks = await readNodes(trx, planAppend(state.size));
-  const leaves = events.map((e) => leafHashOfEvent(eventRecord(e)));
+  const leaves = events.map(leafHashOfStoredEvent);
   const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
 
   for (let i = 0; i < result.nodes.length; i += 500) {
