@@ -1,6 +1,7 @@
 // Group commit: on SQLite, concurrent units of work share one transaction and one fsync instead
-// of paying one fsync each, without weakening durability: no unit's promise settles before the
-// commit that holds it is durable. Each unit runs in its own savepoint, so one unit's failure rolls
+// of paying one fsync each: no unit's promise settles before the commit that holds it has returned
+// (durable on a synchronous=FULL connection; the writer thread's NORMAL connection is made durable
+// by its caller before anything is answered, services/writer/thread.ts). Each unit runs in its own savepoint, so one unit's failure rolls
 // back only that unit. On PostgreSQL each unit has its own transaction on its own pooled
 // connection (the server groups WAL flushes of concurrent commits itself), and a unit that loses a
 // deadlock or serialization conflict is retried, never failed.
@@ -24,12 +25,6 @@ const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { 
 
 export interface CommitterOptions {
   maxBatch?: number;
-  /**
-   * For a connection that commits without fsync (the writer thread's, synchronous=NORMAL): resolves
-   * once the commit just made is on disk (sqlite/wal-sync.ts). Units settle only then, but the next
-   * batch starts at once, so its statements overlap the disk's flush.
-   */
-  durable?: () => Promise<void>;
 }
 
 export function createCommitter(store: Store, options: CommitterOptions = {}): Committer {
@@ -76,12 +71,7 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
       }
       return;
     }
-    if (options.durable) {
-      const settled = batch;
-      options.durable().then(() => settle(settled, outcomes), (error: unknown) => settled.forEach((unit) => unit.reject(error)));
-    } else {
-      settle(batch, outcomes);
-    }
+    settle(batch, outcomes);
   }
 
   function settle(batch: Unit[], outcomes: Outcome[]): void {

@@ -1,4 +1,4 @@
-// The SQLite writer thread and what it relies on: units settle only once their commit is on disk
+// The SQLite writer thread and what it relies on: outcomes settle only once their commit is on disk
 // (invariant 1 with synchronous=NORMAL), one fdatasync covers every commit before it, a lock held
 // elsewhere never stalls this event loop, errors keep their class across the thread boundary, and
 // close() settles what is pending.
@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
-import { createCommitter } from '../../src/store/group-commit.ts';
 import { WalSync } from '../../src/store/sqlite/wal-sync.ts';
 import { threadWriter } from '../../src/services/writer/thread.ts';
 import type { GavelProcedures } from '../../src/services/writer/procedures.ts';
@@ -15,27 +14,27 @@ import { NonceTaken } from '../../src/services/executions/errors.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
-test('a unit settles only after its commit is durable; the next batch does not wait for it', async () => {
+test('writer thread: an outcome settles only after a flush that began after its commit; the next batch does not wait for it', async () => {
   const ts = await sqlite.open();
+  const flushes: (() => void)[] = [];
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, durable: () => new Promise<void>((resolve) => flushes.push(resolve)) });
   try {
-    const flushes: (() => void)[] = [];
-    const committer = createCommitter(ts.store, { durable: () => new Promise<void>((resolve) => flushes.push(resolve)) });
     let settled = 0;
-    const first = committer.run(async (trx) => { await trx.insertInto('settings').values({ key: 'a', value: '1' }).execute(); return 'a'; }).then((v) => { settled++; return v; });
-    await sleep(20);
-    assert.equal(flushes.length, 1, 'the commit asked for durability');
-    assert.equal(settled, 0, 'committed but not durable: not settled');
+    const first = writer.call('audit.record', { projectId: 'prj_x', kind: 'a', actor: 'system', data: {} }).then((v) => { settled++; return v; });
+    while (flushes.length < 1) await sleep(5);
+    const committed = await ts.store.db.selectFrom('audit_events').select('id').where('kind', '=', 'a').execute();
+    assert.equal(committed.length, 1, 'committed (visible to another connection)');
+    assert.equal(settled, 0, 'committed but not flushed: not answered');
     // The next batch commits while the first waits for the disk.
-    const second = committer.run(async (trx) => { await trx.insertInto('settings').values({ key: 'b', value: '2' }).execute(); return 'b'; }).then((v) => { settled++; return v; });
-    await sleep(20);
-    assert.equal(flushes.length, 2, 'the second batch committed without waiting for the first flush');
+    const second = writer.call('audit.record', { projectId: 'prj_x', kind: 'b', actor: 'system', data: {} }).then((v) => { settled++; return v; });
+    while (flushes.length < 2) await sleep(5);
     assert.equal(settled, 0);
     flushes[0]!();
-    assert.equal(await first, 'a');
+    assert.match(await first, /^aud_/);
     assert.equal(settled, 1);
     flushes[1]!();
-    assert.equal(await second, 'b');
-  } finally { await ts.cleanup(); }
+    assert.match(await second, /^aud_/);
+  } finally { await writer.close(); await ts.cleanup(); }
 });
 
 test('WalSync: one fdatasync covers every commit requested before it began; a failure is never forgotten', async () => {

@@ -1,15 +1,21 @@
 // The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
-// the event loop leave as one message; outcomes come back the same way. If the thread dies, what
-// was pending fails (its transaction never committed, or committed and is reported lost: the
-// caller answers 500 and the audit log still holds whatever committed), and the next call starts
-// a new thread.
+// the event loop leave as one message; outcomes come back the same way, as soon as their batch has
+// committed without fsync. They settle only once an fdatasync of the WAL that began after their
+// arrival has finished (WalSync, on libuv's pool): the flush's completion lands on this thread,
+// where the answer leaves, and one flush covers every batch that arrived before it began.
+// If the thread dies, what was pending fails (its transaction never committed, or committed and is
+// reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
+// next call starts a new thread.
 import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
 import { fromWire, type CallMessage, type OutcomeMessage } from './wire.ts';
+import { WalSync } from '../../store/sqlite/wal-sync.ts';
 
 export interface ThreadWriterOptions {
   /** The SQLite database file the thread opens for writing. */
   file: string;
+  /** Resolves once every commit made before the call is on disk; by default WalSync on the file's WAL. */
+  durable?: () => Promise<void>;
   onError?: (err: unknown) => void;
 }
 
@@ -23,6 +29,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   let outbox: CallMessage[] = [];
   let flushScheduled = false;
   let closed = false;
+  const wal = options.durable ? undefined : new WalSync(options.file);
+  const durable = options.durable ?? (() => wal!.durable());
   const idle: (() => void)[] = [];
 
   const settle = (id: number, fn: (p: Pending) => void) => {
@@ -45,7 +53,11 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
     });
     w.on('message', (batch: OutcomeMessage[]) => {
-      for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error))));
+      // Committed, maybe not yet on disk: nothing is answered before the flush (invariant 1).
+      durable().then(
+        () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); },
+        (error: unknown) => { for (const m of batch) settle(m.id, (p) => p.reject(error)); },
+      );
     });
     const lost = (err: unknown) => {
       if (worker !== w) return;
@@ -91,6 +103,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     async close() {
       closed = true;
       if (pending.size > 0) await new Promise<void>((resolve) => idle.push(resolve));
+      await wal?.close();
       const w = worker;
       if (!w) return;
       worker = undefined;

@@ -1,21 +1,18 @@
 // Entry of the SQLite writer thread: owns a write connection to the database file and runs the
-// procedures it is sent through the group committer, so concurrent units share one transaction
-// and one fsync. Outcomes are posted once their transaction is durable.
+// procedures it is sent through the group committer, so concurrent units share one transaction.
+// Outcomes are posted as soon as their transaction has committed (synchronous=NORMAL: written to
+// the WAL, not yet synced); the calling thread makes them durable before settling (thread.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { createCommitter } from '../../store/group-commit.ts';
 import { openStore } from '../../store/store.ts';
-import { WalSync } from '../../store/sqlite/wal-sync.ts';
 import { procedures } from './procedures.ts';
 import type { Procedure } from './writer.ts';
 import { toWire, type CallMessage, type OutcomeMessage } from './wire.ts';
 
 const port = parentPort!;
 const file = (workerData as { file: string }).file;
-// Commits without fsync; WalSync's fdatasync (off this thread) makes each durable before its
-// units settle, overlapping the flush with the next batch's statements.
 const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL' });
-const wal = new WalSync(file);
-const committer = createCommitter(store, { durable: () => wal.durable() });
+const committer = createCommitter(store);
 const env = { dialect: store.dialect, raw: store.raw };
 
 let outbox: OutcomeMessage[] = [];
@@ -34,7 +31,6 @@ async function closeWhenIdle(): Promise<void> {
   if (!closing || inFlight > 0) return;
   if (outbox.length > 0) { port.postMessage(outbox); outbox = []; }
   await store.close();
-  await wal.close();
   port.close();
 }
 
