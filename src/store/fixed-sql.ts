@@ -3,6 +3,7 @@
 // rewritten to `$n` for PostgreSQL. On SQLite they run straight on the store's connection (the one
 // Kysely's transaction holds, so they run inside it); on PostgreSQL through Kysely's executor
 // (same connection, same transaction).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledQuery } from 'kysely';
 import type { Db, Dialect, Tx } from './store.ts';
 import type { StatementSource } from './sqlite/dialect.ts';
@@ -33,4 +34,25 @@ export async function execFixed(trx: Db | Tx, target: SqlTarget, query: FixedSql
   if (target.raw) return target.raw.prepare(query.sqlite).run(params as unknown[]).changes;
   const result = await trx.executeQuery(CompiledQuery.raw(query[target.dialect], params as unknown[]));
   return Number(result.numAffectedRows ?? 0n);
+}
+
+/**
+ * One read outside any transaction: on SQLite on the store's reader connection (a statement
+ * refused with SQLITE_BUSY, which WAL readers meet only in rare moments, is retried on a timer);
+ * on PostgreSQL through the pool.
+ */
+export async function readFixed<R = unknown>(store: { db: Db; dialect: Dialect; reader?: StatementSource | undefined }, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
+  const reader = store.reader;
+  if (!reader) return runFixed<R>(store.db, store.dialect, query, params);
+  let deadline = 0;
+  for (let wait = 0.25; ; wait = Math.min(wait * 2, 8)) {
+    try {
+      return reader.prepare(query.sqlite).all(params as unknown[]) as R[];
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+      deadline ||= Date.now() + 1_000;
+      if (Date.now() > deadline) throw error;
+      await sleep(wait);
+    }
+  }
 }

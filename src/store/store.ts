@@ -21,6 +21,12 @@ export interface Store {
    * without the query builder's cost; inside a transaction they run in that transaction.
    */
   readonly raw?: StatementSource;
+  /**
+   * SQLite: a third connection for the hot path's single-statement reads (API key, active policy
+   * pointer), outside any transaction (`query_only`): they never queue behind this thread's write
+   * transactions on the Kysely connection, nor pay the query builder. See readFixed.
+   */
+  readonly reader?: StatementSource;
   /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
   transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** True when the database answers a trivial query. */
@@ -35,9 +41,12 @@ export type StoreOptions =
 export function openStore(options: StoreOptions): Store {
   let db: Db;
   let raw: StatementSource | undefined;
+  let reader: StatementSource | undefined;
   if (options.kind === 'sqlite') {
     if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
     raw = openSqliteConnection(options.file, options.synchronous);
+    // An in-memory database is private to its connection: reads go through Kysely there.
+    if (options.file !== ':memory:') reader = openSqliteConnection(options.file, options.synchronous, { queryOnly: true });
     db = new Kysely<Database>({ dialect: createSqliteDialect(raw) });
   } else {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
@@ -46,7 +55,7 @@ export function openStore(options: StoreOptions): Store {
   return {
     db,
     dialect: options.kind,
-    ...(options.kind === 'sqlite' ? { file: options.file, raw } : {}),
+    ...(options.kind === 'sqlite' ? { file: options.file, raw, ...(reader ? { reader } : {}) } : {}),
     transaction: (fn) => db.transaction().execute(fn),
     async ping() {
       try { await sql`select 1`.execute(db); return true; } catch { return false; }
@@ -54,6 +63,7 @@ export function openStore(options: StoreOptions): Store {
     async close() {
       if (closed) return;
       closed = true;
+      reader?.close();
       await db.destroy();
     },
   };

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { isRole, permits, type Role } from '../../domain/access/roles.ts';
-import { fixedSql, runFixed } from '../../store/fixed-sql.ts';
+import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
 import type { Store } from '../../store/store.ts';
 import { forbidden, unauthorized } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
@@ -31,7 +31,7 @@ const KEY_LOOKUP = (agg: string) => `select k.id, k.project_id, k.principal_id, 
 const KEY_LOOKUP_SQL = { sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')")).sqlite, postgres: fixedSql(KEY_LOOKUP("string_agg(g.role, ',')")).postgres };
 
 async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | undefined> {
-  return (await runFixed<KeyRow>(store.db, store.dialect, KEY_LOOKUP_SQL, [secretHash]))[0];
+  return (await readFixed<KeyRow>(store, KEY_LOOKUP_SQL, [secretHash]))[0];
 }
 
 /** Resolves a bearer key to its caller, or throws 401. Does not check roles. */

@@ -78,7 +78,7 @@ export class Authorizer {
   async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
     const { projectId, now } = ctx;
     const { permit, failure } = await this.#checkPermit(projectId, input, now);
-    const active = await getActivePolicy(this.#store.db, projectId);
+    const active = await getActivePolicy(this.#store.db, projectId, this.#store);
     const policy = active
       ? evaluate(active.compiled, {
         action: input.action, resource: input.resource, agent: input.agent,

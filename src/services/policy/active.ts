@@ -3,7 +3,8 @@
 // evaluator is cached, keyed by (project, version, hash), so each version compiles once.
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
 import { sql } from 'kysely';
-import type { Db } from '../../store/store.ts';
+import type { Db, Store } from '../../store/store.ts';
+import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
 
 export interface ActivePolicy {
   version: number;
@@ -49,9 +50,14 @@ export async function compiledVersion(db: Db, projectId: string, version: number
   return compiled;
 }
 
-export async function getActivePolicy(db: Db, projectId: string): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
-  // Raw SQL: read on every decision (see store/fixed-sql.ts).
-  const pointer = (await sql<{ version: number; hash: string }>`select version, hash from policy_active where project_id = ${projectId}`.execute(db)).rows[0];
+const POINTER = fixedSql('select version, hash from policy_active where project_id = ?');
+
+/** `store`: read the pointer on its reader connection (the decision's hot path). */
+export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
+  // Fixed SQL: read on every decision (see store/fixed-sql.ts).
+  const pointer = store
+    ? (await readFixed<{ version: number; hash: string }>(store, POINTER, [projectId]))[0]
+    : (await sql<{ version: number; hash: string }>`select version, hash from policy_active where project_id = ${projectId}`.execute(db)).rows[0];
   if (!pointer) return null;
   const version = Number(pointer.version);
   const compiled = await compiledVersion(db, projectId, version, pointer.hash);

@@ -83,8 +83,9 @@ class GavelSqliteDialect extends SqliteDialect {
 /** `NORMAL` only for a connection whose commits are made durable by WalSync (the writer thread). */
 export type Synchronous = 'FULL' | 'NORMAL';
 
-export function openSqliteDatabase(file: string, synchronous: Synchronous = 'FULL'): BetterSqlite3.Database {
+export function openSqliteDatabase(file: string, synchronous: Synchronous = 'FULL', options: { queryOnly?: boolean } = {}): BetterSqlite3.Database {
   const database = new BetterSqlite3(file);
+  if (options.queryOnly) database.pragma('query_only = 1');
   database.pragma('journal_mode = WAL');
   database.pragma(`synchronous = ${synchronous}`);
   database.pragma('busy_timeout = 0');
@@ -113,8 +114,8 @@ function withStatementCache(database: BetterSqlite3.Database, max = 1000): State
   };
 }
 
-export function openSqliteConnection(file: string, synchronous?: Synchronous): StatementSource {
-  return withStatementCache(openSqliteDatabase(file, synchronous));
+export function openSqliteConnection(file: string, synchronous?: Synchronous, options: { queryOnly?: boolean } = {}): StatementSource {
+  return withStatementCache(openSqliteDatabase(file, synchronous, options));
 }
 
 export function createSqliteDialect(connection: StatementSource): SqliteDialect {
