@@ -28,8 +28,8 @@ export function storeOptions(config: Config): StoreOptions {
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
-function createWriter(store: Store): GavelWriter {
-  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file });
+function createWriter(store: Store, onError: (err: unknown) => void): GavelWriter {
+  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file, onError });
   return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw });
 }
 
@@ -55,7 +55,8 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const store = options.store ?? openStore(storeOptions(config));
   await migrateToLatest(store);
   const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
-  const writer = createWriter(store);
+  let logError: (err: unknown) => void = () => {};
+  const writer = createWriter(store, (err) => logError(err));
   const authorizer = new Authorizer({ store, signer, writer });
   const clock = options.clock ?? systemClock;
   // Executions left in flight by a dead process become UNKNOWN before this one serves.
@@ -66,6 +67,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
   const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
+  logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
     witnessUrl: config.witnessUrl, now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),

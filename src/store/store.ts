@@ -35,7 +35,7 @@ export interface Store {
 }
 
 export type StoreOptions =
-  | { kind: 'sqlite'; file: string; synchronous?: Synchronous }
+  | { kind: 'sqlite'; file: string; synchronous?: Synchronous; /** Open the reader connection (default true). */ reader?: boolean }
   | { kind: 'postgres'; url: string; schema?: string; poolSize?: number };
 
 export function openStore(options: StoreOptions): Store {
@@ -46,7 +46,7 @@ export function openStore(options: StoreOptions): Store {
     if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
     raw = openSqliteConnection(options.file, options.synchronous);
     // An in-memory database is private to its connection: reads go through Kysely there.
-    if (options.file !== ':memory:') reader = openSqliteConnection(options.file, options.synchronous, { queryOnly: true });
+    if (options.file !== ':memory:' && options.reader !== false) reader = openSqliteConnection(options.file, options.synchronous, { queryOnly: true });
     db = new Kysely<Database>({ dialect: createSqliteDialect(raw) });
   } else {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });

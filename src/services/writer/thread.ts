@@ -72,6 +72,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       w.once('online', resolve);
       w.once('error', reject);
     });
+    ready.catch(() => {}); // a thread that fails to start is reported through `lost`
     return w;
   }
 

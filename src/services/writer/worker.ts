@@ -11,7 +11,7 @@ import { toWire, type CallMessage, type OutcomeMessage } from './wire.ts';
 
 const port = parentPort!;
 const file = (workerData as { file: string }).file;
-const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL' });
+const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL', reader: false });
 const committer = createCommitter(store);
 const env = { dialect: store.dialect, raw: store.raw };
 
