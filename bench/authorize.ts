@@ -34,7 +34,8 @@ async function measure(name: string, project: Project, baseline: Load) {
     const exec = await load({ ...opts, requests: requests as never });
     const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * 20; // per request, at 20 connections
-    return { rows: [
+    const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
+    return { targets, rows: [
       { name: `${name}: authorize, max`, load: max, baseline },
       { name: `${name}: authorize at half max`, load: half, baseline },
       { name: `${name}: authorize + execution, max`, load: exec, baseline },
@@ -54,7 +55,7 @@ try {
   const notes: string[] = [];
   const sqlite = await measure('SQLite', await prepareProject(), base);
   rows.push(...sqlite.rows);
-  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`);
+  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets);
   if (await pgAvailable()) {
     const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_URL });
