@@ -26,15 +26,14 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = random10();
+  // 80 random bits -> 16 base32 characters: two 40-bit halves, each exact in a double (no BigInt:
+  // this runs several times per request).
+  const b = random10();
+  let hi = b[0]! * 2 ** 32 + ((b[1]! << 24) >>> 0) + (b[2]! << 16) + (b[3]! << 8) + b[4]!;
+  let lo = b[5]! * 2 ** 32 + ((b[6]! << 24) >>> 0) + (b[7]! << 16) + (b[8]! << 8) + b[9]!;
   let rand = '';
-  // 80 bits -> 16 base32 characters, 5 bits at a time.
-  let acc = 0n;
-  for (const b of bytes) acc = (acc << 8n) | BigInt(b);
-  for (let i = 0; i < 16; i++) {
-    rand = ALPHABET[Number(acc & 31n)] + rand;
-    acc >>= 5n;
-  }
+  for (let i = 0; i < 8; i++) { rand = ALPHABET[lo % 32] + rand; lo = Math.floor(lo / 32); }
+  for (let i = 0; i < 8; i++) { rand = ALPHABET[hi % 32] + rand; hi = Math.floor(hi / 32); }
   return `${prefix}_${time}${rand}`;
 }
 
