@@ -46,17 +46,19 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 // migration 0601 drops it there).
 const WAITING = {
   postgres: fixedSql('select id, project_id, kind, actor, created_at, data from audit_events where leaf_index is null order by seq limit ?').postgres,
-  sqlite: `select id, project_id, kind, actor, created_at, data from audit_events
+  sqlite: `select seq, id, project_id, kind, actor, created_at, data from audit_events
     where seq > coalesce((select seq from audit_events where leaf_index = ?), 0) order by seq limit ?`,
 };
-const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where id = ? and leaf_index is null');
+// SQLite: by rowid. A run of consecutive seqs (the usual case) takes one statement.
+const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where seq = ? and leaf_index is null');
+const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where seq >= ? and seq <= ? and leaf_index is null');
 
 export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
   const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
   const dialect = env.dialect;
   const state = await lockState(trx, dialect);
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-  const events = await queryFixed<StoredEvent>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
+  const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
   const peaks = await readNodes(trx, planAppend(state.size));
   const leaves = events.map(leafHashOfStoredEvent);
@@ -71,9 +73,16 @@ export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: nu
       from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
       where a.id = u.id and a.leaf_index is null`.execute(trx);
   } else {
-    // One prepared statement per event, by its unique id: SQLite runs each in microseconds, where
-    // an UPDATE … FROM json_each over the batch was planned as a scan.
-    for (const [i, e] of events.entries()) await execFixed(trx, env, SET_INDEX, [state.size + i, e.id]);
+    // By rowid: one range statement when the seqs are consecutive, else one prepared statement
+    // each (an UPDATE … FROM json_each over the batch was planned as a scan).
+    const first = Number(events[0]!.seq);
+    const last = Number(events[events.length - 1]!.seq);
+    const done = last - first + 1 === events.length
+      ? await execFixed(trx, env, SET_RANGE, [state.size - first, first, last])
+      : 0;
+    if (done !== events.length) {
+      for (const [i, e] of events.entries()) await execFixed(trx, env, SET_INDEX, [state.size + i, e.seq]);
+    }
   }
   await trx.updateTable('audit_log_state')
     .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
