@@ -25,6 +25,13 @@ const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { 
 
 export interface CommitterOptions {
   maxBatch?: number;
+  /**
+   * SQLite: work every batch ends with, inside its transaction and its own savepoint (the writer
+   * thread sequences the batch's audit events here). If it fails, only it is rolled back, the
+   * batch still commits, and `onError` hears of it.
+   */
+  afterUnits?: (trx: Tx) => Promise<void>;
+  onError?: (error: unknown) => void;
 }
 
 export function createCommitter(store: Store, options: CommitterOptions = {}): Committer {
@@ -60,6 +67,17 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
             await savepoint(trx, 'rollback to savepoint unit');
             await savepoint(trx, 'release savepoint unit');
             outcomes.push({ ok: false, error, retry: isRetryable(error) && unit.attempts < MAX_ATTEMPTS });
+          }
+        }
+        if (options.afterUnits) {
+          await savepoint(trx, 'savepoint after_units');
+          try {
+            await options.afterUnits(trx);
+            await savepoint(trx, 'release savepoint after_units');
+          } catch (error) {
+            await savepoint(trx, 'rollback to savepoint after_units');
+            await savepoint(trx, 'release savepoint after_units');
+            options.onError?.(error);
           }
         }
       });

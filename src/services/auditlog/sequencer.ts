@@ -7,7 +7,7 @@
 // (a lost leadership, say) serialize instead of forking the tree.
 import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
-import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { appendLeaves, planAppend, readerFromNodes, type StoredNode } from '../../domain/auditlog/tree.ts';
 import type { Dialect, Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
@@ -24,11 +24,25 @@ export interface SequencedBatch {
   root: Uint8Array;
 }
 
-async function lockState(trx: Tx, dialect: Dialect): Promise<{ size: number; root: Uint8Array }> {
-  const q = trx.selectFrom('audit_log_state').select(['size', 'root']).where('id', '=', 1);
-  const row = await (dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirstOrThrow();
+const LOCK_STATE = {
+  sqlite: 'select size, root from audit_log_state where id = 1',
+  postgres: 'select size, root from audit_log_state where id = 1 for update',
+};
+const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
+const INSERT_NODE = fixedSql('insert into audit_nodes (level, idx, hash) values (?, ?, ?)');
+
+async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array }> {
+  const row = (await queryFixed<{ size: number; root: Uint8Array }>(trx, env, LOCK_STATE, []))[0];
+  if (!row) throw new Error('the audit log state row is missing');
   return { size: Number(row.size), root: fromBlob(row.root) };
 }
+
+/**
+ * The right edge of the tree (its peaks) as of the last batch this thread sequenced, so a batch
+ * need not read it back. Trusted only when the locked state row shows the same size and root (a
+ * batch that rolled back, or another sequencer, makes it stale, and it is read again).
+ */
+let frontier: { size: number; root: string; peaks: StoredNode[] } | undefined;
 
 /** Runs one sequencing batch (`sequenceWork`) in a transaction; the service passes its writer. */
 export type SequenceBatch = (max: number, now: Date) => Promise<SequencedBatch>;
@@ -56,17 +70,24 @@ const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where s
 export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
   const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
   const dialect = env.dialect;
-  const state = await lockState(trx, dialect);
+  const state = await lockState(trx, env);
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
   const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
-  const peaks = await readNodes(trx, planAppend(state.size));
+  const rootHex = Buffer.from(state.root).toString('hex');
+  const peaks = frontier && frontier.size === state.size && frontier.root === rootHex
+    ? frontier.peaks
+    : await readNodes(trx, planAppend(state.size));
   const leaves = events.map(leafHashOfStoredEvent);
   const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
 
-  for (let i = 0; i < result.nodes.length; i += 500) {
-    const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
-    await trx.insertInto('audit_nodes').values(chunk).execute();
+  if (env.raw) {
+    for (const n of result.nodes) await execFixed(trx, env, INSERT_NODE, [n.level, n.index, blob(n.hash)]);
+  } else {
+    for (let i = 0; i < result.nodes.length; i += 500) {
+      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
+      await trx.insertInto('audit_nodes').values(chunk).execute();
+    }
   }
   if (dialect === 'postgres') {
     await sql`update audit_events as a set leaf_index = u.li
@@ -84,9 +105,12 @@ export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: nu
       for (const [i, e] of events.entries()) await execFixed(trx, env, SET_INDEX, [state.size + i, e.seq]);
     }
   }
-  await trx.updateTable('audit_log_state')
-    .set({ size: result.size, root: blob(result.root), updated_at: now.toISOString() })
-    .where('id', '=', 1).execute();
+  await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
+  const known = readerFromNodes([...peaks, ...result.nodes]);
+  const next = planAppend(result.size).map((a) => ({ ...a, hash: known(a.level, a.index) }));
+  frontier = next.every((n) => n.hash !== undefined)
+    ? { size: result.size, root: Buffer.from(result.root).toString('hex'), peaks: next as StoredNode[] }
+    : undefined;
   return { count: events.length, size: result.size, root: result.root };
 }
 
