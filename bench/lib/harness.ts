@@ -34,7 +34,7 @@ export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dat
   return startChild(new URL('../../src/cli/main.ts', import.meta.url).pathname,
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/,
     // As `npm run serve` and the executable's shebang start it.
-    ['--max-semi-space-size=8'])
+    ['--max-semi-space-size=8', '--max-old-space-size=256'])
     .then((s) => ({ ...s, dataDir }));
 }
 
