@@ -23,7 +23,7 @@ import { inclusionFromStore } from '../src/services/auditlog/proofs.ts';
 import { rootOfSize } from '../src/services/auditlog/checkpointer.ts';
 import { sequencePending } from '../src/services/auditlog/sequencer.ts';
 import { migrateToLatest } from '../src/store/migrate.ts';
-import { openStore, type Store, type StoreOptions } from '../src/store/store.ts';
+import { openStore, type StoreOptions } from '../src/store/store.ts';
 
 const MAX = Number(process.env.BENCH_MAX_LEAVES ?? 1e7);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);

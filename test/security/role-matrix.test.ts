@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { ROLES, type Role } from '../../src/domain/access/roles.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { hashPassword } from '../../src/lib/passwords.ts';
-import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { startService, type TestService } from '../support/service.ts';
