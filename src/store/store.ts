@@ -4,7 +4,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema/index.ts';
-import { createSqliteDialect, openSqliteConnection, type StatementSource, type Synchronous } from './sqlite/dialect.ts';
+import { createSqliteDialect, openSqliteConnection, type StatementSource } from './sqlite/dialect.ts';
+import { WalSync } from './sqlite/wal-sync.ts';
 import { createPostgresDialect } from './postgres/dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -34,20 +35,41 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * SQLite durability (dialect.ts): `flush` (default) commits with synchronous=NORMAL and resolves a
+ * committed write only after an fdatasync of the WAL (WalSync, off this thread); `caller` commits
+ * with NORMAL and leaves the flush to the caller (the writer thread); `full` is SQLite's own
+ * blocking synchronous=FULL.
+ */
+export type SqliteDurability = 'flush' | 'caller' | 'full';
+
 export type StoreOptions =
-  | { kind: 'sqlite'; file: string; synchronous?: Synchronous; /** Open the reader connection (default true). */ reader?: boolean }
+  | {
+    kind: 'sqlite'; file: string; durability?: SqliteDurability;
+    /** Open the reader connection (default true). */ reader?: boolean;
+    /** Tests: stands in for the WalSync flush of `flush` durability. */ durable?: () => Promise<void>;
+  }
   | { kind: 'postgres'; url: string; schema?: string; poolSize?: number };
 
 export function openStore(options: StoreOptions): Store {
   let db: Db;
   let raw: StatementSource | undefined;
   let reader: StatementSource | undefined;
+  let wal: WalSync | undefined;
   if (options.kind === 'sqlite') {
-    if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
-    raw = openSqliteConnection(options.file, options.synchronous);
+    const inMemory = options.file === ':memory:';
+    if (!inMemory) mkdirSync(dirname(options.file), { recursive: true });
+    const durability = inMemory ? 'full' : options.durability ?? 'flush';
+    const synchronous = durability === 'full' ? 'FULL' : 'NORMAL';
+    raw = openSqliteConnection(options.file, synchronous);
     // An in-memory database is private to its connection: reads go through Kysely there.
-    if (options.file !== ':memory:' && options.reader !== false) reader = openSqliteConnection(options.file, options.synchronous, { queryOnly: true });
-    db = new Kysely<Database>({ dialect: createSqliteDialect(raw) });
+    if (!inMemory && options.reader !== false) reader = openSqliteConnection(options.file, synchronous, { queryOnly: true });
+    let durable: (() => Promise<void>) | undefined;
+    if (durability === 'flush') {
+      if (options.durable) durable = options.durable;
+      else { const w = new WalSync(options.file); wal = w; durable = () => w.durable(); }
+    }
+    db = new Kysely<Database>({ dialect: createSqliteDialect(raw, durable) });
   } else {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
   }
@@ -65,6 +87,7 @@ export function openStore(options: StoreOptions): Store {
       closed = true;
       reader?.close();
       await db.destroy();
+      await wal?.close();
     },
   };
 }

@@ -105,3 +105,27 @@ test('NonceTaken crosses the thread boundary as itself', async () => {
   assert.equal((p as InstanceType<typeof Problem>).code, 'agent_already_frozen');
   assert.deepEqual((p as InstanceType<typeof Problem>).extra, { state: { a: 1 } });
 });
+
+test('the HTTP thread\'s own writes: a commit or an autocommit write resolves only after the flush, without blocking the loop', async () => {
+  const ts = await sqlite.open();
+  const flushes: (() => void)[] = [];
+  const { openStore } = await import('../../src/store/store.ts');
+  const store = openStore({ kind: 'sqlite', file: ts.store.file!, durable: () => new Promise<void>((resolve) => flushes.push(resolve)) });
+  try {
+    let done = false;
+    const tx = store.transaction(async (trx) => { await trx.insertInto('settings').values({ key: 'f1', value: '1' }).execute(); }).then(() => { done = true; });
+    while (flushes.length < 1) await sleep(2);
+    assert.equal(done, false, 'committed, not yet flushed: the transaction has not resolved');
+    // The loop keeps turning while the flush is awaited, and other connections already see the row.
+    const seen = await ts.store.db.selectFrom('settings').select('value').where('key', '=', 'f1').executeTakeFirst();
+    assert.equal(seen?.value, '1');
+    flushes[0]!();
+    await tx;
+    let autoDone = false;
+    const auto = store.db.insertInto('settings').values({ key: 'f2', value: '2' }).execute().then(() => { autoDone = true; });
+    while (flushes.length < 2) await sleep(2);
+    assert.equal(autoDone, false, 'an autocommit write waits for its flush too');
+    flushes[1]!();
+    await auto;
+  } finally { await store.close(); await ts.cleanup(); }
+});

@@ -11,6 +11,7 @@ import { appendLeaves, planAppend, readerFromNodes, type StoredNode } from '../.
 import type { Dialect, Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
+import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 
 // Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
 // on the thread that answers requests, so a large one shows up as a latency spike.
@@ -31,10 +32,9 @@ const LOCK_STATE = {
 const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
 const INSERT_NODE = fixedSql('insert into audit_nodes (level, idx, hash) values (?, ?, ?)');
 
-async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array }> {
+async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array } | undefined> {
   const row = (await queryFixed<{ size: number; root: Uint8Array }>(trx, env, LOCK_STATE, []))[0];
-  if (!row) throw new Error('the audit log state row is missing');
-  return { size: Number(row.size), root: fromBlob(row.root) };
+  return row && { size: Number(row.size), root: fromBlob(row.root) };
 }
 
 /**
@@ -71,6 +71,8 @@ export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: nu
   const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
   const dialect = env.dialect;
   const state = await lockState(trx, env);
+  // No state row yet: the log has not been started (ensureLogState); nothing can be sequenced.
+  if (!state) return { count: 0, size: 0, root: EMPTY_ROOT };
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
   const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };

@@ -15,7 +15,7 @@ import { toWire, type CallMessage, type OutcomeMessage } from './wire.ts';
 
 const port = parentPort!;
 const file = (workerData as { file: string }).file;
-const store = openStore({ kind: 'sqlite', file, synchronous: 'NORMAL', reader: false });
+const store = openStore({ kind: 'sqlite', file, durability: 'caller', reader: false });
 const env = { dialect: store.dialect, raw: store.raw };
 // Every batch ends by sequencing the audit events waiting (its own, and any the HTTP thread's
 // transactions committed), in the same transaction: the log's work is spread evenly over the

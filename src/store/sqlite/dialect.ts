@@ -1,6 +1,9 @@
-// SQLite through better-sqlite3: WAL, synchronous=FULL (a commit is on disk before it returns,
-// which invariant 1 relies on; the writer thread uses NORMAL plus WalSync), BEGIN IMMEDIATE so two
-// connections never deadlock upgrading locks.
+// SQLite through better-sqlite3: WAL, BEGIN IMMEDIATE so two connections never deadlock upgrading
+// locks. Durability (invariant 1) never blocks a thread on the disk: connections commit with
+// synchronous=NORMAL, and on the store's own connection a statement that leaves the database
+// outside a transaction after writing (COMMIT, or a write in autocommit mode) resolves only once an
+// fdatasync of the WAL begun after it has finished (WalSync, on libuv's pool). The writer thread's
+// connection does not wait: its caller flushes before answering (services/writer/thread.ts).
 //
 // Waiting for the write lock never blocks the thread: SQLite's own busy handler sleeps in place
 // (1, 2, 5 … ms) and would stall every request on this event loop while the writer thread commits.
@@ -13,17 +16,21 @@ import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, ty
 const BUSY_DEADLINE_MS = 10_000;
 
 /** One SQLite connection with a statement cache; the Kysely driver and the hot paths share it. */
-export interface StatementSource { prepare(sql: string): BetterSqlite3.Statement; close(): void }
+export interface StatementSource { prepare(sql: string): BetterSqlite3.Statement; close(): void; readonly inTransaction: boolean }
 
 class RetryingConnection implements DatabaseConnection {
   readonly #db: StatementSource;
-  constructor(db: StatementSource) { this.#db = db; }
+  readonly #durable: (() => Promise<void>) | undefined;
+  constructor(db: StatementSource, durable?: () => Promise<void>) { this.#db = db; this.#durable = durable; }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     let deadline = 0;
     for (let wait = 0.25; ; wait = Math.min(wait * 2, 8)) {
       try {
-        return this.#run<R>(query);
+        const result = this.#run<R>(query);
+        // A write that is now committed (COMMIT, or autocommit): answer once it is on disk.
+        if (this.#durable && result.numAffectedRows !== undefined && !this.#db.inTransaction) await this.#durable();
+        return result;
       } catch (error) {
         if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
         deadline ||= Date.now() + BUSY_DEADLINE_MS;
@@ -48,15 +55,17 @@ class RetryingConnection implements DatabaseConnection {
 
 class GavelSqliteDriver extends SqliteDriver {
   readonly #open: () => StatementSource;
+  readonly #durable: (() => Promise<void>) | undefined;
   #db: StatementSource | undefined;
   #connection: RetryingConnection | undefined;
-  constructor(open: () => StatementSource) {
+  constructor(open: () => StatementSource, durable?: () => Promise<void>) {
     super({ database: undefined as never });
     this.#open = open;
+    this.#durable = durable;
   }
   override async init(): Promise<void> {
     this.#db = this.#open();
-    this.#connection = new RetryingConnection(this.#db);
+    this.#connection = new RetryingConnection(this.#db, this.#durable);
   }
   override async acquireConnection(): Promise<DatabaseConnection> {
     return this.#connection!;
@@ -71,12 +80,14 @@ class GavelSqliteDriver extends SqliteDriver {
 
 class GavelSqliteDialect extends SqliteDialect {
   readonly #open: () => StatementSource;
-  constructor(open: () => StatementSource) {
+  readonly #durable: (() => Promise<void>) | undefined;
+  constructor(open: () => StatementSource, durable?: () => Promise<void>) {
     super({ database: undefined as never });
     this.#open = open;
+    this.#durable = durable;
   }
   override createDriver(): Driver {
-    return new GavelSqliteDriver(this.#open);
+    return new GavelSqliteDriver(this.#open, this.#durable);
   }
 }
 
@@ -111,6 +122,7 @@ function withStatementCache(database: BetterSqlite3.Database, max = 1000): State
       return stmt;
     },
     close() { cache.clear(); database.close(); },
+    get inTransaction() { return database.inTransaction; },
   };
 }
 
@@ -118,6 +130,7 @@ export function openSqliteConnection(file: string, synchronous?: Synchronous, op
   return withStatementCache(openSqliteDatabase(file, synchronous, options));
 }
 
-export function createSqliteDialect(connection: StatementSource): SqliteDialect {
-  return new GavelSqliteDialect(() => connection);
+/** `durable`: what a committed write awaits before it resolves (undefined: nothing, the caller flushes). */
+export function createSqliteDialect(connection: StatementSource, durable?: () => Promise<void>): SqliteDialect {
+  return new GavelSqliteDialect(() => connection, durable);
 }
