@@ -13,8 +13,9 @@ import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fix
 import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 
-// Small batches, with a turn of the event loop between them: on SQLite a batch runs synchronously
-// on the thread that answers requests, so a large one shows up as a latency spike.
+// Small batches, with a turn of the event loop between them: a batch holds the writer thread
+// (SQLite) or the state row's lock (PostgreSQL) while it runs, so a large one shows as a latency
+// spike for the decisions behind it.
 export const DEFAULT_BATCH = 64;
 
 export interface SequencedBatch {
@@ -53,7 +54,6 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
   return batch ? batch(max, now) : store.transaction((trx) => sequenceWork(trx, store.dialect, max, now));
 }
 
-/** One batch's work inside the caller's transaction (a writer procedure). */
 // PostgreSQL: a lower seq can commit after a higher one, so the waiting events are found by the
 // partial index on unsequenced rows. SQLite: one writer at a time, so commit order is seq order
 // and the waiting events are exactly those after the last sequenced one (no index to maintain:
@@ -67,6 +67,7 @@ const WAITING = {
 const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where seq = ? and leaf_index is null');
 const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where seq >= ? and seq <= ? and leaf_index is null');
 
+/** One batch's work inside the caller's transaction (a writer procedure). */
 export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
   const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
   const dialect = env.dialect;
