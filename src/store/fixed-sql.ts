@@ -3,10 +3,9 @@
 // rewritten to `$n` for PostgreSQL. On SQLite they run straight on the store's connection (the one
 // Kysely's transaction holds, so they run inside it); on PostgreSQL through Kysely's executor
 // (same connection, same transaction).
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql, type RawBuilder } from 'kysely';
 import type { Db, Dialect, Tx } from './store.ts';
-import type { StatementSource } from './sqlite/dialect.ts';
+import { retryWhileBusy, type StatementSource } from './sqlite/dialect.ts';
 
 export interface FixedSql { sqlite: string; postgres: string }
 
@@ -23,16 +22,28 @@ export async function runFixed<R = unknown>(db: Db | Tx, dialect: Dialect, query
 /** Where fixed statements run: the engine, and on SQLite the connection itself. */
 export interface SqlTarget { dialect: Dialect; raw?: StatementSource | undefined }
 
-/** Rows of a fixed query (SQLite: synchronously on the shared connection). */
-export async function queryFixed<R = unknown>(trx: Db | Tx, target: SqlTarget, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
+/**
+ * The same statement as a Kysely `sql` template, for a caller that knows no SqlTarget: Kysely then
+ * writes the engine's placeholders itself (at the builder's cost, off the hot path).
+ */
+function asTemplate<R>(query: FixedSql, params: readonly unknown[]): RawBuilder<R> {
+  const parts = query.sqlite.split('?');
+  return sql<R>(Object.assign([...parts], { raw: parts }) as unknown as TemplateStringsArray, ...params);
+}
+
+/** Rows of a fixed query (SQLite with a target: synchronously on the shared connection). */
+export async function queryFixed<R = unknown>(trx: Db | Tx, target: SqlTarget | undefined, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
+  if (!target) return (await asTemplate<R>(query, params).execute(trx)).rows;
   if (target.raw) return target.raw.prepare(query.sqlite).all(params as unknown[]) as R[];
   return runFixed<R>(trx, target.dialect, query, params);
 }
 
 /** Runs a fixed statement; returns the rows it changed. */
-export async function execFixed(trx: Db | Tx, target: SqlTarget, query: FixedSql, params: readonly unknown[]): Promise<number> {
-  if (target.raw) return target.raw.prepare(query.sqlite).run(params as unknown[]).changes;
-  const result = await trx.executeQuery(CompiledQuery.raw(query[target.dialect], params as unknown[]));
+export async function execFixed(trx: Db | Tx, target: SqlTarget | undefined, query: FixedSql, params: readonly unknown[]): Promise<number> {
+  if (target?.raw) return target.raw.prepare(query.sqlite).run(params as unknown[]).changes;
+  const result = target
+    ? await trx.executeQuery(CompiledQuery.raw(query[target.dialect], params as unknown[]))
+    : await asTemplate(query, params).execute(trx);
   return Number(result.numAffectedRows ?? 0n);
 }
 
@@ -44,15 +55,5 @@ export async function execFixed(trx: Db | Tx, target: SqlTarget, query: FixedSql
 export async function readFixed<R = unknown>(store: { db: Db; dialect: Dialect; reader?: StatementSource | undefined }, query: FixedSql, params: readonly unknown[]): Promise<R[]> {
   const reader = store.reader;
   if (!reader) return runFixed<R>(store.db, store.dialect, query, params);
-  let deadline = 0;
-  for (let wait = 0.25; ; wait = Math.min(wait * 2, 8)) {
-    try {
-      return reader.prepare(query.sqlite).all(params as unknown[]) as R[];
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-      deadline ||= Date.now() + 1_000;
-      if (Date.now() > deadline) throw error;
-      await sleep(wait);
-    }
-  }
+  return retryWhileBusy(() => reader.prepare(query.sqlite).all(params as unknown[]) as R[], 1_000);
 }

@@ -3,7 +3,6 @@
 // agent row inside its own transaction, under a lock that a freeze must wait for (PostgreSQL) or
 // behind the single writer (SQLite).
 
-import { sql } from 'kysely';
 import { Problem } from '../../http/problem.ts';
 import type { Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
@@ -27,9 +26,7 @@ const LOCK_STATE = {
 
 /** Makes sure the agent has a row (so it can be locked), without changing an existing one. */
 export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null, target?: SqlTarget): Promise<void> {
-  if (target) await execFixed(trx, target, ENSURE, [projectId, did, name, at, actor]);
-  else await sql`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
-    values (${projectId}, ${did}, ${name}, ${at}, ${actor}, null, null, null) on conflict (project_id, did) do nothing`.execute(trx);
+  await execFixed(trx, target, ENSURE, [projectId, did, name, at, actor]);
 }
 
 /** The agent's frozen state, read under a share lock that a concurrent freeze must wait for. */

@@ -2,7 +2,6 @@
 // as the change it describes, so the event is durable exactly when the change is (invariant 1).
 // The sequencer later gives each committed event its gapless leaf index in the Merkle log.
 import canonicalize from 'canonicalize';
-import { sql } from 'kysely';
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
@@ -24,8 +23,6 @@ const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, 
 export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
   const id = newId('aud');
   const params = [id, input.projectId, input.kind, input.actor, (input.at ?? new Date()).toISOString(), canonicalize(input.data) ?? '{}'];
-  if (target) await execFixed(trx, target, INSERT, params);
-  else await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-    values (${params[0]}, ${params[1]}, ${params[2]}, ${params[3]}, ${params[4]}, ${params[5]}, null)`.execute(trx);
+  await execFixed(trx, target, INSERT, params);
   return id;
 }

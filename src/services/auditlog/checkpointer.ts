@@ -8,17 +8,10 @@ import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { addCheckpoint, type AddCheckpointResult } from '../../witness/client.ts';
 import { blob, ensureLogState, fromBlob, logIdentity, readNodes } from './log.ts';
+import type { AuditCheckpointsTable } from '../../store/schema/auditlog.ts';
 
-export interface StoredCheckpoint {
-  size: number;
-  root: Uint8Array;
-  /** Signed by the log only. */
-  note: string;
-  created_at: string;
-  /** Cosignature lines, or null until the witness cosigned. */
-  cosignatures: string | null;
-  witnessed_at: string | null;
-}
+/** A checkpoint row as stored: the table's type (store/schema/auditlog.ts). */
+export type StoredCheckpoint = AuditCheckpointsTable;
 
 const columns = ['size', 'root', 'note', 'created_at', 'cosignatures', 'witnessed_at'] as const;
 

@@ -8,7 +8,7 @@
 import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
 import { appendLeaves, planAppend, readerFromNodes, type StoredNode } from '../../domain/auditlog/tree.ts';
-import type { Dialect, Store, Tx } from '../../store/store.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
@@ -51,7 +51,7 @@ export type SequenceBatch = (max: number, now: Date) => Promise<SequencedBatch>;
 /** Sequences up to `max` waiting events in one transaction of its own; count 0 when none wait. */
 export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date(), batch?: SequenceBatch): Promise<SequencedBatch> {
   await ensureLogState(store);
-  return batch ? batch(max, now) : store.transaction((trx) => sequenceWork(trx, store.dialect, max, now));
+  return batch ? batch(max, now) : store.transaction((trx) => sequenceWork(trx, { dialect: store.dialect, raw: store.raw }, max, now));
 }
 
 // PostgreSQL: a lower seq can commit after a higher one, so the waiting events are found by the
@@ -68,8 +68,7 @@ const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where seq = ?
 const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where seq >= ? and seq <= ? and leaf_index is null');
 
 /** One batch's work inside the caller's transaction (a writer procedure). */
-export async function sequenceWork(trx: Tx, target: SqlTarget | Dialect, max: number, now: Date): Promise<SequencedBatch> {
-  const env: SqlTarget = typeof target === 'string' ? { dialect: target } : target;
+export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Date): Promise<SequencedBatch> {
   const dialect = env.dialect;
   const state = await lockState(trx, env);
   // No state row yet: the log has not been started (ensureLogState); nothing can be sequenced.

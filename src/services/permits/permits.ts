@@ -2,7 +2,6 @@
 // project's permit key; revoking a permit revokes every permit delegated from it, because every
 // decision checks each commitment of the presented chain against this table.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { issuePermit, permitCommitment, PermitError, type GavelConstraints } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
@@ -82,9 +81,7 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
 export async function anyRevoked(trx: Tx | Db, chain: string[], target?: SqlTarget): Promise<boolean> {
-  if (target) return (await queryFixed(trx, target, revokedQuery(chain.length), chain)).length > 0;
-  const rows = await sql`select 1 from permits where commitment in (${sql.join(chain)}) and revoked_at is not null limit 1`.execute(trx);
-  return rows.rows.length > 0;
+  return (await queryFixed(trx, target, revokedQuery(chain.length), chain)).length > 0;
 }
 
 const REVOKED_BY_LENGTH: FixedSql[] = [];

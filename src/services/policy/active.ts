@@ -2,9 +2,8 @@
 // an activation committed anywhere decides the next request everywhere; only the compiled
 // evaluator is cached, keyed by (project, version, hash), so each version compiles once.
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
-import { sql } from 'kysely';
 import type { Db, Store } from '../../store/store.ts';
-import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
+import { fixedSql, queryFixed, readFixed } from '../../store/fixed-sql.ts';
 
 export interface ActivePolicy {
   version: number;
@@ -57,7 +56,7 @@ export async function getActivePolicy(db: Db, projectId: string, store?: Pick<St
   // Fixed SQL: read on every decision (see store/fixed-sql.ts).
   const pointer = store
     ? (await readFixed<{ version: number; hash: string }>(store, POINTER, [projectId]))[0]
-    : (await sql<{ version: number; hash: string }>`select version, hash from policy_active where project_id = ${projectId}`.execute(db)).rows[0];
+    : (await queryFixed<{ version: number; hash: string }>(db, undefined, POINTER, [projectId]))[0];
   if (!pointer) return null;
   const version = Number(pointer.version);
   const compiled = await compiledVersion(db, projectId, version, pointer.hash);

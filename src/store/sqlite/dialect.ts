@@ -15,6 +15,24 @@ import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, ty
 /** How long a statement keeps retrying a lock another connection holds before it fails. */
 const BUSY_DEADLINE_MS = 10_000;
 
+/**
+ * Runs `fn`; while SQLite refuses it with SQLITE_BUSY (another connection holds the lock it needs),
+ * tries again after a timer (0.25 ms doubling to 8 ms) for up to `deadlineMs`.
+ */
+export async function retryWhileBusy<T>(fn: () => T, deadlineMs: number): Promise<T> {
+  let deadline = 0;
+  for (let wait = 0.25; ; wait = Math.min(wait * 2, 8)) {
+    try {
+      return fn();
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+      deadline ||= Date.now() + deadlineMs;
+      if (Date.now() > deadline) throw error;
+      await sleep(wait);
+    }
+  }
+}
+
 /** One SQLite connection with a statement cache; the Kysely driver and the hot paths share it. */
 export interface StatementSource { prepare(sql: string): BetterSqlite3.Statement; close(): void; readonly inTransaction: boolean }
 
@@ -24,20 +42,10 @@ class RetryingConnection implements DatabaseConnection {
   constructor(db: StatementSource, durable?: () => Promise<void>) { this.#db = db; this.#durable = durable; }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    let deadline = 0;
-    for (let wait = 0.25; ; wait = Math.min(wait * 2, 8)) {
-      try {
-        const result = this.#run<R>(query);
-        // A write that is now committed (COMMIT, or autocommit): answer once it is on disk.
-        if (this.#durable && result.numAffectedRows !== undefined && !this.#db.inTransaction) await this.#durable();
-        return result;
-      } catch (error) {
-        if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-        deadline ||= Date.now() + BUSY_DEADLINE_MS;
-        if (Date.now() > deadline) throw error;
-        await sleep(wait);
-      }
-    }
+    const result = await retryWhileBusy(() => this.#run<R>(query), BUSY_DEADLINE_MS);
+    // A write that is now committed (COMMIT, or autocommit): answer once it is on disk.
+    if (this.#durable && result.numAffectedRows !== undefined && !this.#db.inTransaction) await this.#durable();
+    return result;
   }
 
   #run<R>({ sql, parameters }: CompiledQuery): QueryResult<R> {
