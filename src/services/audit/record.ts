@@ -1,10 +1,13 @@
 // Every decision and security-relevant mutation writes an audit event inside the same transaction
 // as the change it describes, so the event is durable exactly when the change is (invariant 1).
-// The sequencer later gives each committed event its gapless leaf index in the Merkle log.
+// The sequencer later gives each committed event its gapless leaf index in the Merkle log (on the
+// SQLite writer thread, usually as the event is written: auditlog/inline.ts).
 import canonicalize from 'canonicalize';
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
+import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
+import { inlineSequencer } from '../auditlog/inline.ts';
 
 export interface AuditInput {
   projectId: string;
@@ -18,11 +21,20 @@ export interface AuditInput {
 
 const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
   values (?, ?, ?, ?, ?, ?, null)`);
+const INSERT_SEQUENCED = `insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+  values (?, ?, ?, ?, ?, ?, ?)`;
 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
 export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
   const id = newId('aud');
-  const params = [id, input.projectId, input.kind, input.actor, (input.at ?? new Date()).toISOString(), canonicalize(input.data) ?? '{}'];
-  await execFixed(trx, target, INSERT, params);
+  const event = { id, project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: canonicalize(input.data) ?? '{}' };
+  const inline = inlineSequencer();
+  if (inline?.active) {
+    // The SQLite writer thread: the event takes its leaf index now (services/auditlog/inline.ts).
+    const { lastInsertRowid } = inline.statement(INSERT_SEQUENCED).run(id, event.project_id, event.kind, event.actor, event.created_at, event.data, inline.nextLeafIndex());
+    inline.added(Number(lastInsertRowid), leafHashOfStoredEvent(event));
+    return id;
+  }
+  await execFixed(trx, target, INSERT, [id, event.project_id, event.kind, event.actor, event.created_at, event.data]);
   return id;
 }

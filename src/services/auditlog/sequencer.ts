@@ -7,7 +7,9 @@
 // (a lost leadership, say) serialize instead of forking the tree.
 import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
-import { appendLeaves, planAppend, readerFromNodes, type StoredNode } from '../../domain/auditlog/tree.ts';
+import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { advanceFrontier, frontierAt, INSERT_NODE, LOCK_STATE, SET_STATE } from './frontier.ts';
+import { inlineSequencer } from './inline.ts';
 import type { Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
@@ -26,24 +28,10 @@ export interface SequencedBatch {
   root: Uint8Array;
 }
 
-const LOCK_STATE = {
-  sqlite: 'select size, root from audit_log_state where id = 1',
-  postgres: 'select size, root from audit_log_state where id = 1 for update',
-};
-const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
-const INSERT_NODE = fixedSql('insert into audit_nodes (level, idx, hash) values (?, ?, ?)');
-
 async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array } | undefined> {
   const row = (await queryFixed<{ size: number; root: Uint8Array }>(trx, env, LOCK_STATE, []))[0];
   return row && { size: Number(row.size), root: fromBlob(row.root) };
 }
-
-/**
- * The right edge of the tree (its peaks) as of the last batch this thread sequenced, so a batch
- * need not read it back. Trusted only when the locked state row shows the same size and root (a
- * batch that rolled back, or another sequencer, makes it stale, and it is read again).
- */
-let frontier: { size: number; root: string; peaks: StoredNode[] } | undefined;
 
 /** Runs one sequencing batch (`sequenceWork`) in a transaction; the service passes its writer. */
 export type SequenceBatch = (max: number, now: Date) => Promise<SequencedBatch>;
@@ -70,16 +58,17 @@ const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where s
 /** One batch's work inside the caller's transaction (a writer procedure). */
 export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Date): Promise<SequencedBatch> {
   const dialect = env.dialect;
+  // Inside a writer batch whose events take their leaf indexes as they are written (inline.ts),
+  // nothing else is waiting and the batch's end integrates its own: there is nothing to do here.
+  const inline = inlineSequencer();
+  if (inline?.active) return inline.committedState();
   const state = await lockState(trx, env);
   // No state row yet: the log has not been started (ensureLogState); nothing can be sequenced.
   if (!state) return { count: 0, size: 0, root: EMPTY_ROOT };
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
   const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
-  const rootHex = Buffer.from(state.root).toString('hex');
-  const peaks = frontier && frontier.size === state.size && frontier.root === rootHex
-    ? frontier.peaks
-    : await readNodes(trx, planAppend(state.size));
+  const peaks = frontierAt(state.size, state.root)?.peaks ?? await readNodes(trx, planAppend(state.size));
   const leaves = events.map(leafHashOfStoredEvent);
   const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
 
@@ -108,11 +97,7 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
     }
   }
   await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
-  const known = readerFromNodes([...peaks, ...result.nodes]);
-  const next = planAppend(result.size).map((a) => ({ ...a, hash: known(a.level, a.index) }));
-  frontier = next.every((n) => n.hash !== undefined)
-    ? { size: result.size, root: Buffer.from(result.root).toString('hex'), peaks: next as StoredNode[] }
-    : undefined;
+  advanceFrontier(peaks, result, events[events.length - 1]!.seq === undefined ? undefined : Number(events[events.length - 1]!.seq));
   return { count: events.length, size: result.size, root: result.root };
 }
 

@@ -47,8 +47,13 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);
   // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).
-  if (tentative.decision !== 'DENY') await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
-  const agent = await lockAgentState(trx, env, projectId, input.agent);
+  // A known agent (the usual case) takes one statement; a new one is created first when the
+  // decision may not be a DENY, then locked like any other.
+  let agent = await lockAgentState(trx, env, projectId, input.agent);
+  if (!agent && tentative.decision !== 'DENY') {
+    await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
+    agent = await lockAgentState(trx, env, projectId, input.agent);
+  }
   let permitFailure = plan.failure;
   if (!permitFailure && permit && (await anyRevoked(trx, permit.chain, env))) {
     permitFailure = { check: 'revoked', detail: 'revoked: the permit or one it was delegated from has been revoked' };

@@ -1,0 +1,42 @@
+// How the SQLite writer thread runs units: one group committer on its connection, every batch
+// ending with the log's work in the same transaction. Usually a batch's own audit events take
+// their leaf indexes as they are written and its end appends them to the tree (auditlog/inline.ts);
+// otherwise (events another connection wrote, a stale frontier) it sequences what waits.
+import { createCommitter } from '../../store/group-commit.ts';
+import type { Store, Tx } from '../../store/store.ts';
+import type { SqlTarget } from '../../store/fixed-sql.ts';
+import { sequenceWork } from '../auditlog/sequencer.ts';
+import { installInlineSequencer } from '../auditlog/inline.ts';
+
+/** Bounds one batch's sequencing work; a backlog beyond it waits for the next batch or tick. */
+const SEQUENCE_PER_BATCH = 256;
+
+export interface WriterBatches {
+  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>): Promise<T>;
+  /** Batches committed, and how many of them sequenced inline. */
+  readonly commits: number;
+  readonly inlineBatches: number;
+}
+
+export function writerBatches(store: Store): WriterBatches {
+  if (!store.raw) throw new Error('the writer thread runs on a SQLite connection');
+  const env: SqlTarget = { dialect: store.dialect, raw: store.raw };
+  const inline = installInlineSequencer(store.raw);
+  let inlined = false;
+  let inlineBatches = 0;
+  const committer = createCommitter(store, {
+    beforeUnits: () => { inline.begin(); },
+    finishUnits: () => { inlined = inline.finish(new Date()); if (inlined) inlineBatches++; },
+    afterUnits: async (trx) => { if (!inlined) await sequenceWork(trx, env, SEQUENCE_PER_BATCH, new Date()); },
+    onError: (error) => process.emitWarning(`sequencing inside a writer batch failed; the audit-log loop retries: ${String(error)}`),
+  });
+  return {
+    get commits() { return committer.commits; },
+    get inlineBatches() { return inlineBatches; },
+    run: (work) => committer.run(async (trx) => {
+      // A unit that fails is rolled back to its savepoint: so are the leaves it added.
+      const mark = inline.mark();
+      try { return await work(trx, env); } catch (error) { inline.rewind(mark); throw error; }
+    }),
+  };
+}
