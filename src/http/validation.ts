@@ -18,13 +18,36 @@ const textParts = make(true);
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
+/** True when every string (member name or value) in `value` is well-formed Unicode. No allocation. */
+function allWellFormed(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return value.isWellFormed();
+  if (value === null || typeof value !== 'object') return true;
+  // Deep bodies take the iterative walk below, so this recursion is bounded.
+  if (depth > 32) return illFormedPointer(value) === null;
+  if (Array.isArray(value)) {
+    for (const v of value) if (!allWellFormed(v, depth + 1)) return false;
+    return true;
+  }
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    if (!k.isWellFormed() || !allWellFormed((value as Record<string, unknown>)[k], depth + 1)) return false;
+  }
+  return true;
+}
+
 /**
  * The pointer of the first string (member name or value) that is not well-formed Unicode (a lone
  * surrogate, which JSON's `\ud800` escape can carry), or null. Such a string cannot be
  * canonicalized (RFC 8785) for the audit log or hashed reliably, so it is refused as input.
- * Iterative, so a deeply nested body cannot exhaust the stack.
+ * Every body passes through here, so the common case (all well-formed) is checked first without
+ * building pointers; the walk that names the culprit runs only when there is one.
  */
 export function illFormedString(value: unknown): string | null {
+  return allWellFormed(value, 0) ? null : illFormedPointer(value);
+}
+
+/** Iterative, so a deeply nested body cannot exhaust the stack. */
+function illFormedPointer(value: unknown): string | null {
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length > 0) {
     const [v, pointer] = stack.pop()!;

@@ -34,8 +34,28 @@ async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | und
   return (await readFixed<KeyRow>(store, KEY_LOOKUP_SQL, [secretHash]))[0];
 }
 
+// SQLite: contexts by authorization header, each tagged with the auth epoch read before its lookup
+// (migration 0102). A change to any key, membership, principal or role grant bumps the epoch, so
+// an entry is used only while nothing it was built from can have changed. Failures are not cached.
+const AUTH_EPOCH = fixedSql('select n from auth_epoch where id = 1');
+const MAX_CACHED = 1024;
+const cached = new WeakMap<Store, Map<string, { epoch: number; auth: AuthContext }>>();
+
 /** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
 export async function authenticateApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
+  if (!header || store.dialect !== 'sqlite') return lookUpApiKey(store, header);
+  const epoch = Number((await readFixed<{ n: number }>(store, AUTH_EPOCH, []))[0]!.n);
+  let entries = cached.get(store);
+  if (!entries) cached.set(store, entries = new Map());
+  const hit = entries.get(header);
+  if (hit && hit.epoch === epoch) return hit.auth;
+  const auth = await lookUpApiKey(store, header);
+  if (entries.size >= MAX_CACHED) entries.delete(entries.keys().next().value!);
+  entries.set(header, { epoch, auth });
+  return auth;
+}
+
+async function lookUpApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
   if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
@@ -45,10 +65,11 @@ export async function authenticateApiKey(store: Store, header: string | undefine
   }
   const held = new Set((row.held ?? '').split(',').filter(Boolean));
   const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
-  return {
+  // Frozen: on SQLite one context serves every request with this key until the epoch moves.
+  return Object.freeze({
     kind: 'api_key', projectId: row.project_id, principalId: row.principal_id,
     roles: new Set<Role>(keyRoles), keyId: row.id, actor: row.id,
-  };
+  });
 }
 
 /**

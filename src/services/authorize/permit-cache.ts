@@ -6,23 +6,32 @@ import { verifyPermitSignatures, type VerifyResult } from '../../domain/permit/i
 const MAX_ENTRIES = 10_000;
 
 export class PermitVerificationCache {
-  readonly #entries = new Map<string, VerifyResult>();
+  // Keyed by the presented string alone; the entry remembers the (project, key) it was verified
+  // for, and a hit counts only for that pair. (A compound string key would copy the permit, about
+  // a kilobyte, on every request.)
+  readonly #entries = new Map<string, { projectId: string; projectPublicKey: Uint8Array; result: VerifyResult }>();
 
   async verify(presented: string, projectId: string, projectPublicKey: Uint8Array): Promise<VerifyResult> {
-    const key = `${projectId}\n${Buffer.from(projectPublicKey).toString('base64')}\n${presented}`;
-    const hit = this.#entries.get(key);
-    if (hit) {
+    const hit = this.#entries.get(presented);
+    if (hit && hit.projectId === projectId && sameBytes(hit.projectPublicKey, projectPublicKey)) {
       // Refresh recency: Map iteration order is insertion order, so re-insert.
-      this.#entries.delete(key);
-      this.#entries.set(key, hit);
-      return hit;
+      this.#entries.delete(presented);
+      this.#entries.set(presented, hit);
+      return hit.result;
     }
     const result = await verifyPermitSignatures(presented, { projectId, projectPublicKey });
     // Only successes are worth keeping; garbage must not evict good entries.
     if (result.ok) {
-      if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
-      this.#entries.set(key, result);
+      if (!hit && this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
+      this.#entries.set(presented, { projectId, projectPublicKey: Uint8Array.from(projectPublicKey), result });
     }
     return result;
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

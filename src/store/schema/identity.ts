@@ -32,7 +32,14 @@ export interface SodSettingsTable {
   updated_by: string;
 }
 
+/** SQLite only (migration 0102): bumped by trigger on every change authentication reads. */
+export interface AuthEpochTable {
+  id: number;
+  n: number;
+}
+
 export interface IdentityTables {
+  auth_epoch: AuthEpochTable;
   sessions: SessionsTable;
   login_throttle: LoginThrottleTable;
   sod_settings: SodSettingsTable;

@@ -1,0 +1,48 @@
+// SQLite caches an API key's context while the auth epoch (migration 0102, bumped by triggers) is
+// unchanged. Whoever changes what authentication reads (this service, or another connection to
+// the same file, a shell or another process), the next request must see it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import BetterSqlite3 from 'better-sqlite3';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+
+const sqlite = backends().find((b) => b.name === 'sqlite')!;
+
+test('API key auth cache (SQLite): changes made on another connection take effect on the next request', async () => {
+  const svc = await startService(sqlite);
+  const file = svc.ts.store.file!;
+  const other = new BetterSqlite3(file);
+  other.pragma('busy_timeout = 5000');
+  try {
+    const holder = await svc.member(['AUDITOR']);
+    const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
+    const epoch = () => Number((other.prepare('select n from auth_epoch where id = 1').get() as { n: number }).n);
+    const sql = (text: string, ...params: unknown[]) => { const before = epoch(); other.prepare(text).run(...params); assert.ok(epoch() > before, `${text} bumps the epoch`); };
+    assert.equal((await sod(holder.key)).statusCode, 200);
+    assert.equal((await sod(holder.key)).statusCode, 200, 'served from the cache');
+
+    // Each change, made outside the service, denies the very next request; undoing it restores.
+    const changes: [string, string, unknown[], unknown[]][] = [
+      ['key revoked', 'update api_keys set revoked_at = ? where id = ?', ['2026-01-01T00:00:00Z', holder.keyId], [null, holder.keyId]],
+      ['principal disabled', 'update principals set disabled_at = ? where id = ?', ['2026-01-01T00:00:00Z', holder.principalId], [null, holder.principalId]],
+      ['membership revoked', 'update memberships set revoked_at = ? where principal_id = ?', ['2026-01-01T00:00:00Z', holder.principalId], [null, holder.principalId]],
+    ];
+    for (const [what, text, set, unset] of changes) {
+      sql(text, ...set);
+      assert.equal((await sod(holder.key)).statusCode, 401, what);
+      sql(text, ...unset);
+      assert.equal((await sod(holder.key)).statusCode, 200, `${what}, undone`);
+    }
+    // Roles: deleting the grant leaves the key without the role it needs (403), re-granting restores.
+    sql('delete from role_grants where principal_id = ?', holder.principalId);
+    assert.equal((await sod(holder.key)).statusCode, 403, 'role grant deleted');
+    sql(`insert into role_grants (project_id, principal_id, role, granted_at, granted_by) values (?, ?, 'AUDITOR', '2026-01-01T00:00:00Z', null)`, svc.projectId, holder.principalId);
+    assert.equal((await sod(holder.key)).statusCode, 200, 'role granted again');
+    sql('delete from api_keys where id = ?', holder.keyId);
+    assert.equal((await sod(holder.key)).statusCode, 401, 'key deleted');
+  } finally {
+    other.close();
+    await svc.stop();
+  }
+});
