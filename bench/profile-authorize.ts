@@ -5,6 +5,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { load, startGavel } from './lib/harness.ts';
 import { prepareProject } from './lib/fixtures.ts';
+import { pacedLoad } from './lib/paced.ts';
 /** CPU µs per thread name (threads sharing a name are summed). */
 const threads = (pid: number) => {
   const out = new Map<string, number>();
@@ -31,5 +32,12 @@ const n = r.rps * secs;
 const split = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const).filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]);
 const total = split.reduce((s, [, v]) => s + v, 0);
 console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${rss(pid).toFixed(0)} MB`);
-if (process.env.HALF) console.log(JSON.stringify(await load({ ...opts, duration: 6, overallRate: Math.floor(r.rps / 2) })));
+if (process.env.HALF) {
+  const c1 = threads(pid);
+  const paced = await pacedLoad({ ...opts, rate: Math.floor(r.rps / 2), duration: 6 });
+  const c2 = threads(pid);
+  const cpuPaced = [...c2].reduce((s, [k, v]) => s + v - (c1.get(k) ?? 0), 0) / (paced.rps * 6);
+  console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request`);
+  if (process.env.AUTOCANNON_HALF) console.log('autocannon overallRate half max', JSON.stringify(await load({ ...opts, duration: 6, overallRate: Math.floor(r.rps / 2) })));
+}
 await gavel.stop();

@@ -1,0 +1,78 @@
+// An open-loop load at a constant rate (the wrk2 method), for latency at a given throughput.
+// Request i is due at start + i/rate whatever happened before it; it leaves on the first free
+// keep-alive connection, and its latency counts from when it was due, so time spent queued behind
+// a slow response (coordinated omission) is counted, not hidden. autocannon's `overallRate` is not
+// used for this: it lets each connection send its per-second quota back to back and then idle
+// (httpClient.js: reqsMadeThisSecond, reset by a 1 s interval), so "half of the maximum" runs at
+// the maximum for half of each second; and its correction then adds synthetic samples as if
+// requests had been spaced 1 ms apart on each connection.
+import { connect, type Socket } from 'node:net';
+import { createHistogram } from 'node:perf_hooks';
+import type { Load } from './harness.ts';
+
+interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
+
+export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; connections?: number }): Promise<Load> {
+  const u = new URL(opts.url);
+  const body = Buffer.from(opts.body ?? '');
+  const head = [`${opts.method} ${u.pathname}${u.search} HTTP/1.1`, `host: ${u.host}`, 'connection: keep-alive',
+    ...Object.entries(opts.headers ?? {}).map(([k, v]) => `${k}: ${v}`), ...(body.length ? [`content-length: ${body.length}`] : []), '', ''].join('\r\n');
+  const request = Buffer.concat([Buffer.from(head), body]);
+  const histogram = createHistogram();
+  let non2xx = 0;
+  let errors = 0;
+  let completed = 0;
+  const queue: number[] = []; // due times (ms, performance.now) of requests waiting for a connection
+  const conns: Conn[] = [];
+
+  const send = (c: Conn, due: number) => { c.busy = true; c.due = due; c.socket.write(request); };
+  const onData = (c: Conn, chunk: Buffer) => {
+    c.buf = c.buf.length ? Buffer.concat([c.buf, chunk]) : chunk;
+    for (;;) {
+      const end = c.buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const header = c.buf.subarray(0, end).toString('latin1');
+      const length = /\r\ncontent-length:\s*(\d+)/i.exec(header)?.[1];
+      if (length === undefined) throw new Error('pacedLoad reads responses with a content-length only');
+      if (c.buf.length < end + 4 + Number(length)) return;
+      c.buf = c.buf.subarray(end + 4 + Number(length));
+      const status = Number(header.slice(9, 12));
+      if (status < 200 || status >= 300) non2xx++;
+      histogram.record(Math.max(1, Math.round((performance.now() - c.due) * 1000)));
+      completed++;
+      c.busy = false;
+      const next = queue.shift();
+      if (next !== undefined) send(c, next);
+    }
+  };
+  for (let i = 0; i < (opts.connections ?? 20); i++) {
+    const socket = connect({ host: u.hostname, port: Number(u.port), noDelay: true });
+    const c: Conn = { socket, busy: false, due: 0, buf: Buffer.alloc(0) };
+    socket.on('data', (chunk: Buffer) => onData(c, chunk));
+    socket.on('error', () => { errors++; });
+    await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject); });
+    conns.push(c);
+  }
+
+  const start = performance.now();
+  const total = Math.floor(opts.rate * opts.duration);
+  let issued = 0;
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor(((now - start) / 1000) * opts.rate) + 1);
+      for (; issued < due; issued++) {
+        const at = start + (issued * 1000) / opts.rate;
+        const free = conns.find((c) => !c.busy);
+        if (free) send(free, at); else queue.push(at);
+      }
+      if (issued >= total && completed >= total) { resolve(); return; }
+      if (now - start > opts.duration * 1000 + 10_000) { errors += total - completed; resolve(); return; }
+      setTimeout(tick, 1);
+    };
+    tick();
+  });
+  for (const c of conns) c.socket.destroy();
+  const ms = (p: number) => histogram.percentile(p) / 1000;
+  return { rps: completed / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx };
+}
