@@ -9,7 +9,7 @@ const file = join(mkdtempSync(join(tmpdir(), 'wm-')), 'g.db');
 const store = openStore({ kind: 'sqlite', file }); await migrateToLatest(store);
 await (await import('../src/services/auditlog/log.ts')).ensureLogState(store);
 const w = threadWriter<GavelProcedures>({ file });
-const plan = () => ({ projectId: 'prj_x', actor: 'key_x', requestId: 'req_x', now: new Date(), failure: null, policyVersion: 1,
+const plan = () => ({ projectId: 'prj_x', actor: 'key_x', requestId: 'req_x', at: new Date().toISOString(), failure: null, policyVersion: 1,
   input: { agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', action: 'pay', resource: 'resource://shop/basket-1', amount: { minor: 4200, currency: 'EUR' } },
   permit: { commitment: 'c'.repeat(43), chain: ['c'.repeat(43)], delegation_depth: 0, counters: [] },
   policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: ['amount-pay'] } });

@@ -9,7 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { WalSync } from '../../src/store/sqlite/wal-sync.ts';
 import { threadWriter } from '../../src/services/writer/thread.ts';
-import type { GavelProcedures } from '../../src/services/writer/procedures.ts';
+import { jsonProcedures, type GavelProcedures } from '../../src/services/writer/procedures.ts';
 import { NonceTaken } from '../../src/services/executions/errors.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
@@ -71,7 +71,8 @@ test('waiting for a write lock held elsewhere does not stall the event loop', as
 
 test('writer thread: errors keep their class, results are durable and visible, close settles what is pending', async () => {
   const ts = await sqlite.open();
-  const writer = threadWriter<GavelProcedures>({ file: ts.store.file! });
+  // As the service starts it: decisions cross as JSON text, everything else by structured clone.
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });
   try {
     const ids = await Promise.all(Array.from({ length: 200 }, (_, i) => writer.call('audit.record', { projectId: 'prj_x', kind: 'test', actor: 'system', data: { i } })));
     assert.equal(new Set(ids).size, 200);
@@ -79,7 +80,7 @@ test('writer thread: errors keep their class, results are durable and visible, c
     assert.equal(rows.length, 200, 'every acknowledged unit is visible to this thread at once');
     // A decision whose execution nonce is taken comes back as NonceTaken, which executions relies on.
     const plan = (nonce: string) => ({
-      projectId: 'prj_x', actor: 'system', requestId: 'req_x', now: new Date(), failure: null, policyVersion: 1,
+      projectId: 'prj_x', actor: 'system', requestId: 'req_x', at: new Date().toISOString(), failure: null, policyVersion: 1,
       input: { agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
       permit: null, policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: [] },
       execution: { executionId: `exe_${nonce}`, instanceId: 'i', nonce, fingerprint: 'f', merchant: 'm', operation: 'o', agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },

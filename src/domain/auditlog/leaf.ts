@@ -4,7 +4,7 @@
 // Anyone holding the event can recompute its leaf hash with leafHashOfEvent.
 import canonicalize from 'canonicalize';
 import { AuditLogError } from './errors.ts';
-import { leafHash } from './hash.ts';
+import { leafHash, leafHashOfText } from './hash.ts';
 import { utf8 } from './bytes.ts';
 
 export const LEAF_VERSION = 'gavel-audit-v1';
@@ -80,5 +80,5 @@ export interface StoredEvent { id: string; project_id: string; kind: string; act
 export function leafHashOfStoredEvent(e: StoredEvent): Uint8Array {
   // JCS orders members by UTF-16 code units: actor, created_at, data, id, kind, leaf_version, project_id.
   const text = `{"actor":${JSON.stringify(e.actor)},"created_at":${JSON.stringify(e.created_at)},"data":${e.data},"id":${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${JSON.stringify(e.project_id)}}`;
-  return leafHash(utf8.encode(text));
+  return leafHashOfText(text);
 }

@@ -90,7 +90,7 @@ export class Authorizer {
     // Everything that must be read or written under the commit happens in the writer (commit.ts).
     const { permit: _jws, ...request } = input;
     const plan: DecisionPlan = {
-      projectId, actor: ctx.actor, requestId: ctx.requestId, now, input: request, failure,
+      projectId, actor: ctx.actor, requestId: ctx.requestId, at: now.toISOString(), input: request, failure,
       permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, counters: liveLimits(permit).counters } : null,
       policy: policy ? { decision: policy.decision, reason_code: policy.reason_code, matched_rules: policy.matched_rules } : null,
       policyVersion: active?.version ?? null,

@@ -25,7 +25,8 @@ export interface DecisionPlan {
   projectId: string;
   actor: string;
   requestId: string;
-  now: Date;
+  /** The decision's time (ISO 8601): every member of a plan is a JSON value (writer/wire.ts). */
+  at: string;
   /** The request, without the permit itself (verified already; its commitment travels below). */
   input: Omit<AuthorizeInput, 'permit'>;
   /** The permit check that failed before the transaction (signature, time, coverage), if any. */
@@ -42,8 +43,8 @@ const INSERT_DECISION = fixedSql(`insert into decisions (id, project_id, request
   matched_rules, created_at, intent, approval_request_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 
 export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget): Promise<DecisionRecord> {
-  const { projectId, input, permit, policy, now } = plan;
-  const at = now.toISOString();
+  const { projectId, input, permit, policy, at } = plan;
+  const now = new Date(at);
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);
   // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).

@@ -15,3 +15,9 @@ export const procedures = {
 
 export type GavelProcedures = typeof procedures;
 export type GavelWriter = Writer<GavelProcedures>;
+
+/**
+ * Procedures whose arguments and results are JSON values (no Date, no bytes): their calls and
+ * outcomes cross the thread boundary as JSON text (wire.ts). A plan's time is an ISO string.
+ */
+export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commit']);

@@ -8,7 +8,7 @@
 // next call starts a new thread.
 import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
-import { fromWire, type CallMessage, type OutcomeMessage } from './wire.ts';
+import { decodeBatch, encodeBatch, fromWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
 import { WalSync } from '../../store/sqlite/wal-sync.ts';
 
 export interface ThreadWriterOptions {
@@ -17,6 +17,8 @@ export interface ThreadWriterOptions {
   /** Resolves once every commit made before the call is on disk; by default WalSync on the file's WAL. */
   durable?: () => Promise<void>;
   onError?: (err: unknown) => void;
+  /** Procedures whose arguments and results are JSON values: their batches cross as JSON text. */
+  json?: ReadonlySet<string>;
 }
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
@@ -32,6 +34,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const wal = options.durable ? undefined : new WalSync(options.file);
   const durable = options.durable ?? (() => wal!.durable());
   const idle: (() => void)[] = [];
+  const json = options.json ?? new Set<string>();
 
   const settle = (id: number, fn: (p: Pending) => void) => {
     const p = pending.get(id);
@@ -52,7 +55,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       // process's resident memory near what a single thread would use.
       resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
     });
-    w.on('message', (batch: OutcomeMessage[]) => {
+    w.on('message', (message: WireBatch<OutcomeMessage>) => {
+      const batch = decodeBatch(message);
       // Committed, maybe not yet on disk: nothing is answered before the flush (invariant 1).
       durable().then(
         () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); },
@@ -83,7 +87,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     if (batch.length === 0) return;
     worker ??= start();
     worker.ref();
-    worker.postMessage(batch);
+    worker.postMessage(encodeBatch(batch, batch.every((c) => json.has(c.name))));
   }
 
   return {

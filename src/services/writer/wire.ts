@@ -5,6 +5,16 @@ import { Problem } from '../../http/problem.ts';
 import { NonceTaken } from '../../services/executions/errors.ts';
 
 export interface CallMessage { id: number; name: string; args: unknown }
+
+/**
+ * A batch crosses as JSON text when every member is plain JSON (calls of the procedures listed as
+ * such, and their successful outcomes): V8 writes and parses JSON about twice as fast as it
+ * structured-clones the same objects, and a decision's plan crosses twice per request. Anything
+ * else (dates, bytes, errors) crosses by structured clone.
+ */
+export type WireBatch<T> = T[] | string;
+export const encodeBatch = <T>(batch: T[], json: boolean): WireBatch<T> => (json ? JSON.stringify(batch) : batch);
+export const decodeBatch = <T>(message: WireBatch<T>): T[] => (typeof message === 'string' ? JSON.parse(message) as T[] : message);
 export type OutcomeMessage = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WireError };
 export interface WireError { name: string; message: string; stack?: string; props: Record<string, unknown> }
 

@@ -4,10 +4,10 @@
 // the WAL, not yet synced); the calling thread makes them durable before settling (thread.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStore } from '../../store/store.ts';
-import { procedures } from './procedures.ts';
+import { jsonProcedures, procedures } from './procedures.ts';
 import { writerBatches } from './batches.ts';
 import type { Procedure } from './writer.ts';
-import { toWire, type CallMessage, type OutcomeMessage } from './wire.ts';
+import { decodeBatch, encodeBatch, toWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
 
 const port = parentPort!;
 const file = (workerData as { file: string }).file;
@@ -16,32 +16,43 @@ const batches = writerBatches(store);
 
 let outbox: OutcomeMessage[] = [];
 let flushScheduled = false;
-function reply(m: OutcomeMessage): void {
+/** Whether everything in the outbox is plain JSON (successful outcomes of JSON procedures). */
+let outboxJson = true;
+function reply(m: OutcomeMessage, json: boolean): void {
   outbox.push(m);
+  outboxJson &&= json;
   if (!flushScheduled) {
     flushScheduled = true;
-    setImmediate(() => { flushScheduled = false; const b = outbox; outbox = []; port.postMessage(b); });
+    setImmediate(flushOutbox);
   }
+}
+function flushOutbox(): void {
+  flushScheduled = false;
+  const b = outbox;
+  const json = outboxJson;
+  outbox = [];
+  outboxJson = true;
+  if (b.length > 0) port.postMessage(encodeBatch(b, json));
 }
 
 let inFlight = 0;
 let closing = false;
 async function closeWhenIdle(): Promise<void> {
   if (!closing || inFlight > 0) return;
-  if (outbox.length > 0) { port.postMessage(outbox); outbox = []; }
+  flushOutbox();
   await store.close();
   port.close();
 }
 
-port.on('message', (batch: CallMessage[] | 'close') => {
-  if (batch === 'close') { closing = true; void closeWhenIdle(); return; }
-  for (const { id, name, args } of batch) {
+port.on('message', (message: WireBatch<CallMessage> | 'close') => {
+  if (message === 'close') { closing = true; void closeWhenIdle(); return; }
+  for (const { id, name, args } of decodeBatch(message)) {
     const proc = procedures[name as keyof typeof procedures] as Procedure<unknown, unknown> | undefined;
-    if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }); continue; }
+    if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }, false); continue; }
     inFlight++;
     batches.run((trx, env) => proc(trx, args, env)).then(
-      (value) => reply({ id, ok: true, value }),
-      (error: unknown) => reply({ id, ok: false, error: toWire(error) }),
+      (value) => reply({ id, ok: true, value }, jsonProcedures.has(name)),
+      (error: unknown) => reply({ id, ok: false, error: toWire(error) }, false),
     ).finally(() => { inFlight--; void closeWhenIdle(); });
   }
 });
