@@ -135,6 +135,14 @@ export function assemble(plan: ProofPlan, read: NodeReader): Uint8Array[] {
   });
 }
 
+/**
+ * The last leaf a node covers: (index + 1) * 2^level - 1. Storage keys nodes by (pos, level), so
+ * the nodes an append completes are adjacent (every one of them ends at a newly appended leaf).
+ */
+export function nodePos(level: number, index: number): number {
+  return (index + 1) * 2 ** level - 1;
+}
+
 /** A NodeReader over nodes fetched in one query. */
 export function readerFromNodes(nodes: Iterable<StoredNode>): NodeReader {
   const map = new Map<string, Uint8Array>();

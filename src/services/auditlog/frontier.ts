@@ -31,4 +31,4 @@ export const LOCK_STATE = {
   postgres: 'select size, root from audit_log_state where id = 1 for update',
 };
 export const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
-export const INSERT_NODE = fixedSql('insert into audit_nodes (level, idx, hash) values (?, ?, ?)');
+export const INSERT_NODE = fixedSql('insert into audit_nodes (pos, level, idx, hash) values (?, ?, ?, ?)');

@@ -10,7 +10,7 @@
 // usual path. Each unit's leaves are rewound with its savepoint; the end re-checks that no event
 // was written around the appender, and a failure there fails the whole batch (its events would
 // otherwise carry indexes the state row does not count).
-import { appendLeaves, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { appendLeaves, nodePos, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
 import { advanceFrontier, frontierAt, INSERT_NODE, LOCK_STATE, SET_STATE, type Frontier } from './frontier.ts';
 import { blob, fromBlob } from './log.ts';
@@ -87,7 +87,7 @@ export class InlineSequencer {
     if (this.#leaves.length === 0) return true;
     const result = appendLeaves(this.#state!.size, this.#leaves, readerFromNodes(frontier.peaks));
     const insertNode = this.#raw.prepare(INSERT_NODE.sqlite);
-    for (const n of result.nodes) insertNode.run(n.level, n.index, blob(n.hash));
+    for (const n of result.nodes) insertNode.run(nodePos(n.level, n.index), n.level, n.index, blob(n.hash));
     this.#raw.prepare(SET_STATE.sqlite).run(result.size, blob(result.root), now.toISOString());
     advanceFrontier(frontier.peaks, result, last);
     return true;

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 import type { AuditEventRecord, JsonValue } from '../../domain/auditlog/leaf.ts';
 import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519, type NoteSigner } from '../../domain/auditlog/note.ts';
-import type { NodeAddress, StoredNode } from '../../domain/auditlog/tree.ts';
+import { nodePos, type NodeAddress, type StoredNode } from '../../domain/auditlog/tree.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
@@ -69,7 +69,8 @@ export function eventRecord(row: Pick<AuditEventsTable, 'id' | 'project_id' | 'k
 /** Fetches the given nodes in one query (`WHERE (level, idx) IN (VALUES …)`). */
 export async function readNodes(db: Db | Tx, addresses: readonly NodeAddress[]): Promise<StoredNode[]> {
   if (addresses.length === 0) return [];
-  const values = sql.join(addresses.map((a) => sql`(cast(${a.level} as bigint), cast(${a.index} as bigint))`));
-  const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (level, idx) in (values ${values})`.execute(db);
+  // By the table's key (pos, level): migration 0602.
+  const values = sql.join(addresses.map((a) => sql`(cast(${nodePos(a.level, a.index)} as bigint), cast(${a.level} as bigint))`));
+  const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (pos, level) in (values ${values})`.execute(db);
   return rows.rows.map((r) => ({ level: Number(r.level), index: Number(r.idx), hash: bytes(r.hash) }));
 }

@@ -7,7 +7,7 @@
 // (a lost leadership, say) serialize instead of forking the tree.
 import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
-import { appendLeaves, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { appendLeaves, nodePos, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import { advanceFrontier, frontierAt, INSERT_NODE, LOCK_STATE, SET_STATE } from './frontier.ts';
 import { inlineSequencer } from './inline.ts';
 import type { Store, Tx } from '../../store/store.ts';
@@ -73,10 +73,10 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
   const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
 
   if (env.raw) {
-    for (const n of result.nodes) await execFixed(trx, env, INSERT_NODE, [n.level, n.index, blob(n.hash)]);
+    for (const n of result.nodes) await execFixed(trx, env, INSERT_NODE, [nodePos(n.level, n.index), n.level, n.index, blob(n.hash)]);
   } else {
     for (let i = 0; i < result.nodes.length; i += 500) {
-      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ level: n.level, idx: n.index, hash: blob(n.hash) }));
+      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ pos: nodePos(n.level, n.index), level: n.level, idx: n.index, hash: blob(n.hash) }));
       await trx.insertInto('audit_nodes').values(chunk).execute();
     }
   }

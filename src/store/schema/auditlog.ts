@@ -4,6 +4,8 @@
 // audit_checkpoints holds the signed checkpoints and the witness's cosignature lines.
 
 export interface AuditNodesTable {
+  /** The key's first part: the last leaf the node covers, (idx + 1) * 2^level - 1 (migration 0602). */
+  pos: number;
   level: number;
   idx: number;
   hash: Uint8Array;
