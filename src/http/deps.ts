@@ -32,6 +32,8 @@ export interface AuthContext {
   sessionId?: string;
   /** The audit actor: the key for machine calls, the principal for console calls. */
   actor: string;
+  /** SQLite API keys: the read epoch this context was validated at (store/read-epoch.ts). */
+  epoch?: number;
 }
 
 declare module 'fastify' {

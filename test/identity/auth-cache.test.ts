@@ -1,15 +1,17 @@
-// SQLite caches an API key's context while the auth epoch (migration 0102, bumped by triggers) is
-// unchanged. Whoever changes what authentication reads (this service, or another connection to
-// the same file, a shell or another process), the next request must see it.
+// SQLite caches an API key's context, and a project's active-policy pointer, while the read epoch
+// (migration 0900, bumped by triggers) is unchanged. Whoever changes what they rest on (this
+// service, or another connection to the same file, a shell or another process), the next request
+// must see it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
-test('API key auth cache (SQLite): changes made on another connection take effect on the next request', async () => {
+test('API key and policy pointer caches (SQLite): changes made on another connection take effect on the next request', async () => {
   const svc = await startService(sqlite);
   const file = svc.ts.store.file!;
   const other = new BetterSqlite3(file);
@@ -17,7 +19,7 @@ test('API key auth cache (SQLite): changes made on another connection take effec
   try {
     const holder = await svc.member(['AUDITOR']);
     const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
-    const epoch = () => Number((other.prepare('select n from auth_epoch where id = 1').get() as { n: number }).n);
+    const epoch = () => Number((other.prepare('select n from read_epoch where id = 1').get() as { n: number }).n);
     const sql = (text: string, ...params: unknown[]) => { const before = epoch(); other.prepare(text).run(...params); assert.ok(epoch() > before, `${text} bumps the epoch`); };
     assert.equal((await sod(holder.key)).statusCode, 200);
     assert.equal((await sod(holder.key)).statusCode, 200, 'served from the cache');
@@ -39,6 +41,23 @@ test('API key auth cache (SQLite): changes made on another connection take effec
     assert.equal((await sod(holder.key)).statusCode, 403, 'role grant deleted');
     sql(`insert into role_grants (project_id, principal_id, role, granted_at, granted_by) values (?, ?, 'AUDITOR', '2026-01-01T00:00:00Z', null)`, svc.projectId, holder.principalId);
     assert.equal((await sod(holder.key)).statusCode, 200, 'role granted again');
+
+    // The active-policy pointer: moved back to an earlier version on the other connection, the
+    // very next decision is made under that version.
+    const first = await activatePolicy(svc, ALLOW_PAYMENTS);
+    const second = await activatePolicy(svc, { ...ALLOW_PAYMENTS, rules: ALLOW_PAYMENTS.rules.slice(1) });
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+    const caller = await svc.keyHeader([]);
+    const decide = async () => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: caller,
+      payload: { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } } })).json().policy_version;
+    assert.equal(await decide(), second);
+    assert.equal(await decide(), second, 'served from the cache');
+    sql('update policy_active set version = ?, hash = (select hash from policy_versions where project_id = ? and version = ?) where project_id = ?', first, svc.projectId, first, svc.projectId);
+    assert.equal(await decide(), first, 'the pointer moved on another connection');
+    sql('delete from policy_active where project_id = ?', svc.projectId);
+    assert.equal(await decide(), null, 'no active policy any more');
+
     sql('delete from api_keys where id = ?', holder.keyId);
     assert.equal((await sod(holder.key)).statusCode, 401, 'key deleted');
   } finally {

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { isRole, permits, type Role } from '../../domain/access/roles.ts';
 import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
+import { readEpoch } from '../../store/read-epoch.ts';
 import type { Store } from '../../store/store.ts';
 import { forbidden, unauthorized } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
@@ -34,24 +35,24 @@ async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | und
   return (await readFixed<KeyRow>(store, KEY_LOOKUP_SQL, [secretHash]))[0];
 }
 
-// SQLite: contexts by authorization header, each tagged with the auth epoch read before its lookup
-// (migration 0102). A change to any key, membership, principal or role grant bumps the epoch, so
-// an entry is used only while nothing it was built from can have changed. Failures are not cached.
-const AUTH_EPOCH = fixedSql('select n from auth_epoch where id = 1');
+// SQLite: contexts by authorization header, each tagged with the read epoch read before its
+// lookup (store/read-epoch.ts). A change to any key, membership, principal or role grant bumps the
+// epoch, so an entry is used only while nothing it was built from can have changed. Failures are
+// not cached. The context carries the epoch it was validated at, for the decision path's own cache.
 const MAX_CACHED = 1024;
-const cached = new WeakMap<Store, Map<string, { epoch: number; auth: AuthContext }>>();
+const cached = new WeakMap<Store, Map<string, AuthContext>>();
 
 /** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
 export async function authenticateApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
-  if (!header || store.dialect !== 'sqlite') return lookUpApiKey(store, header);
-  const epoch = Number((await readFixed<{ n: number }>(store, AUTH_EPOCH, []))[0]!.n);
+  const epoch = header ? await readEpoch(store) : undefined;
+  if (epoch === undefined) return lookUpApiKey(store, header);
   let entries = cached.get(store);
   if (!entries) cached.set(store, entries = new Map());
-  const hit = entries.get(header);
-  if (hit && hit.epoch === epoch) return hit.auth;
-  const auth = await lookUpApiKey(store, header);
+  const hit = entries.get(header!);
+  if (hit && hit.epoch === epoch) return hit;
+  const auth = Object.freeze({ ...(await lookUpApiKey(store, header)), epoch });
   if (entries.size >= MAX_CACHED) entries.delete(entries.keys().next().value!);
-  entries.set(header, { epoch, auth });
+  entries.set(header!, auth);
   return auth;
 }
 

@@ -74,7 +74,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const body = request.body as AuthorizeBodyT;
     const { gavel } = app;
     const a = request.auth!;
-    const ctx = { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now() };
+    const ctx = { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now(), epoch: a.epoch };
     const input = { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) };
     if (body.execution) {
       // docs/executions.md: nonce check, decision with the reservation inside it, one merchant call.

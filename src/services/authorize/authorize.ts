@@ -75,10 +75,10 @@ export class Authorizer {
     return { permit, failure: null };
   }
 
-  async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
+  async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date; epoch?: number | undefined }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
     const { projectId, now } = ctx;
     const { permit, failure } = await this.#checkPermit(projectId, input, now);
-    const active = await getActivePolicy(this.#store.db, projectId, this.#store);
+    const active = await getActivePolicy(this.#store.db, projectId, this.#store, ctx.epoch);
     const policy = active
       ? evaluate(active.compiled, {
         action: input.action, resource: input.resource, agent: input.agent,

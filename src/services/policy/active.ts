@@ -1,6 +1,7 @@
-// The active policy of a project, for the decision path. The pointer row is read on every call, so
-// an activation committed anywhere decides the next request everywhere; only the compiled
-// evaluator is cached, keyed by (project, version, hash), so each version compiles once.
+// The active policy of a project, for the decision path. The pointer row is read on every call (on
+// SQLite, unless the read epoch shows it unchanged since it was read), so an activation committed
+// anywhere decides the next request everywhere; the compiled evaluator is cached, keyed by
+// (project, version, hash), so each version compiles once.
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
 import type { Db, Store } from '../../store/store.ts';
 import { fixedSql, queryFixed, readFixed } from '../../store/fixed-sql.ts';
@@ -51,12 +52,30 @@ export async function compiledVersion(db: Db, projectId: string, version: number
 
 const POINTER = fixedSql('select version, hash from policy_active where project_id = ?');
 
-/** `store`: read the pointer on its reader connection (the decision's hot path). */
-export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
-  // Fixed SQL: read on every decision (see store/fixed-sql.ts).
-  const pointer = store
-    ? (await readFixed<{ version: number; hash: string }>(store, POINTER, [projectId]))[0]
-    : (await queryFixed<{ version: number; hash: string }>(db, undefined, POINTER, [projectId]))[0];
+// Pointers by project, per store, tagged with the read epoch (store/read-epoch.ts) they were read
+// under: an activation anywhere bumps it, so a tagged pointer is current while the epoch is.
+const pointers = new WeakMap<object, Map<string, { epoch: number; pointer: { version: number; hash: string } | undefined }>>();
+
+/**
+ * `store`: read the pointer on its reader connection (the decision's hot path). `epoch`: the read
+ * epoch the caller read for this request (SQLite), which lets a pointer read under it be reused.
+ */
+export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>, epoch?: number): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
+  let byProject = store && epoch !== undefined ? pointers.get(store) : undefined;
+  if (store && epoch !== undefined && !byProject) pointers.set(store, byProject = new Map());
+  const hit = byProject?.get(projectId);
+  let pointer: { version: number; hash: string } | undefined;
+  if (hit && hit.epoch === epoch) pointer = hit.pointer;
+  else {
+    // Fixed SQL: read on every decision that has no epoch-tagged pointer (see store/fixed-sql.ts).
+    pointer = store
+      ? (await readFixed<{ version: number; hash: string }>(store, POINTER, [projectId]))[0]
+      : (await queryFixed<{ version: number; hash: string }>(db, undefined, POINTER, [projectId]))[0];
+    if (byProject) {
+      if (byProject.size >= CACHE_SIZE) byProject.delete(byProject.keys().next().value!);
+      byProject.set(projectId, { epoch: epoch!, pointer });
+    }
+  }
   if (!pointer) return null;
   const version = Number(pointer.version);
   const compiled = await compiledVersion(db, projectId, version, pointer.hash);

@@ -32,14 +32,14 @@ export interface SodSettingsTable {
   updated_by: string;
 }
 
-/** SQLite only (migration 0102): bumped by trigger on every change authentication reads. */
-export interface AuthEpochTable {
+/** SQLite only (migration 0900): bumped by trigger on every change the decision path caches. */
+export interface ReadEpochTable {
   id: number;
   n: number;
 }
 
 export interface IdentityTables {
-  auth_epoch: AuthEpochTable;
+  read_epoch: ReadEpochTable;
   sessions: SessionsTable;
   login_throttle: LoginThrottleTable;
   sod_settings: SodSettingsTable;
