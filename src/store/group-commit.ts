@@ -26,9 +26,9 @@ const isRetryable = (error: unknown) => ['40P01', '40001'].includes((error as { 
 export interface CommitterOptions {
   maxBatch?: number;
   /** SQLite: runs first in every batch's transaction (the write lock is held); a failure fails the batch. */
-  beforeUnits?: (trx: Tx) => void;
+  beforeUnits?: (trx: Tx) => void | Promise<void>;
   /** SQLite: runs after the units, before afterUnits; a failure fails the whole batch. */
-  finishUnits?: (trx: Tx) => void;
+  finishUnits?: (trx: Tx) => void | Promise<void>;
   /**
    * SQLite: work every batch ends with, inside its transaction and its own savepoint (the writer
    * thread sequences the batch's audit events here). If it fails, only it is rolled back, the
@@ -61,7 +61,7 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
         // Take the batch only once the connection is ours: every unit that queued while we
         // waited for it (behind other requests' reads) joins this commit.
         batch = queue.splice(0, maxBatch);
-        options.beforeUnits?.(trx);
+        await options.beforeUnits?.(trx);
         for (const unit of batch) {
           await savepoint(trx, 'savepoint unit');
           try {
@@ -74,7 +74,7 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
             outcomes.push({ ok: false, error, retry: isRetryable(error) && unit.attempts < MAX_ATTEMPTS });
           }
         }
-        options.finishUnits?.(trx);
+        await options.finishUnits?.(trx);
         if (options.afterUnits) {
           await savepoint(trx, 'savepoint after_units');
           try {

@@ -9,7 +9,7 @@ import { backends } from '../support/backends.ts';
 import { recordAudit } from '../../src/services/audit/record.ts';
 import { ensureLogState, eventRecord } from '../../src/services/auditlog/log.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
-import { writerBatches } from '../../src/services/writer/batches.ts';
+import { writerBatches, type WriterBatches } from '../../src/services/writer/batches.ts';
 import { leafHashOfEvent } from '../../src/domain/auditlog/leaf.ts';
 import { appendLeaves } from '../../src/domain/auditlog/tree.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -30,64 +30,62 @@ async function assertLogMatchesRows(store: Store, expectedSize: number): Promise
 
 const event = (i: number | string) => ({ projectId: 'prj_x', kind: 'test', actor: 'system', data: { i } });
 
-test('inline sequencing: batches of the writer give their events leaf indexes as they are written', async () => {
+/** A fresh SQLite store with a started log, and the writer thread's batches run on this thread. */
+async function withWriter(body: (store: Store, batches: WriterBatches, record: (i: number | string) => Promise<string>) => Promise<void>): Promise<void> {
   const ts = await sqlite.open();
   try {
-    const store = ts.store;
-    await ensureLogState(store);
-    const batches = writerBatches(store);
-    // The first batch finds no frontier yet: it sequences the usual way, and later ones go inline.
-    await batches.run((trx, env) => recordAudit(trx, event(0), env));
-    assert.equal(batches.inlineBatches, 0);
-    for (let round = 0; round < 3; round++) {
-      await Promise.all(Array.from({ length: 10 }, (_, i) => batches.run((trx, env) => recordAudit(trx, event(`${round}.${i}`), env))));
-    }
-    assert.equal(batches.inlineBatches, batches.commits - 1, 'every batch after the first went inline');
-    await assertLogMatchesRows(store, 31);
-
-    // A unit that fails after writing its event is rolled back with its leaf; the others stand.
-    const outcomes = await Promise.allSettled([0, 1, 2, 3].map((i) => batches.run(async (trx, env) => {
-      await recordAudit(trx, event(`f${i}`), env);
-      await recordAudit(trx, event(`f${i}b`)); // no target: still through the appender
-      if (i % 2 === 1) throw new Error('unit fails');
-    })));
-    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'rejected']);
-    await assertLogMatchesRows(store, 35);
-
-    // An event another connection wrote (the HTTP thread's own transactions): the next batch
-    // sequences it and its own the usual way, in seq order, and inline resumes after.
-    await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-      values ('aud_other', 'prj_x', 'test', 'system', '2026-01-01T00:00:00.000Z', '{"i":"other"}', null)`.execute(store.db);
-    const inlineBefore = batches.inlineBatches;
-    await batches.run((trx, env) => recordAudit(trx, event('after-other'), env));
-    assert.equal(batches.inlineBatches, inlineBefore, 'that batch did not go inline');
-    await batches.run((trx, env) => recordAudit(trx, event('inline-again'), env));
-    assert.equal(batches.inlineBatches, inlineBefore + 1, 'the next one did');
-    await assertLogMatchesRows(store, 38);
-    assert.equal(await sequencePending(store), 0, 'nothing is left waiting');
+    await ensureLogState(ts.store);
+    const batches = writerBatches(ts.store);
+    await body(ts.store, batches, (i) => batches.run((trx, env) => recordAudit(trx, event(i), env)));
   } finally { await ts.cleanup(); }
-});
+}
 
-test('inline sequencing: an event written around the appender fails its whole batch', async () => {
-  const ts = await sqlite.open();
-  try {
-    const store = ts.store;
-    await ensureLogState(store);
-    const batches = writerBatches(store);
-    await batches.run((trx, env) => recordAudit(trx, event(0), env));
-    await batches.run((trx, env) => recordAudit(trx, event(1), env));
-    const inlineBefore = batches.inlineBatches;
-    const results = await Promise.allSettled([
-      batches.run((trx, env) => recordAudit(trx, event(2), env)),
-      batches.run(async (trx) => {
-        await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-          values ('aud_around', 'prj_x', 'test', 'system', '2026-01-01T00:00:00.000Z', '{}', null)`.execute(trx);
-      }),
-    ]);
-    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected'], 'nothing of that batch committed');
-    assert.equal(batches.inlineBatches, inlineBefore);
-    await assertLogMatchesRows(store, 2);
-    await batches.run((trx, env) => recordAudit(trx, event(3), env));
-    await assertLogMatchesRows(store, 3);
-  } finally { await ts.cleanup(); }
-});
+test('inline sequencing: batches of the writer give their events leaf indexes as they are written', () => withWriter(async (store, batches, record) => {
+  // The first batch finds no frontier yet: it sequences the usual way, and later ones go inline.
+  await record(0);
+  assert.equal(batches.inlineBatches, 0);
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(Array.from({ length: 10 }, (_, i) => record(`${round}.${i}`)));
+  }
+  assert.equal(batches.inlineBatches, batches.commits - 1, 'every batch after the first went inline');
+  await assertLogMatchesRows(store, 31);
+
+  // A unit that fails after writing its event is rolled back with its leaf; the others stand.
+  const outcomes = await Promise.allSettled([0, 1, 2, 3].map((i) => batches.run(async (trx, env) => {
+    await recordAudit(trx, event(`f${i}`), env);
+    await recordAudit(trx, event(`f${i}b`)); // no target: still through the appender
+    if (i % 2 === 1) throw new Error('unit fails');
+  })));
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'rejected']);
+  await assertLogMatchesRows(store, 35);
+
+  // An event another connection wrote (the HTTP thread's own transactions): the next batch
+  // sequences it and its own the usual way, in seq order, and inline resumes after.
+  await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+    values ('aud_other', 'prj_x', 'test', 'system', '2026-01-01T00:00:00.000Z', '{"i":"other"}', null)`.execute(store.db);
+  const inlineBefore = batches.inlineBatches;
+  await record('after-other');
+  assert.equal(batches.inlineBatches, inlineBefore, 'that batch did not go inline');
+  await record('inline-again');
+  assert.equal(batches.inlineBatches, inlineBefore + 1, 'the next one did');
+  await assertLogMatchesRows(store, 38);
+  assert.equal(await sequencePending(store), 0, 'nothing is left waiting');
+}));
+
+test('inline sequencing: an event written around the appender fails its whole batch', () => withWriter(async (store, batches, record) => {
+  await record(0);
+  await record(1);
+  const inlineBefore = batches.inlineBatches;
+  const results = await Promise.allSettled([
+    batches.run((trx, env) => recordAudit(trx, event(2), env)),
+    batches.run(async (trx) => {
+      await sql`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+        values ('aud_around', 'prj_x', 'test', 'system', '2026-01-01T00:00:00.000Z', '{}', null)`.execute(trx);
+    }),
+  ]);
+  assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected'], 'nothing of that batch committed');
+  assert.equal(batches.inlineBatches, inlineBefore);
+  await assertLogMatchesRows(store, 2);
+  await record(3);
+  await assertLogMatchesRows(store, 3);
+}));

@@ -19,10 +19,9 @@ export interface AuditInput {
   at?: Date;
 }
 
+// leaf_index is null unless the SQLite writer's inline sequencer assigns it here.
 const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-  values (?, ?, ?, ?, ?, ?, null)`);
-const INSERT_SEQUENCED = `insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-  values (?, ?, ?, ?, ?, ?, ?)`;
+  values (?, ?, ?, ?, ?, ?, ?)`);
 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
 export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
@@ -31,10 +30,10 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
   const inline = inlineSequencer();
   if (inline?.active) {
     // The SQLite writer thread: the event takes its leaf index now (services/auditlog/inline.ts).
-    const { lastInsertRowid } = inline.statement(INSERT_SEQUENCED).run(id, event.project_id, event.kind, event.actor, event.created_at, event.data, inline.nextLeafIndex());
+    const { lastInsertRowid } = inline.statement(INSERT.sqlite).run(id, event.project_id, event.kind, event.actor, event.created_at, event.data, inline.nextLeafIndex());
     inline.added(Number(lastInsertRowid), leafHashOfStoredEvent(event));
     return id;
   }
-  await execFixed(trx, target, INSERT, [id, event.project_id, event.kind, event.actor, event.created_at, event.data]);
+  await execFixed(trx, target, INSERT, [id, event.project_id, event.kind, event.actor, event.created_at, event.data, null]);
   return id;
 }

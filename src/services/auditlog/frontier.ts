@@ -3,8 +3,10 @@
 // batch that rolled back, or another sequencer, makes it stale, and it is read again). On SQLite
 // it also remembers the seq of the last event sequenced, which lets the writer thread give its own
 // events their leaf indexes as it writes them (inline.ts).
-import { planAppend, readerFromNodes, type AppendResult, type StoredNode } from '../../domain/auditlog/tree.ts';
-import { fixedSql } from '../../store/fixed-sql.ts';
+import { appendLeaves, nodePos, planAppend, readerFromNodes, type AppendResult, type StoredNode } from '../../domain/auditlog/tree.ts';
+import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import type { Tx } from '../../store/store.ts';
+import { blob } from './log.ts';
 
 export interface Frontier { size: number; root: string; peaks: StoredNode[]; lastSeq?: number | undefined }
 
@@ -18,7 +20,7 @@ export function frontierAt(size: number, root: Uint8Array): Frontier | undefined
 }
 
 /** Records the tree after `result` was appended to a tree whose peaks were `peaks`. */
-export function advanceFrontier(peaks: readonly StoredNode[], result: AppendResult, lastSeq?: number): void {
+function advanceFrontier(peaks: readonly StoredNode[], result: AppendResult, lastSeq?: number): void {
   const known = readerFromNodes([...peaks, ...result.nodes]);
   const next = planAppend(result.size).map((a) => ({ ...a, hash: known(a.level, a.index) }));
   frontier = next.every((n) => n.hash !== undefined)
@@ -30,5 +32,25 @@ export const LOCK_STATE = {
   sqlite: 'select size, root from audit_log_state where id = 1',
   postgres: 'select size, root from audit_log_state where id = 1 for update',
 };
-export const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
-export const INSERT_NODE = fixedSql('insert into audit_nodes (pos, level, idx, hash) values (?, ?, ?, ?)');
+const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
+const INSERT_NODE = fixedSql('insert into audit_nodes (pos, level, idx, hash) values (?, ?, ?, ?)');
+
+/**
+ * Appends leaf hashes to the tree of `size` whose peaks are `peaks`, inside the caller's
+ * transaction: writes the completed nodes and the new state row, and remembers the new frontier
+ * (`lastSeq`: the seq of the last event appended, SQLite). The caller has locked the state row.
+ */
+export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks: StoredNode[], leaves: Uint8Array[], now: Date, lastSeq?: number): Promise<AppendResult> {
+  const result = appendLeaves(size, leaves, readerFromNodes(peaks));
+  if (env.raw) {
+    for (const n of result.nodes) await execFixed(trx, env, INSERT_NODE, [nodePos(n.level, n.index), n.level, n.index, blob(n.hash)]);
+  } else {
+    for (let i = 0; i < result.nodes.length; i += 500) {
+      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ pos: nodePos(n.level, n.index), level: n.level, idx: n.index, hash: blob(n.hash) }));
+      await trx.insertInto('audit_nodes').values(chunk).execute();
+    }
+  }
+  await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
+  advanceFrontier(peaks, result, lastSeq);
+  return result;
+}

@@ -10,10 +10,10 @@
 // usual path. Each unit's leaves are rewound with its savepoint; the end re-checks that no event
 // was written around the appender, and a failure there fails the whole batch (its events would
 // otherwise carry indexes the state row does not count).
-import { appendLeaves, nodePos, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
-import { advanceFrontier, frontierAt, INSERT_NODE, LOCK_STATE, SET_STATE, type Frontier } from './frontier.ts';
-import { blob, fromBlob } from './log.ts';
+import type { Tx } from '../../store/store.ts';
+import { appendToTree, frontierAt, LOCK_STATE, type Frontier } from './frontier.ts';
+import { fromBlob } from './log.ts';
 import type { SequencedBatch } from './sequencer.ts';
 
 const TOP_SEQ = `select seq from sqlite_sequence where name = 'audit_events'`;
@@ -22,9 +22,9 @@ export class InlineSequencer {
   readonly #raw: StatementSource;
   #frontier: Frontier | undefined;
   #state: { size: number; root: Uint8Array } | undefined;
+  // The batch's leaves, in seq order; added() keeps their seqs consecutive after the frontier's,
+  // so the k-th has seq frontier.lastSeq + 1 + k.
   #leaves: Uint8Array[] = [];
-  #lastSeq = 0;
-  #seqs: number[] = [];
 
   constructor(raw: StatementSource) { this.#raw = raw; }
 
@@ -40,14 +40,12 @@ export class InlineSequencer {
   begin(): void {
     this.#frontier = undefined;
     this.#leaves = [];
-    this.#seqs = [];
     const row = this.#raw.prepare(LOCK_STATE.sqlite).get() as { size: number; root: Uint8Array } | undefined;
     if (!row) return;
     const state = { size: Number(row.size), root: fromBlob(row.root) };
     const frontier = frontierAt(state.size, state.root);
     if (frontier?.lastSeq === undefined || frontier.lastSeq !== this.#topSeq()) return;
     this.#state = state;
-    this.#lastSeq = frontier.lastSeq;
     this.#frontier = frontier;
   }
 
@@ -64,32 +62,29 @@ export class InlineSequencer {
 
   /** Records the event just inserted with nextLeafIndex(): its seq must follow the previous one. */
   added(seq: number, leafHash: Uint8Array): void {
-    const expected = (this.#seqs.at(-1) ?? this.#lastSeq) + 1;
+    const expected = this.#lastSeq() + 1;
     if (seq !== expected) throw new Error(`inline sequencing expected seq ${expected}, the event got ${seq}`);
-    this.#seqs.push(seq);
     this.#leaves.push(leafHash);
   }
 
+  /** The seq of the batch's last event so far (the frontier's when it has none). */
+  #lastSeq(): number { return this.#frontier!.lastSeq! + this.#leaves.length; }
+
   /** A unit's savepoint: mark before it runs, rewind if it is rolled back. */
   mark(): number { return this.#leaves.length; }
-  rewind(mark: number): void { this.#leaves.length = mark; this.#seqs.length = mark; }
+  rewind(mark: number): void { this.#leaves.length = mark; }
 
   /**
    * Before COMMIT: appends the batch's leaves (nodes, state row). Returns true if the batch was
    * inline (then nothing else waits); throws, failing the batch, if an event bypassed it.
    */
-  finish(now: Date): boolean {
+  async finish(trx: Tx, now: Date): Promise<boolean> {
     const frontier = this.#frontier;
     if (!frontier) return false;
+    const last = this.#lastSeq();
     this.#frontier = undefined;
-    const last = this.#seqs.at(-1) ?? this.#lastSeq;
     if (this.#topSeq() !== last) throw new Error('an audit event was written around the inline sequencer');
-    if (this.#leaves.length === 0) return true;
-    const result = appendLeaves(this.#state!.size, this.#leaves, readerFromNodes(frontier.peaks));
-    const insertNode = this.#raw.prepare(INSERT_NODE.sqlite);
-    for (const n of result.nodes) insertNode.run(nodePos(n.level, n.index), n.level, n.index, blob(n.hash));
-    this.#raw.prepare(SET_STATE.sqlite).run(result.size, blob(result.root), now.toISOString());
-    advanceFrontier(frontier.peaks, result, last);
+    if (this.#leaves.length > 0) await appendToTree(trx, { dialect: 'sqlite', raw: this.#raw }, this.#state!.size, frontier.peaks, this.#leaves, now, last);
     return true;
   }
 }

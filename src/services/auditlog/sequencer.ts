@@ -7,12 +7,12 @@
 // (a lost leadership, say) serialize instead of forking the tree.
 import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
-import { appendLeaves, nodePos, planAppend, readerFromNodes } from '../../domain/auditlog/tree.ts';
-import { advanceFrontier, frontierAt, INSERT_NODE, LOCK_STATE, SET_STATE } from './frontier.ts';
+import { planAppend } from '../../domain/auditlog/tree.ts';
+import { appendToTree, frontierAt, LOCK_STATE } from './frontier.ts';
 import { inlineSequencer } from './inline.ts';
 import type { Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
-import { blob, ensureLogState, fromBlob, readNodes } from './log.ts';
+import { ensureLogState, fromBlob, readNodes } from './log.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 
 // Small batches, with a turn of the event loop between them: a batch holds the writer thread
@@ -69,17 +69,6 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
   const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
   const peaks = frontierAt(state.size, state.root)?.peaks ?? await readNodes(trx, planAppend(state.size));
-  const leaves = events.map(leafHashOfStoredEvent);
-  const result = appendLeaves(state.size, leaves, readerFromNodes(peaks));
-
-  if (env.raw) {
-    for (const n of result.nodes) await execFixed(trx, env, INSERT_NODE, [nodePos(n.level, n.index), n.level, n.index, blob(n.hash)]);
-  } else {
-    for (let i = 0; i < result.nodes.length; i += 500) {
-      const chunk = result.nodes.slice(i, i + 500).map((n) => ({ pos: nodePos(n.level, n.index), level: n.level, idx: n.index, hash: blob(n.hash) }));
-      await trx.insertInto('audit_nodes').values(chunk).execute();
-    }
-  }
   if (dialect === 'postgres') {
     await sql`update audit_events as a set leaf_index = u.li
       from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
@@ -96,8 +85,8 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
       for (const [i, e] of events.entries()) await execFixed(trx, env, SET_INDEX, [state.size + i, e.seq]);
     }
   }
-  await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
-  advanceFrontier(peaks, result, events[events.length - 1]!.seq === undefined ? undefined : Number(events[events.length - 1]!.seq));
+  const lastSeq = events[events.length - 1]!.seq;
+  const result = await appendToTree(trx, env, state.size, peaks, events.map(leafHashOfStoredEvent), now, lastSeq === undefined ? undefined : Number(lastSeq));
   return { count: events.length, size: result.size, root: result.root };
 }
 

@@ -26,7 +26,7 @@ export function writerBatches(store: Store): WriterBatches {
   let inlineBatches = 0;
   const committer = createCommitter(store, {
     beforeUnits: () => { inline.begin(); },
-    finishUnits: () => { inlined = inline.finish(new Date()); if (inlined) inlineBatches++; },
+    finishUnits: async (trx) => { inlined = await inline.finish(trx, new Date()); if (inlined) inlineBatches++; },
     afterUnits: async (trx) => { if (!inlined) await sequenceWork(trx, env, SEQUENCE_PER_BATCH, new Date()); },
     onError: (error) => process.emitWarning(`sequencing inside a writer batch failed; the audit-log loop retries: ${String(error)}`),
   });
