@@ -14,9 +14,16 @@ export interface AuditInput {
   kind: string;
   /** `prn_…`, `key_…`, or `system`. */
   actor: string;
-  data: Record<string, unknown>;
+  /** The event's data; already canonical text when its writer emits it in JCS order itself. */
+  data: Record<string, unknown> | CanonicalJson;
   /** Event time; defaults to now. */
   at?: Date;
+}
+
+/** JSON text that is already RFC 8785 canonical (domain/decision/event.ts writes one so). */
+export class CanonicalJson {
+  readonly text: string;
+  constructor(text: string) { this.text = text; }
 }
 
 // leaf_index is null unless the SQLite writer's inline sequencer assigns it here.
@@ -26,7 +33,7 @@ const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
 export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
   const id = newId('aud');
-  const event = { id, project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: canonicalize(input.data) ?? '{}' };
+  const event = { id, project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
   const inline = inlineSequencer();
   if (inline?.active) {
     // The SQLite writer thread: the event takes its leaf index now (services/auditlog/inline.ts).

@@ -10,7 +10,8 @@ import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
-import { recordAudit } from '../audit/record.ts';
+import { CanonicalJson, recordAudit } from '../audit/record.ts';
+import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
 import { anyRevoked } from '../permits/permits.ts';
 import { checkApproval, consumeApproval } from '../approvals/discharge.ts';
@@ -113,13 +114,14 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   const matched = policy?.matched_rules ?? [];
   const auditId = await recordAudit(trx, {
     projectId, kind: 'decision', actor: plan.actor, at: now,
-    data: {
+    data: new CanonicalJson(canonicalDecisionData({
       decision_id: decisionId, request_id: plan.requestId, agent: input.agent, action: input.action, resource: input.resource,
-      amount: input.amount ?? null, intent: input.intent ?? null, decision: combined.decision, reason_code: combined.reason_code,
+      amount: input.amount ? { minor: input.amount.minor, currency: input.amount.currency } : null, intent: input.intent ?? null,
+      decision: combined.decision, reason_code: combined.reason_code,
       detail: combined.detail ?? null, policy_version: plan.policyVersion, matched_rules: matched,
       permit_commitment: permit?.commitment ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
       approval_request_id: approvalRequestId ?? null,
-    },
+    })),
   }, env);
   await execFixed(trx, env, INSERT_DECISION, [decisionId, projectId, plan.requestId, auditId, input.agent, input.action, input.resource,
     input.amount?.minor ?? null, input.amount?.currency ?? null, permit?.delegation_depth ?? 0, permit?.commitment ?? null,
