@@ -9,6 +9,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { newApprover, type Approver } from '../support/approvals.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
+import { recordedDecision, recordedDecisions } from '../support/decisions.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
 const LARGE = { minor: 50_000, currency: 'EUR' };
@@ -80,8 +81,8 @@ for (const backend of backends()) {
       assert.equal(body.reason_code, 'approval_granted');
       const o = await obligation(id);
       assert.equal(o.status, 'consumed');
-      const decision = await svc.ts.store.db.selectFrom('decisions').selectAll().where('audit_id', '=', body.audit_id).executeTakeFirstOrThrow();
-      assert.equal(o.approval.consumed_by_decision, decision.id);
+      const decision = await recordedDecision(svc.ts.store.db, body.audit_id);
+      assert.equal(o.approval.consumed_by_decision, decision.decision_id);
       assert.equal(decision.approval_request_id, id);
       // Consumed: the same request again is not covered (REPLAY comes with executions; without a
       // nonce a repeat is a new decision, and it must not consume anything).
@@ -90,7 +91,7 @@ for (const backend of backends()) {
       assert.equal(third.reason_code, 'policy_require_approval');
       assert.notEqual(third.approval_request_id, id);
       assert.match(third.detail, /approval_not_satisfied: .* is consumed/);
-      assert.equal((await obligation(id)).approval.consumed_by_decision, decision.id);
+      assert.equal((await obligation(id)).approval.consumed_by_decision, decision.decision_id);
     });
 
     test('an approval grants no authority: the permit revoked meanwhile still gives DENY, and the approval is not consumed', async () => {
@@ -282,9 +283,9 @@ for (const backend of backends()) {
       assert.equal(new Set(losers.map((r) => r.approval_request_id)).size, 49, 'each loser gets an obligation of its own');
       const o = await obligation(id);
       assert.equal(o.status, 'consumed');
-      const consuming = await svc.ts.store.db.selectFrom('decisions').select('id').where('audit_id', '=', allowed[0].audit_id).executeTakeFirstOrThrow();
-      assert.equal(o.approval.consumed_by_decision, consuming.id);
-      const granted = await svc.ts.store.db.selectFrom('decisions').select('id').where('reason_code', '=', 'approval_granted').where('approval_request_id', '=', id).execute();
+      const consuming = await recordedDecision(svc.ts.store.db, allowed[0].audit_id);
+      assert.equal(o.approval.consumed_by_decision, consuming.decision_id);
+      const granted = (await recordedDecisions(svc.ts.store.db)).filter((d) => d.reason_code === 'approval_granted' && d.approval_request_id === id);
       assert.equal(granted.length, 1);
     });
 

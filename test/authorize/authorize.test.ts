@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
+import { recordedDecision, recordedDecisions } from '../support/decisions.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
 
@@ -53,7 +54,7 @@ for (const backend of backends()) {
       assert.deepEqual(data.matched_rules, ['pay-small']);
       assert.equal(data.request_id, body.request_id);
       assert.equal(data.policy_version, version);
-      const decision = await svc.ts.store.db.selectFrom('decisions').selectAll().where('audit_id', '=', body.audit_id).executeTakeFirstOrThrow();
+      const decision = await recordedDecision(svc.ts.store.db, body.audit_id);
       assert.equal(decision.decision, 'ALLOW');
     });
 
@@ -190,7 +191,7 @@ for (const backend of backends()) {
     test('bad requests are refused with precise codes before any decision', async () => {
       const agent = newAgent();
       const base = { agent: agent.did, permit: 'x', action: 'read', resource: 'resource://docs/a' };
-      const before = (await svc.ts.store.db.selectFrom('decisions').select('id').execute()).length;
+      const before = (await recordedDecisions(svc.ts.store.db)).length;
       const cases: [Record<string, unknown>, number, string, string?][] = [
         [{ ...base, action: 'a'.repeat(65) }, 400, 'invalid_request', '/action'],
         [{ ...base, resource: 'resource://' + 'a'.repeat(512) }, 400, 'invalid_request', '/resource'],
@@ -212,7 +213,7 @@ for (const backend of backends()) {
         assert.equal(res.json().code, code);
         if (pointer) assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
-      assert.equal((await svc.ts.store.db.selectFrom('decisions').select('id').execute()).length, before, 'no decision was recorded');
+      assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'no decision was recorded');
     });
 
     test('a missing, malformed, wrong or revoked key is 401 unauthorized', async () => {

@@ -7,6 +7,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { getActivePolicy } from '../../src/services/policy/active.ts';
 import { evaluate, policyHash, validatePolicy } from '../../src/domain/policy/index.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { insertDecisionEvent } from '../support/decisions.ts';
 
 const AGENT = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';
 
@@ -282,16 +283,14 @@ for (const backend of backends()) {
 
     test('replay counts transitions and samples changed decisions', async () => {
       const db = svc.ts.store.db;
-      const row = (minor: number, decision: string, reason: string) => ({
-        id: newId('dec'), project_id: svc.projectId, request_id: newId('req'), audit_id: newId('aud'), agent: AGENT, action: 'pay',
-        resource: 'resource://shop/1', amount_minor: minor, amount_currency: 'EUR', delegation_depth: 0, permit_commitment: null,
-        request_time: new Date().toISOString(), decision, reason_code: reason, policy_version: 1, matched_rules: '[]', created_at: new Date().toISOString(),
+      const record = (minor: number, decision: string, reason: string) => insertDecisionEvent(db, svc.projectId, {
+        decision_id: newId('dec'), request_id: newId('req'), agent: AGENT, action: 'pay', resource: 'resource://shop/1',
+        amount: { minor, currency: 'EUR' }, intent: null, decision, reason_code: reason, detail: null, policy_version: 1, matched_rules: [],
+        permit_commitment: null, delegation_depth: 0, request_time: new Date().toISOString(), approval_request_id: null,
       });
       // Under limit 1000: 500 ALLOW, 2000 REQUIRE_APPROVAL. A frozen-agent DENY is not a policy decision.
-      await db.insertInto('decisions').values([
-        row(500, 'ALLOW', 'policy_allow'), row(500, 'ALLOW', 'policy_allow'), row(600, 'ALLOW', 'policy_allow'),
-        row(2000, 'REQUIRE_APPROVAL', 'policy_require_approval'), row(10, 'DENY', 'agent_frozen'),
-      ]).execute();
+      for (const [minor, decision, reason] of [[500, 'ALLOW', 'policy_allow'], [500, 'ALLOW', 'policy_allow'], [600, 'ALLOW', 'policy_allow'],
+        [2000, 'REQUIRE_APPROVAL', 'policy_require_approval'], [10, 'DENY', 'agent_frozen']] as const) await record(minor, decision, reason);
       // Candidate: limit 100 — the three small payments move ALLOW -> REQUIRE_APPROVAL.
       const res = await post(auditor, '/replay', { policy: doc(100), last: 100 });
       assert.equal(res.statusCode, 200, res.body);

@@ -14,7 +14,7 @@ test('migration 0603 keeps every decision and audit event, and seq keeps growing
   try {
     const { db } = ts.store;
     // Undo 0603's shape: the tables as 0001/0200/0302 made them.
-    await sql`drop table decisions`.execute(db);
+    await sql`drop table if exists decisions`.execute(db); // gone since 0604
     await sql`create table decisions (id text primary key, project_id text not null, request_id text not null, audit_id text not null,
       agent text not null, action text not null, resource text not null, amount_minor bigint, amount_currency text,
       delegation_depth integer not null, permit_commitment text, request_time text not null, decision text not null,

@@ -11,6 +11,7 @@ import { WalSync } from '../../src/store/sqlite/wal-sync.ts';
 import { threadWriter } from '../../src/services/writer/thread.ts';
 import { jsonProcedures, type GavelProcedures } from '../../src/services/writer/procedures.ts';
 import { NonceTaken } from '../../src/services/executions/errors.ts';
+import { recordedDecisions } from '../support/decisions.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
@@ -88,7 +89,7 @@ test('writer thread: errors keep their class, results are durable and visible, c
     const first = await writer.call('authorize.commit', plan('n1'));
     assert.equal(first.decision, 'ALLOW');
     await assert.rejects(writer.call('authorize.commit', plan('n1')), (e) => e instanceof NonceTaken);
-    const decisions = await ts.store.db.selectFrom('decisions').select('id').execute();
+    const decisions = await recordedDecisions(ts.store.db);
     assert.equal(decisions.length, 1, 'the loser decided nothing: its decision rolled back with the reservation');
     const pending = writer.call('audit.record', { projectId: 'prj_x', kind: 'last', actor: 'system', data: {} });
     await writer.close();

@@ -1,7 +1,7 @@
 // The decision's transaction (a writer procedure: plain data in, plain data out, so on SQLite it
 // runs on the writer thread). Everything here must be read or written under the commit: the frozen
 // check under lock, live revocation, spending of budgets and use counts, the approval discharge,
-// the obligation of a REQUIRE_APPROVAL, the decision row and its audit event, and the execution's
+// the obligation of a REQUIRE_APPROVAL, the decision's audit event (its one record), and the execution's
 // nonce reservation. The caller's answer leaves only once this transaction is durable (invariant 1).
 import { sql } from 'kysely';
 import type { LiveCounter } from '../../domain/permit/index.ts';
@@ -9,7 +9,7 @@ import type { Effect } from '../../domain/policy/index.ts';
 import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../domain/decision/combine.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
-import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import type { SqlTarget } from '../../store/fixed-sql.ts';
 import { CanonicalJson, recordAudit } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
@@ -38,10 +38,6 @@ export interface DecisionPlan {
   /** Reserved (and audited) with the decision when it is ALLOW; a taken nonce rolls it all back. */
   execution?: ExecutionReservation;
 }
-
-const INSERT_DECISION = fixedSql(`insert into decisions (id, project_id, request_id, audit_id, agent, action, resource, amount_minor,
-  amount_currency, delegation_depth, permit_commitment, request_time, decision, reason_code, policy_version,
-  matched_rules, created_at, intent, approval_request_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 
 export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget): Promise<DecisionRecord> {
   const { projectId, input, permit, policy, at } = plan;
@@ -123,9 +119,6 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
       approval_request_id: approvalRequestId ?? null,
     })),
   }, env);
-  await execFixed(trx, env, INSERT_DECISION, [decisionId, projectId, plan.requestId, auditId, input.agent, input.action, input.resource,
-    input.amount?.minor ?? null, input.amount?.currency ?? null, permit?.delegation_depth ?? 0, permit?.commitment ?? null,
-    at, combined.decision, combined.reason_code, plan.policyVersion, JSON.stringify(matched), at, input.intent ?? null, approvalRequestId ?? null]);
 
   const record: DecisionRecord = {
     decision_id: decisionId, decision: combined.decision, reason_code: combined.reason_code,

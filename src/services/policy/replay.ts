@@ -2,11 +2,13 @@
 // reports which would change. Only decisions the policy decided are compared (their reason code
 // is a policy reason); a decision taken elsewhere (frozen agent, invalid permit, a replayed nonce)
 // would stand whatever the policy says, so it is counted as skipped. Reads only; audits nothing.
+// A decision is recorded once, as its audit event (migration 0604): replay reads the inputs from the
+// events' data, newest first by id (ids are time-ordered), through the (project_id, id) index.
 import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { parseTimestamp } from '../../domain/policy/index.ts';
 import { invalidRequest } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
-import type { DecisionsTable } from '../../store/schema/decisions.ts';
+import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion } from './active.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
@@ -53,19 +55,15 @@ export interface ReplayResult {
   samples: ReplaySample[];
 }
 
-function rowInput(row: DecisionsTable): PolicyInput {
-  const time = parseTimestamp(row.request_time);
+function eventInput(d: DecisionEventData): PolicyInput {
+  const time = parseTimestamp(d.request_time);
   return {
-    agent: row.agent, action: row.action, resource: row.resource,
-    delegation_depth: Number(row.delegation_depth),
-    ...(row.amount_minor !== null && row.amount_currency !== null ? { amount: { minor: Number(row.amount_minor), currency: row.amount_currency } } : {}),
-    ...(row.permit_commitment !== null ? { permit_commitment: row.permit_commitment } : {}),
+    agent: d.agent, action: d.action, resource: d.resource,
+    delegation_depth: Number(d.delegation_depth),
+    ...(d.amount ? { amount: { minor: Number(d.amount.minor), currency: d.amount.currency } } : {}),
+    ...(d.permit_commitment !== null ? { permit_commitment: d.permit_commitment } : {}),
     ...(time !== null ? { request_time: time } : {}),
   };
-}
-
-function parseRules(text: string): unknown {
-  try { return JSON.parse(text); } catch { return []; }
 }
 
 export async function replayPolicy(db: Db, projectId: string, body: ReplayRequest): Promise<ReplayResult> {
@@ -97,10 +95,11 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   if (compiled === null) throw new Error('a stored policy version vanished while replaying');
 
   const last = body.last ?? REPLAY_DEFAULT;
-  let q = db.selectFrom('decisions').selectAll().where('project_id', '=', projectId);
+  let q = db.selectFrom('audit_events').select(['created_at', 'data']).where('project_id', '=', projectId).where('kind', '=', 'decision');
   if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
   if (typeof until === 'number') q = q.where('created_at', '<', new Date(until).toISOString());
-  const rows = await q.orderBy('id', 'desc').limit(last).execute();
+  const events = await q.orderBy('id', 'desc').limit(last).execute();
+  const rows = events.map((e) => ({ created_at: e.created_at, ...(JSON.parse(e.data) as DecisionEventData) }));
 
   const result: ReplayResult = {
     candidate, window: { from: body.from ?? null, until: body.until ?? null, last },
@@ -112,20 +111,20 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
       continue;
     }
     result.evaluated++;
-    const r = evaluate(compiled, rowInput(row));
+    const r = evaluate(compiled, eventInput(row));
     if (r.decision === row.decision) { result.unchanged++; continue; }
     result.changed++;
     const transition = `${row.decision}->${r.decision}`;
     result.transitions[transition] = (result.transitions[transition] ?? 0) + 1;
     if (result.samples.length < REPLAY_SAMPLES) {
       result.samples.push({
-        decision_id: row.id, request_id: row.request_id, created_at: row.created_at,
+        decision_id: row.decision_id, request_id: row.request_id, created_at: row.created_at,
         inputs: {
           agent: row.agent, action: row.action, resource: row.resource,
-          amount: row.amount_minor !== null && row.amount_currency !== null ? { minor: Number(row.amount_minor), currency: row.amount_currency } : null,
+          amount: row.amount ? { minor: Number(row.amount.minor), currency: row.amount.currency } : null,
           delegation_depth: Number(row.delegation_depth), permit_commitment: row.permit_commitment, request_time: row.request_time,
         },
-        old: { decision: row.decision, reason_code: row.reason_code, policy_version: row.policy_version === null ? null : Number(row.policy_version), matched_rules: parseRules(row.matched_rules) },
+        old: { decision: row.decision, reason_code: row.reason_code, policy_version: row.policy_version === null ? null : Number(row.policy_version), matched_rules: row.matched_rules },
         new: { decision: r.decision, reason_code: r.reason_code, matched_rules: r.matched_rules },
       });
     }

@@ -1,27 +1,4 @@
-// Every authorize decision, with the inputs that produced it (for replay simulation and audit).
-export interface DecisionsTable {
-  id: string;
-  project_id: string;
-  request_id: string;
-  audit_id: string;
-  agent: string;
-  action: string;
-  resource: string;
-  amount_minor: number | null;
-  amount_currency: string | null;
-  delegation_depth: number;
-  permit_commitment: string | null;
-  request_time: string;
-  decision: string;
-  reason_code: string;
-  policy_version: number | null;
-  /** JSON array of rule ids. */
-  matched_rules: string;
-  created_at: string;
-  intent: string | null;
-  /** The obligation a REQUIRE_APPROVAL opened, or the one an approval discharged. */
-  approval_request_id: string | null;
-}
+// Decisions themselves are recorded once, as audit events (migration 0604; domain/decision/event.ts).
 
 /** An obligation: what a person must approve before the same action may proceed. */
 export interface ApprovalRequestsTable {
@@ -44,6 +21,5 @@ export interface ApprovalRequestsTable {
 }
 
 export interface DecisionTables {
-  decisions: DecisionsTable;
   approval_requests: ApprovalRequestsTable;
 }
