@@ -2,6 +2,10 @@
 // audit writes) beside the bare-Fastify baseline measured in the same run, on SQLite and on
 // PostgreSQL (when reachable). Prints req/s, p50, p99, the ratio to the baseline, p99 at half of
 // the measured maximum (open loop, constant rate), and the server's resident memory.
+// The maximum is the best of a sweep over client connections, for the baseline and for Gavel alike:
+// group commit shares one commit and one fsync among the requests in flight, so Gavel's throughput
+// grows with concurrency where bare Fastify's is flat; every point of the sweep is printed
+// (docs/decisions/0009-benchmark-method.md).
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +21,21 @@ const rssMb = (pid: number) => {
   return m ? Number(m[1]) / 1024 : NaN;
 };
 
+/** Client connections of the throughput sweep (BENCH_CONNECTIONS=20,64,128 by default). */
+const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128').split(',').map(Number);
+/**
+ * Connections of the open-loop half-max run: enough that a request never waits client-side for a
+ * free connection (rate x worst latency), or a stall would turn the open loop into a closed one.
+ */
+const PACED_CONNECTIONS = 128;
+
+/** Each point of the sweep, and the best. */
+async function sweep(opts: Parameters<typeof load>[0]): Promise<{ points: { connections: number; load: Load }[]; best: { connections: number; load: Load } }> {
+  const points = [];
+  for (const connections of SWEEP) points.push({ connections, load: await load({ ...opts, connections }) });
+  return { points, best: points.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) };
+}
+
 async function measure(name: string, project: Project, baseline: Load) {
   // A local merchant that answers at once, so the execution variant measures Gavel's own cost.
   const merchant = await startMerchant();
@@ -24,25 +43,26 @@ async function measure(name: string, project: Project, baseline: Load) {
   try {
     const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
     await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
-    const max = await load(opts);
+    const swept = await sweep(opts);
+    const max = swept.best.load;
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
-    const half = await pacedLoad({ ...opts, rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8) });
+    const half = await pacedLoad({ ...opts, rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS });
     const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
     let n = 0;
     const requests = [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...plain, execution: { merchant: 'shop', operation: 'ok', payload: { n }, nonce: `bench-${process.pid}-${n++}` } }) }) }];
     await load({ ...opts, duration: 2, requests: requests as never });
-    const exec = await load({ ...opts, requests: requests as never });
+    const exec = await load({ ...opts, connections: swept.best.connections, requests: requests as never });
     const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
-    const overheadMs = (1000 / exec.rps - 1000 / max.rps) * 20; // per request, at 20 connections
+    const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
     const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
     return { targets, rows: [
-      { name: `${name}: authorize, max`, load: max, baseline },
-      { name: `${name}: authorize at half max`, load: half, baseline },
-      { name: `${name}: authorize + execution, max`, load: exec, baseline },
-    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (20 connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
+      ...swept.points.map((p) => ({ name: `${name}: authorize, ${p.connections} connections${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
+      { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
+      { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
+    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
   } finally { await gavel.stop(); await merchant.close(); }
 }
 
@@ -53,8 +73,11 @@ async function pgAvailable(): Promise<boolean> {
 
 const baselineServer = await startBaseline();
 try {
-  const base = await load({ url: `${baselineServer.url}/baseline`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-  const rows: Parameters<typeof table>[0] = [{ name: 'baseline: bare Fastify constant JSON', load: base }];
+  const baseOpts = { url: `${baselineServer.url}/baseline`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{}' };
+  await load({ ...baseOpts, duration: 2 }); // warm-up, as for Gavel
+  const baseSweep = await sweep(baseOpts);
+  const base = baseSweep.best.load;
+  const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
   const sqlite = await measure('SQLite', await prepareProject(), base);
   rows.push(...sqlite.rows);

@@ -53,9 +53,9 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers
 
 export function table(rows: { name: string; load: Load; baseline?: Load }[]): void {
   const fmt = (n: number, d = 0) => n.toFixed(d).padStart(10);
-  process.stdout.write(`${'workload'.padEnd(44)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}\n`);
+  process.stdout.write(`${'workload'.padEnd(52)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}\n`);
   for (const r of rows) {
     const ratio = r.baseline ? `${((r.load.rps / r.baseline.rps) * 100).toFixed(1)}%` : '';
-    process.stdout.write(`${r.name.padEnd(44)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}\n`);
+    process.stdout.write(`${r.name.padEnd(52)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}\n`);
   }
 }

@@ -51,18 +51,17 @@ export class Authorizer {
     this.#writer = deps.writer;
   }
 
-  async #projectKey(projectId: string): Promise<Uint8Array> {
-    let key = this.#keys.get(projectId);
-    if (!key) {
-      key = await this.#signer.publicKey(permitKeyName(projectId));
-      this.#keys.set(projectId, key);
-    }
+  async #loadProjectKey(projectId: string): Promise<Uint8Array> {
+    const key = await this.#signer.publicKey(permitKeyName(projectId));
+    this.#keys.set(projectId, key);
     return key;
   }
 
   /** Checks of the permit that need no store: signatures (cached), time, subject, coverage. */
   async #checkPermit(projectId: string, input: AuthorizeInput, now: Date): Promise<{ permit: VerifiedPermit | null; failure: { check: string; detail: string } | null }> {
-    const verified = await this.#cache.verify(input.permit, projectId, await this.#projectKey(projectId));
+    // The hot path (a known project key, a permit verified before) takes no await.
+    const key = this.#keys.get(projectId) ?? await this.#loadProjectKey(projectId);
+    const verified = this.#cache.cached(input.permit, projectId, key) ?? await this.#cache.verify(input.permit, projectId, key);
     if (!verified.ok) return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}` } };
     const permit = verified.permit;
     if (permit.agent !== input.agent) {

@@ -11,14 +11,20 @@ export class PermitVerificationCache {
   // a kilobyte, on every request.)
   readonly #entries = new Map<string, { projectId: string; projectPublicKey: Uint8Array; result: VerifyResult }>();
 
-  async verify(presented: string, projectId: string, projectPublicKey: Uint8Array): Promise<VerifyResult> {
+  /** The cached result for this permit under this (project, key), if any (no await on a hit). */
+  cached(presented: string, projectId: string, projectPublicKey: Uint8Array): VerifyResult | undefined {
     const hit = this.#entries.get(presented);
-    if (hit && hit.projectId === projectId && sameBytes(hit.projectPublicKey, projectPublicKey)) {
-      // Refresh recency: Map iteration order is insertion order, so re-insert.
-      this.#entries.delete(presented);
-      this.#entries.set(presented, hit);
-      return hit.result;
-    }
+    if (!hit || hit.projectId !== projectId || !sameBytes(hit.projectPublicKey, projectPublicKey)) return undefined;
+    // Refresh recency: Map iteration order is insertion order, so re-insert.
+    this.#entries.delete(presented);
+    this.#entries.set(presented, hit);
+    return hit.result;
+  }
+
+  async verify(presented: string, projectId: string, projectPublicKey: Uint8Array): Promise<VerifyResult> {
+    const cached = this.cached(presented, projectId, projectPublicKey);
+    if (cached) return cached;
+    const hit = this.#entries.get(presented);
     const result = await verifyPermitSignatures(presented, { projectId, projectPublicKey });
     // Only successes are worth keeping; garbage must not evict good entries.
     if (result.ok) {

@@ -54,7 +54,9 @@ const POINTER = fixedSql('select version, hash from policy_active where project_
 
 // Pointers by project, per store, tagged with the read epoch (store/read-epoch.ts) they were read
 // under: an activation anywhere bumps it, so a tagged pointer is current while the epoch is.
-const pointers = new WeakMap<object, Map<string, { epoch: number; pointer: { version: number; hash: string } | undefined }>>();
+// The entry also keeps the compiled version once resolved, so a hit costs one map lookup.
+type Active = { version: number; hash: string; compiled: CompiledPolicy };
+const pointers = new WeakMap<object, Map<string, { epoch: number; pointer: { version: number; hash: string } | undefined; active?: Active }>>();
 
 /**
  * `store`: read the pointer on its reader connection (the decision's hot path). `epoch`: the read
@@ -63,24 +65,30 @@ const pointers = new WeakMap<object, Map<string, { epoch: number; pointer: { ver
 export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>, epoch?: number): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
   let byProject = store && epoch !== undefined ? pointers.get(store) : undefined;
   if (store && epoch !== undefined && !byProject) pointers.set(store, byProject = new Map());
-  const hit = byProject?.get(projectId);
+  let hit = byProject?.get(projectId);
   let pointer: { version: number; hash: string } | undefined;
-  if (hit && hit.epoch === epoch) pointer = hit.pointer;
-  else {
+  if (hit && hit.epoch === epoch) {
+    if (hit.active) return hit.active;
+    pointer = hit.pointer;
+  } else {
+    hit = undefined;
     // Fixed SQL: read on every decision that has no epoch-tagged pointer (see store/fixed-sql.ts).
     pointer = store
       ? (await readFixed<{ version: number; hash: string }>(store, POINTER, [projectId]))[0]
       : (await queryFixed<{ version: number; hash: string }>(db, undefined, POINTER, [projectId]))[0];
     if (byProject) {
       if (byProject.size >= CACHE_SIZE) byProject.delete(byProject.keys().next().value!);
-      byProject.set(projectId, { epoch: epoch!, pointer });
+      byProject.set(projectId, hit = { epoch: epoch!, pointer });
     }
   }
   if (!pointer) return null;
   const version = Number(pointer.version);
   const compiled = await compiledVersion(db, projectId, version, pointer.hash);
   if (compiled === null) throw new PolicyIntegrityError('the active policy pointer names a version that does not exist');
-  return { version, hash: pointer.hash, compiled };
+  const active = { version, hash: pointer.hash, compiled };
+  // A version's document never changes (its hash is checked), so its compiled form may stay with the pointer.
+  if (hit) hit.active = active;
+  return active;
 }
 
 /** For tests and diagnostics: how many compiled versions this process holds. */
