@@ -1,10 +1,28 @@
 // The read epoch (SQLite, migration 0900): a counter bumped by trigger on every change to what the
 // decision path caches (API keys and what they rest on, active-policy pointers). A cache entry is
 // tagged with the epoch read *before* its lookup and used only while the epoch is unchanged.
-import { fixedSql, readFixed } from './fixed-sql.ts';
-import type { Store } from './store.ts';
+//
+// A decision defers the check to its own transaction: the HTTP thread uses the key's cached context
+// (and the policy pointer cached under the same epoch) without reading the epoch, the plan carries
+// that epoch, and the writer compares it with the current one before it writes anything
+// (epochStillCurrent). A mismatch throws StaleReadEpoch; the caller authenticates afresh (a revoked
+// key then gets its 401) and decides again. So the check holds at commit time, like the frozen check.
+import { fixedSql, queryFixed, readFixed, type SqlTarget } from './fixed-sql.ts';
+import type { Store, Tx } from './store.ts';
 
 const READ_EPOCH = fixedSql('select n from read_epoch where id = 1');
+
+/** A decision was planned under an epoch that has moved on: authenticate again and redo it. */
+export class StaleReadEpoch extends Error {
+  override readonly name = 'StaleReadEpoch';
+  constructor() { super('what the decision was planned under (API key, policy pointer) changed before it committed'); }
+}
+
+/** Inside a write transaction (SQLite): throws StaleReadEpoch unless `epoch` is still the current one. */
+export async function epochStillCurrent(trx: Tx, env: SqlTarget, epoch: number): Promise<void> {
+  const rows = await queryFixed<{ n: number }>(trx, env, READ_EPOCH, []);
+  if (Number(rows[0]!.n) !== epoch) throw new StaleReadEpoch();
+}
 
 /** The current epoch on SQLite; undefined on PostgreSQL (nothing is cached there). */
 export async function readEpoch(store: Store): Promise<number | undefined> {

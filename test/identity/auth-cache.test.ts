@@ -8,6 +8,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { recordedDecisions } from '../support/decisions.ts';
+import { hashSecret } from '../../src/http/auth/api-key.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
@@ -57,6 +59,24 @@ test('API key and policy pointer caches (SQLite): changes made on another connec
     assert.equal(await decide(), first, 'the pointer moved on another connection');
     sql('delete from policy_active where project_id = ?', svc.projectId);
     assert.equal(await decide(), null, 'no active policy any more');
+
+    // A decision takes the key's cached context without reading the epoch; its transaction checks
+    // the epoch before writing (store/read-epoch.ts). A key revoked meanwhile gets 401, whatever
+    // its body, and nothing is recorded.
+    const decisionsBefore = (await recordedDecisions(svc.ts.store.db)).length;
+    const callerKey = caller.authorization;
+    const payload = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
+    const raw = (body: unknown) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: callerKey }, payload: body as object });
+    assert.equal((await raw(payload)).statusCode, 200, 'the key is cached');
+    const callerId = (other.prepare('select id from api_keys where secret_hash = ?').get(hashSecret(callerKey.slice('Bearer '.length))) as { id: string }).id;
+    sql('update api_keys set revoked_at = ? where id = ?', '2026-01-01T00:00:00Z', callerId);
+    const denied = await raw(payload);
+    assert.equal(denied.statusCode, 401, denied.body);
+    assert.equal(denied.json().code, 'unauthorized');
+    assert.equal((await raw({ ...payload, amount: { minor: -1, currency: 'EUR' } })).statusCode, 401, 'a bad body does not get past a revoked key');
+    assert.equal((await recordedDecisions(svc.ts.store.db)).length, decisionsBefore + 1, 'only the decision made before the revocation was recorded');
+    sql('update api_keys set revoked_at = null where id = ?', callerId);
+    assert.equal((await raw(payload)).statusCode, 200, 'revocation undone');
 
     sql('delete from api_keys where id = ?', holder.keyId);
     assert.equal((await sod(holder.key)).statusCode, 401, 'key deleted');

@@ -56,6 +56,16 @@ export async function authenticateApiKey(store: Store, header: string | undefine
   return auth;
 }
 
+/**
+ * As authenticateApiKey, except that a cached context is returned without reading the epoch: only
+ * for a caller whose own transaction checks the context's epoch before it writes anything and asks
+ * again on a mismatch (the decision: store/read-epoch.ts, services/authorize/commit.ts).
+ */
+export async function authenticateApiKeyDeferred(store: Store, header: string | undefined): Promise<AuthContext> {
+  const hit = header !== undefined && store.dialect === 'sqlite' ? cached.get(store)?.get(header) : undefined;
+  return hit ?? authenticateApiKey(store, header);
+}
+
 async function lookUpApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
   if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());

@@ -1,8 +1,11 @@
 // POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { machineAuth } from '../auth/api-key.ts';
+import { authenticateApiKey, authenticateApiKeyDeferred } from '../auth/api-key.ts';
 import { Problem } from '../problem.ts';
+import type { AppDeps } from '../deps.ts';
+import { StaleReadEpoch } from '../../store/read-epoch.ts';
+import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
 
 export const ExecutionRequest = Type.Object({
@@ -57,8 +60,39 @@ export function refuseAmbiguousRequest(body: unknown): void {
   }
 }
 
+/** A decision planned under a stale read epoch is redone at most this many times in all. */
+const MAX_STALE_ATTEMPTS = 5;
+
+type DecideContext = { projectId: string; actor: string; requestId: string; now: Date; epoch?: number | undefined };
+
+async function decideAndAnswer(gavel: AppDeps, ctx: DecideContext, input: AuthorizeInput, body: AuthorizeBodyT) {
+  if (body.execution) {
+    // docs/executions.md: nonce check, decision with the reservation inside it, one merchant call.
+    const out = await gavel.executions.run(ctx, input, body.execution, (onAllow) => gavel.authorizer.decide(ctx, input, onAllow));
+    if (out.kind === 'replay') {
+      return { decision: 'REPLAY' as const, reason_code: 'replay', policy_version: out.policy_version, request_id: ctx.requestId, audit_id: out.audit_id, execution: out.execution };
+    }
+    const r = out.record;
+    return {
+      decision: r.decision, reason_code: r.reason_code, policy_version: r.policy_version, request_id: r.request_id, audit_id: r.audit_id,
+      ...(r.detail ? { detail: r.detail } : {}),
+      ...(r.approval_request_id ? { approval_request_id: r.approval_request_id } : {}),
+      ...(out.execution ? { execution: out.execution } : {}),
+    };
+  }
+  const record = await gavel.authorizer.decide(ctx, input);
+  return {
+    decision: record.decision, reason_code: record.reason_code, policy_version: record.policy_version,
+    request_id: record.request_id, audit_id: record.audit_id,
+    ...(record.detail ? { detail: record.detail } : {}),
+    ...(record.approval_request_id ? { approval_request_id: record.approval_request_id } : {}),
+  };
+}
+
+/** Requests whose API key context came from the cache unchecked (authenticateApiKeyDeferred). */
+const deferred = new WeakSet<object>();
+
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
-  const auth = machineAuth();
   app.post('/v1/authorize', {
     schema: {
       tags: ['decision'], summary: 'Decide whether an agent may perform an action on a resource',
@@ -66,36 +100,40 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       body: AuthorizeBody,
       response: { 200: AuthorizeResponse, ...errorResponses() },
     },
-    preValidation: async (request, reply) => {
-      await auth(request);
+    preValidation: async (request) => {
+      // A plain decision checks the key's cached context at its commit (store/read-epoch.ts); one
+      // with an execution authenticates first, since a repeated nonce is answered before deciding.
+      // Any valid key of a project may ask (the key names the project; no role is needed).
+      const body = request.body as { execution?: unknown; chain_authorization?: unknown } | null | undefined;
+      const deferEpoch = typeof body === 'object' && body !== null && body.execution === undefined && body.chain_authorization === undefined;
+      request.auth = await (deferEpoch ? authenticateApiKeyDeferred : authenticateApiKey)(app.gavel.store, request.headers.authorization);
+      if (deferEpoch) deferred.add(request);
       refuseAmbiguousRequest(request.body);
     },
+    // Validation errors come to the handler, so that a key whose context was taken from the cache is
+    // checked afresh first: a revoked key gets 401 whatever its body.
+    attachValidation: true,
   }, async (request) => {
+    if (request.validationError) {
+      if (deferred.has(request)) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
+      throw request.validationError;
+    }
     const body = request.body as AuthorizeBodyT;
     const { gavel } = app;
-    const a = request.auth!;
-    const ctx = { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now(), epoch: a.epoch };
     const input = { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) };
-    if (body.execution) {
-      // docs/executions.md: nonce check, decision with the reservation inside it, one merchant call.
-      const out = await gavel.executions.run(ctx, input, body.execution, (onAllow) => gavel.authorizer.decide(ctx, input, onAllow));
-      if (out.kind === 'replay') {
-        return { decision: 'REPLAY' as const, reason_code: 'replay', policy_version: out.policy_version, request_id: ctx.requestId, audit_id: out.audit_id, execution: out.execution };
+    for (let attempt = 1; ; attempt++) {
+      const a = request.auth!;
+      const ctx = { projectId: a.projectId, actor: a.actor, requestId: String(request.id), now: gavel.clock.now(), epoch: a.epoch };
+      try {
+        return await decideAndAnswer(gavel, ctx, input, body);
+      } catch (error) {
+        if (!(error instanceof StaleReadEpoch)) throw error;
+        // The key, its holder or the policy pointer changed since the context was cached: nothing
+        // was written. Authenticate afresh (401 if the key no longer holds) and decide again.
+        if (attempt >= MAX_STALE_ATTEMPTS) throw new Problem(503, 'busy', 'access rules kept changing while deciding; retry', { headers: { 'retry-after': '1' } });
+        request.auth = await authenticateApiKey(gavel.store, request.headers.authorization);
+        if (request.auth.projectId !== a.projectId) throw new Problem(401, 'unauthorized', 'the API key now belongs to another project');
       }
-      const r = out.record;
-      return {
-        decision: r.decision, reason_code: r.reason_code, policy_version: r.policy_version, request_id: r.request_id, audit_id: r.audit_id,
-        ...(r.detail ? { detail: r.detail } : {}),
-        ...(r.approval_request_id ? { approval_request_id: r.approval_request_id } : {}),
-        ...(out.execution ? { execution: out.execution } : {}),
-      };
     }
-    const record = await gavel.authorizer.decide(ctx, input);
-    return {
-      decision: record.decision, reason_code: record.reason_code, policy_version: record.policy_version,
-      request_id: record.request_id, audit_id: record.audit_id,
-      ...(record.detail ? { detail: record.detail } : {}),
-      ...(record.approval_request_id ? { approval_request_id: record.approval_request_id } : {}),
-    };
   });
 }

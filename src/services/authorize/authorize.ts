@@ -94,6 +94,7 @@ export class Authorizer {
       policy: policy ? { decision: policy.decision, reason_code: policy.reason_code, matched_rules: policy.matched_rules } : null,
       policyVersion: active?.version ?? null,
       ...(execution ? { execution } : {}),
+      ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),
     };
     return this.#writer.call('authorize.commit', plan);
   }

@@ -10,6 +10,7 @@ import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
+import { epochStillCurrent } from '../../store/read-epoch.ts';
 import { CanonicalJson, recordAudit } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
@@ -37,10 +38,14 @@ export interface DecisionPlan {
   policyVersion: number | null;
   /** Reserved (and audited) with the decision when it is ALLOW; a taken nonce rolls it all back. */
   execution?: ExecutionReservation;
+  /** SQLite: the read epoch the API key context and policy pointer were taken under (store/read-epoch.ts). */
+  epoch?: number;
 }
 
 export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget): Promise<DecisionRecord> {
   const { projectId, input, permit, policy, at } = plan;
+  // First, before anything is written: the caller's cached API key context and policy pointer.
+  if (plan.epoch !== undefined) await epochStillCurrent(trx, env, plan.epoch);
   const now = new Date(at);
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);

@@ -3,6 +3,7 @@
 // their class when it is one the callers test for.
 import { Problem } from '../../http/problem.ts';
 import { NonceTaken } from '../../services/executions/errors.ts';
+import { StaleReadEpoch } from '../../store/read-epoch.ts';
 
 export interface CallMessage { id: number; name: string; args: unknown }
 
@@ -30,6 +31,7 @@ export function toWire(error: unknown): WireError {
 export function fromWire(w: WireError): Error {
   let error: Error;
   if (w.name === 'NonceTaken') error = new NonceTaken();
+  else if (w.name === 'StaleReadEpoch') error = new StaleReadEpoch();
   else if ('status' in w.props && 'code' in w.props && 'detail' in w.props) {
     const p = w.props as { status: number; code: string; detail: string; errors?: never; extra?: Record<string, unknown>; headers?: Record<string, string> };
     error = new Problem(p.status, p.code, p.detail, { ...(p.errors ? { errors: p.errors } : {}), ...(p.extra ? { extra: p.extra } : {}), ...(p.headers ? { headers: p.headers } : {}) });
