@@ -97,8 +97,7 @@ describe('wire conventions', () => {
     await other.ts.store.close();
     const res = await other.app.inject({ method: 'GET', url: '/readyz' });
     assertProblem(res, 503, 'not_ready');
-    await other.app.close();
-    await other.ts.cleanup();
+    await other.stop();
   });
 
   test('unknown routes are 404 and wrong methods 405 with Allow, on every route', async () => {
