@@ -34,7 +34,7 @@ const total = split.reduce((s, [, v]) => s + v, 0);
 console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${rss(pid).toFixed(0)} MB`);
 if (process.env.HALF) {
   const c1 = threads(pid);
-  const paced = await pacedLoad({ ...opts, rate: Math.floor(r.rps / 2), duration: 6 });
+  const paced = await pacedLoad({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: Number(process.env.PACED_CONNS ?? 128) });
   const c2 = threads(pid);
   const cpuPaced = [...c2].reduce((s, [k, v]) => s + v - (c1.get(k) ?? 0), 0) / (paced.rps * 6);
   console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request`);
