@@ -36,7 +36,9 @@ async function sweep(opts: Parameters<typeof load>[0]): Promise<{ points: { conn
   return { points, best: points.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) };
 }
 
-async function measure(name: string, project: Project, baseline: Load) {
+type Opts = Parameters<typeof load>[0];
+
+async function measure(name: string, project: Project, baseline: Load, baseOpts: Opts) {
   // A local merchant that answers at once, so the execution variant measures Gavel's own cost.
   const merchant = await startMerchant();
   const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn', GAVEL_MERCHANTS_FILE: merchantsFile(merchant.url, 5_000) });
@@ -47,7 +49,12 @@ async function measure(name: string, project: Project, baseline: Load) {
     const max = swept.best.load;
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
-    const half = await pacedLoad({ ...opts, rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS });
+    const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS };
+    const half = await pacedLoad({ ...opts, ...paced });
+    // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
+    // What it shows is the floor of this machine and this generator (they share the CPUs), and the
+    // generator's own lateness is printed for both.
+    const baseHalf = await pacedLoad({ ...baseOpts, method: 'POST', ...paced });
     const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
@@ -61,8 +68,10 @@ async function measure(name: string, project: Project, baseline: Load) {
     return { targets, rows: [
       ...swept.points.map((p) => ({ name: `${name}: authorize, ${p.connections} connections${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
       { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
+      { name: `baseline: bare Fastify at that rate (open loop)`, load: baseHalf },
       { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
-    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}` };
+    ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}`
+      + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
   } finally { await gavel.stop(); await merchant.close(); }
 }
 
@@ -79,7 +88,7 @@ try {
   const base = baseSweep.best.load;
   const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
-  const sqlite = await measure('SQLite', await prepareProject(), base);
+  const sqlite = await measure('SQLite', await prepareProject(), base, baseOpts);
   rows.push(...sqlite.rows);
   notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets);
   if (await pgAvailable()) {
@@ -88,7 +97,7 @@ try {
     await admin.connect();
     await admin.query(`create schema ${schema}`);
     try {
-      const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base);
+      const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base, baseOpts);
       rows.push(...pgr.rows);
       notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`);
     } finally {
