@@ -29,14 +29,14 @@ const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128').split(',').map(Numb
  */
 const PACED_CONNECTIONS = 128;
 
+type Opts = Parameters<typeof load>[0];
+
 /** Each point of the sweep, and the best. */
-async function sweep(opts: Parameters<typeof load>[0]): Promise<{ points: { connections: number; load: Load }[]; best: { connections: number; load: Load } }> {
+async function sweep(opts: Opts): Promise<{ points: { connections: number; load: Load }[]; best: { connections: number; load: Load } }> {
   const points = [];
   for (const connections of SWEEP) points.push({ connections, load: await load({ ...opts, connections }) });
   return { points, best: points.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) };
 }
-
-type Opts = Parameters<typeof load>[0];
 
 async function measure(name: string, project: Project, baseline: Load, baseOpts: Opts) {
   // A local merchant that answers at once, so the execution variant measures Gavel's own cost.

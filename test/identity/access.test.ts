@@ -206,7 +206,7 @@ for (const backend of backends()) {
       assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR']], 'pairs are normalized');
       const audits = await svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
       assert.equal(audits.length, 2);
-      // Two events may share a millisecond (ids sort by time only across milliseconds): match by content.
+      // The SELECT has no order (PostgreSQL returned them either way round): find the event by content.
       const restored = audits.map((a) => JSON.parse(a.data)).find((d) => d.after.four_eyes_policy_activation === false);
       assert.deepEqual(restored?.before, { exclusive_roles: [], four_eyes_policy_activation: true });
       assert.deepEqual(restored?.after, { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false });
