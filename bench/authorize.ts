@@ -13,6 +13,8 @@ import { load, startBaseline, startGavel, table, type Load } from './lib/harness
 import { prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
+import { startDiskProbe } from './lib/disk-probe.ts';
+import BetterSqlite3 from 'better-sqlite3';
 
 const PG_URL = process.env.GAVEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -20,6 +22,8 @@ const rssMb = (pid: number) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
 };
+/** Bytes the process has caused to be written to storage (WAL, database, checkpoints). */
+const writeBytes = (pid: number) => Number(/write_bytes:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 
 /** Client connections of the throughput sweep (BENCH_CONNECTIONS=20,64,128 by default). */
 const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128').split(',').map(Number);
@@ -50,7 +54,14 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS };
+    // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
+    // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it.
+    const sqlite = project.databaseUrl === undefined;
+    const probe = sqlite ? startDiskProbe(project.dataDir) : undefined;
+    const written = writeBytes(gavel.child.pid!);
     const half = await pacedLoad({ ...opts, ...paced });
+    const perDecision = (writeBytes(gavel.child.pid!) - written) / (half.rps * paced.duration);
+    const disk = await probe?.stop();
     // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
     // What it shows is the floor of this machine and this generator (they share the CPUs), and the
     // generator's own lateness is printed for both.
@@ -71,8 +82,15 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
       { name: `baseline: bare Fastify at that rate (open loop)`, load: baseHalf },
       { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
     ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}`
+      + (disk ? `\n${name}: at half max, ${(perDecision / 1024).toFixed(1)} KiB written to disk per decision (its audit event: ${eventBytes(project.dataDir)} bytes of JSON); the disk meanwhile (4 KiB fdatasync every 10 ms beside the database): p50 ${disk.p50.toFixed(2)} ms, p99 ${disk.p99.toFixed(1)} ms, max ${disk.max.toFixed(0)} ms, ${disk.over20} of ${disk.n} over 20 ms` : '')
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
   } finally { await gavel.stop(); await merchant.close(); }
+}
+
+/** Mean size of a decision's audit event (its canonical JSON), read from the SQLite file. */
+function eventBytes(dataDir: string): number {
+  const db = new BetterSqlite3(`${dataDir}/gavel.db`, { readonly: true });
+  try { return Math.round((db.prepare(`select avg(length(data)) as n from audit_events where kind = 'decision'`).get() as { n: number }).n); } finally { db.close(); }
 }
 
 async function pgAvailable(): Promise<boolean> {

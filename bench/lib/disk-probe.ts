@@ -1,0 +1,46 @@
+// The disk's own flush latency while a benchmark runs: a worker thread writes 4 KiB and fdatasyncs
+// a file beside the database every 10 ms, so a latency figure can be read beside what the disk did
+// meanwhile. On the VMs used so far a flush now and then takes 100-500 ms (the host stalls a write),
+// and every durable answer in flight waits for it: docs/performance.md, "Where the tail comes from".
+import { Worker } from 'node:worker_threads';
+
+export interface DiskProbe {
+  /** Stops the probe; flush latencies in ms: p50, p99, max, and how many took over 20 ms. */
+  stop(): Promise<{ n: number; p50: number; p99: number; max: number; over20: number }>;
+}
+
+const body = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { openSync, writeSync, fdatasyncSync, closeSync, rmSync } = require('node:fs');
+const fd = openSync(workerData.file, 'w');
+const page = Buffer.alloc(4096, 7);
+const lat = [];
+let stop = false;
+parentPort.on('message', () => { stop = true; });
+const tick = () => {
+  if (stop) { closeSync(fd); rmSync(workerData.file, { force: true }); parentPort.postMessage(lat); return; }
+  writeSync(fd, page, 0, page.length, 0);
+  const t = performance.now();
+  fdatasyncSync(fd);
+  lat.push(performance.now() - t);
+  setTimeout(tick, 10);
+};
+tick();
+`;
+
+/** Starts probing the file system that holds `dir`. */
+export function startDiskProbe(dir: string): DiskProbe {
+  const worker = new Worker(body, { eval: true, workerData: { file: `${dir}/disk-probe.bin` } });
+  return {
+    stop: () => new Promise((resolve, reject) => {
+      worker.once('error', reject);
+      worker.once('message', (lat: number[]) => {
+        void worker.terminate();
+        lat.sort((a, b) => a - b);
+        const at = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN;
+        resolve({ n: lat.length, p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? NaN, over20: lat.filter((x) => x > 20).length });
+      });
+      worker.postMessage('stop');
+    }),
+  };
+}
