@@ -3,6 +3,7 @@ import type { Config } from '../config/config.ts';
 import type { Clock } from '../lib/time.ts';
 import type { Signer } from '../signer/signer.ts';
 import type { Store } from '../store/store.ts';
+import type { ReadTag } from '../store/read-epoch.ts';
 import type { Role } from '../domain/access/roles.ts';
 import type { GavelWriter } from '../services/writer/procedures.ts';
 import type { Authorizer } from '../services/authorize/authorize.ts';
@@ -32,8 +33,11 @@ export interface AuthContext {
   sessionId?: string;
   /** The audit actor: the key for machine calls, the principal for console calls. */
   actor: string;
-  /** SQLite API keys: the read epoch this context was validated at (store/read-epoch.ts). */
-  epoch?: number;
+  /**
+   * API keys: the SQLite read epoch this context was validated at, or CHECKED_AT_COMMIT for a
+   * PostgreSQL context taken from the cache unvalidated (store/read-epoch.ts).
+   */
+  epoch?: ReadTag;
 }
 
 declare module 'fastify' {

@@ -3,15 +3,31 @@
 // rewritten to `$n` for PostgreSQL. On SQLite they run straight on the store's connection (the one
 // Kysely's transaction holds, so they run inside it); on PostgreSQL through Kysely's executor
 // (same connection, same transaction).
+import { createHash } from 'node:crypto';
 import { CompiledQuery, sql, type RawBuilder } from 'kysely';
 import type { Db, Dialect, Tx } from './store.ts';
 import { retryWhileBusy, type StatementSource } from './sqlite/dialect.ts';
 
 export interface FixedSql { sqlite: string; postgres: string }
 
-export function fixedSql(text: string): FixedSql {
+/** PostgreSQL texts to run as named prepared statements, by text (postgres/dialect.ts). */
+const preparedOnPostgres = new Map<string, string>();
+
+/**
+ * `prepared`: on PostgreSQL, run as a named prepared statement, so each pooled connection plans it
+ * once. For statements whose planning costs more than their execution (joins, subqueries); simple
+ * ones gain nothing measurable (docs/performance.md).
+ */
+export function fixedSql(text: string, options: { prepared?: boolean } = {}): FixedSql {
   let n = 0;
-  return { sqlite: text, postgres: text.replace(/\?/g, () => `$${++n}`) };
+  const query = { sqlite: text, postgres: text.replace(/\?/g, () => `$${++n}`) };
+  if (options.prepared) preparedOnPostgres.set(query.postgres, `gavel_${createHash('sha256').update(query.postgres).digest('hex').slice(0, 16)}`);
+  return query;
+}
+
+/** The statement name a PostgreSQL text runs under, if it was declared prepared. */
+export function preparedStatementName(text: string): string | undefined {
+  return preparedOnPostgres.get(text);
 }
 
 export async function runFixed<R = unknown>(db: Db | Tx, dialect: Dialect, query: FixedSql, params: readonly unknown[]): Promise<R[]> {

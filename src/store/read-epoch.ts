@@ -7,12 +7,26 @@
 // that epoch, and the writer compares it with the current one before it writes anything
 // (epochStillCurrent). A mismatch throws StaleReadEpoch; the caller authenticates afresh (a revoked
 // key then gets its 401) and decides again. So the check holds at commit time, like the frozen check.
+//
+// PostgreSQL has no epoch (a counter row bumped by triggers would serialize, and could deadlock,
+// the transactions that change keys and grants). A decision there may still use a cached key
+// context and policy pointer, tagged CHECKED_AT_COMMIT: its transaction re-reads the key's validity
+// and the pointer in the statement that locks the agent (services/authorize/recheck.ts) and throws
+// StaleReadEpoch on a difference, with the same retry.
 import { fixedSql, queryFixed, readFixed, type SqlTarget } from './fixed-sql.ts';
 import type { Store, Tx } from './store.ts';
 
 const READ_EPOCH = fixedSql('select n from read_epoch where id = 1');
 
-/** A decision was planned under an epoch that has moved on: authenticate again and redo it. */
+/**
+ * The tag of a PostgreSQL decision's cached key context and policy pointer: no epoch validates
+ * them, so the decision's own transaction checks both (services/authorize/recheck.ts).
+ */
+export const CHECKED_AT_COMMIT = 'checked-at-commit';
+/** What a cached read is tagged with: the SQLite read epoch it was validated at, or CHECKED_AT_COMMIT. */
+export type ReadTag = number | typeof CHECKED_AT_COMMIT;
+
+/** A decision was planned under an epoch (or, on PostgreSQL, a key context or policy pointer) that has moved on: authenticate again and redo it. */
 export class StaleReadEpoch extends Error {
   override readonly name = 'StaleReadEpoch';
   constructor() { super('what the decision was planned under (API key, policy pointer) changed before it committed'); }
@@ -24,7 +38,7 @@ export async function epochStillCurrent(trx: Tx, env: SqlTarget, epoch: number):
   if (Number(rows[0]!.n) !== epoch) throw new StaleReadEpoch();
 }
 
-/** The current epoch on SQLite; undefined on PostgreSQL (nothing is cached there). */
+/** The current epoch on SQLite; undefined on PostgreSQL (which has none: CHECKED_AT_COMMIT). */
 export async function readEpoch(store: Store): Promise<number | undefined> {
   if (store.dialect !== 'sqlite') return undefined;
   return Number((await readFixed<{ n: number }>(store, READ_EPOCH, []))[0]!.n);

@@ -1,7 +1,8 @@
 // SQLite caches an API key's context, and a project's active-policy pointer, while the read epoch
 // (migration 0900, bumped by triggers) is unchanged. Whoever changes what they rest on (this
 // service, or another connection to the same file, a shell or another process), the next request
-// must see it.
+// must see it. PostgreSQL decisions use the same caches unvalidated and check both at commit
+// (services/authorize/recheck.ts); there a second pool stands for another instance.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import BetterSqlite3 from 'better-sqlite3';
@@ -9,9 +10,12 @@ import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { recordedDecisions } from '../support/decisions.ts';
+import { CompiledQuery } from 'kysely';
 import { hashSecret } from '../../src/http/auth/api-key.ts';
+import type { Store } from '../../src/store/store.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
+const postgres = backends().find((b) => b.name === 'postgres');
 
 test('API key and policy pointer caches (SQLite): changes made on another connection take effect on the next request', async () => {
   const svc = await startService(sqlite);
@@ -85,3 +89,59 @@ test('API key and policy pointer caches (SQLite): changes made on another connec
     await svc.stop();
   }
 });
+
+test('decision caches (PostgreSQL): a change made by another instance takes effect on the next decision', { skip: postgres ? false : 'PostgreSQL not configured' }, async () => {
+  const svc = await startService(postgres!);
+  const other = svc.ts.reopen();
+  try {
+    const first = await activatePolicy(svc, ALLOW_PAYMENTS);
+    const second = await activatePolicy(svc, { ...ALLOW_PAYMENTS, rules: ALLOW_PAYMENTS.rules.slice(1) });
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+    const holder = await svc.member([]);
+    const payload = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
+    const decide = (body: unknown = payload) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: `Bearer ${holder.key}` }, payload: body as object });
+    const sql = (text: string, ...params: unknown[]) => sql_(other, text, params);
+    const decisions = async () => (await recordedDecisions(svc.ts.store.db)).length;
+
+    assert.equal((await decide()).json().policy_version, second);
+    assert.equal((await decide()).json().policy_version, second, 'key context and pointer served from the caches');
+
+    // Each change to what the key rests on, made by the other instance, refuses the very next
+    // decision with 401 whatever its body, and records nothing; undoing it restores.
+    const changes: [string, string, unknown[], unknown[]][] = [
+      ['key revoked', 'update api_keys set revoked_at = $1 where id = $2', ['2026-01-01T00:00:00Z', holder.keyId], [null, holder.keyId]],
+      ['principal disabled', 'update principals set disabled_at = $1 where id = $2', ['2026-01-01T00:00:00Z', holder.principalId], [null, holder.principalId]],
+      ['membership revoked', 'update memberships set revoked_at = $1 where principal_id = $2', ['2026-01-01T00:00:00Z', holder.principalId], [null, holder.principalId]],
+    ];
+    for (const [what, text, set, unset] of changes) {
+      assert.equal((await decide()).statusCode, 200, `${what}: cached first`);
+      const before = await decisions();
+      await sql(text, ...set);
+      const denied = await decide();
+      assert.equal(denied.statusCode, 401, `${what}: ${denied.body}`);
+      assert.equal(denied.json().code, 'unauthorized');
+      assert.equal((await decide({ ...payload, amount: { minor: -1, currency: 'EUR' } })).statusCode, 401, `${what}: a bad body does not get past it`);
+      assert.equal(await decisions(), before, `${what}: nothing recorded`);
+      await sql(text, ...unset);
+      assert.equal((await decide()).statusCode, 200, `${what}, undone`);
+    }
+
+    // The active-policy pointer, moved back by the other instance: the very next decision is made
+    // under that version; deleted, under none.
+    await sql('update policy_active set version = $1, hash = (select hash from policy_versions where project_id = $2 and version = $1) where project_id = $2', first, svc.projectId);
+    assert.equal((await decide()).json().policy_version, first, 'the pointer moved on another instance');
+    assert.equal((await decide()).json().policy_version, first, 'and the cache holds the new pointer');
+    await sql('delete from policy_active where project_id = $1', svc.projectId);
+    const none = (await decide()).json();
+    assert.equal(none.policy_version, null, 'no active policy any more');
+    assert.equal(none.decision, 'DENY');
+  } finally {
+    await other.close();
+    await svc.stop();
+  }
+});
+
+function sql_(store: Store, text: string, params: unknown[]): Promise<unknown> {
+  return store.db.executeQuery(CompiledQuery.raw(text, params));
+}

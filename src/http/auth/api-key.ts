@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { isRole, permits, type Role } from '../../domain/access/roles.ts';
 import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
-import { readEpoch } from '../../store/read-epoch.ts';
+import { CHECKED_AT_COMMIT, readEpoch } from '../../store/read-epoch.ts';
 import type { Store } from '../../store/store.ts';
 import { forbidden, unauthorized } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
@@ -29,7 +29,7 @@ const KEY_LOOKUP = (agg: string) => `select k.id, k.project_id, k.principal_id, 
   (select p.disabled_at from principals p where p.id = k.principal_id) as disabled_at,
   (select ${agg} from role_grants g where g.project_id = k.project_id and g.principal_id = k.principal_id) as held
   from api_keys k where k.secret_hash = ?`;
-const KEY_LOOKUP_SQL = { sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')")).sqlite, postgres: fixedSql(KEY_LOOKUP("string_agg(g.role, ',')")).postgres };
+const KEY_LOOKUP_SQL = { sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')")).sqlite, postgres: fixedSql(KEY_LOOKUP("string_agg(g.role, ',')"), { prepared: true }).postgres };
 
 async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | undefined> {
   return (await readFixed<KeyRow>(store, KEY_LOOKUP_SQL, [secretHash]))[0];
@@ -39,30 +39,55 @@ async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | und
 // lookup (store/read-epoch.ts). A change to any key, membership, principal or role grant bumps the
 // epoch, so an entry is used only while nothing it was built from can have changed. Failures are
 // not cached. The context carries the epoch it was validated at, for the decision path's own cache.
+// PostgreSQL has no epoch: every call here looks the key up, and the cache keeps what it found,
+// tagged CHECKED_AT_COMMIT, for decisions alone (authenticateApiKeyDeferred).
 const MAX_CACHED = 1024;
 const cached = new WeakMap<Store, Map<string, AuthContext>>();
 
-/** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
-export async function authenticateApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
-  const epoch = header ? await readEpoch(store) : undefined;
-  if (epoch === undefined) return lookUpApiKey(store, header);
+function cacheOf(store: Store): Map<string, AuthContext> {
   let entries = cached.get(store);
   if (!entries) cached.set(store, entries = new Map());
-  const hit = entries.get(header!);
-  if (hit && hit.epoch === epoch) return hit;
-  const auth = Object.freeze({ ...(await lookUpApiKey(store, header)), epoch });
+  return entries;
+}
+
+function remember(entries: Map<string, AuthContext>, header: string, auth: AuthContext): void {
+  entries.delete(header);
   if (entries.size >= MAX_CACHED) entries.delete(entries.keys().next().value!);
-  entries.set(header!, auth);
-  return auth;
+  entries.set(header, auth);
+}
+
+/** Resolves a bearer key to its caller, or throws 401. Does not check roles. */
+export async function authenticateApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
+  if (header === undefined) return lookUpApiKey(store, header);
+  const epoch = await readEpoch(store);
+  const entries = cacheOf(store);
+  const hit = entries.get(header);
+  if (epoch !== undefined && hit && hit.epoch === epoch) return hit;
+  let auth: AuthContext;
+  try {
+    auth = await lookUpApiKey(store, header);
+  } catch (error) {
+    entries.delete(header);
+    throw error;
+  }
+  if (epoch === undefined) {
+    // PostgreSQL: answered as looked up just now; kept for decisions, which check it at commit.
+    remember(entries, header, Object.freeze({ ...auth, epoch: CHECKED_AT_COMMIT }));
+    return auth;
+  }
+  const tagged = Object.freeze({ ...auth, epoch });
+  remember(entries, header, tagged);
+  return tagged;
 }
 
 /**
- * As authenticateApiKey, except that a cached context is returned without reading the epoch: only
- * for a caller whose own transaction checks the context's epoch before it writes anything and asks
- * again on a mismatch (the decision: store/read-epoch.ts, services/authorize/commit.ts).
+ * As authenticateApiKey, except that a cached context is returned without validating it: only for
+ * a caller whose own transaction checks it before it writes anything and asks again on a mismatch
+ * (the decision: SQLite compares the context's epoch, PostgreSQL re-reads the key's validity;
+ * store/read-epoch.ts, services/authorize/commit.ts).
  */
 export async function authenticateApiKeyDeferred(store: Store, header: string | undefined): Promise<AuthContext> {
-  const hit = header !== undefined && store.dialect === 'sqlite' ? cached.get(store)?.get(header) : undefined;
+  const hit = header !== undefined ? cached.get(store)?.get(header) : undefined;
   return hit ?? authenticateApiKey(store, header);
 }
 

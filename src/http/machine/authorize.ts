@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 import { authenticateApiKey, authenticateApiKeyDeferred } from '../auth/api-key.ts';
 import { Problem } from '../problem.ts';
 import type { AppDeps } from '../deps.ts';
-import { StaleReadEpoch } from '../../store/read-epoch.ts';
+import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
 
@@ -63,7 +63,7 @@ export function refuseAmbiguousRequest(body: unknown): void {
 /** A decision planned under a stale read epoch is redone at most this many times in all. */
 const MAX_STALE_ATTEMPTS = 5;
 
-type DecideContext = { projectId: string; actor: string; requestId: string; now: Date; epoch?: number | undefined };
+type DecideContext = { projectId: string; actor: string; requestId: string; now: Date; epoch?: ReadTag | undefined };
 
 async function decideAndAnswer(gavel: AppDeps, ctx: DecideContext, input: AuthorizeInput, body: AuthorizeBodyT) {
   if (body.execution) {

@@ -10,7 +10,8 @@ import type { Store } from '../../store/store.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
 import type { ExecutionReservation } from '../executions/reserve.ts';
 import { permitKeyName } from '../permits/permits.ts';
-import { getActivePolicy } from '../policy/active.ts';
+import { forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
+import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import type { DecisionPlan } from './commit.ts';
 
@@ -74,7 +75,7 @@ export class Authorizer {
     return { permit, failure: null };
   }
 
-  async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date; epoch?: number | undefined }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
+  async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date; epoch?: ReadTag | undefined }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
     const { projectId, now } = ctx;
     const { permit, failure } = await this.#checkPermit(projectId, input, now);
     const active = await getActivePolicy(this.#store.db, projectId, this.#store, ctx.epoch);
@@ -96,6 +97,12 @@ export class Authorizer {
       ...(execution ? { execution } : {}),
       ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),
     };
-    return this.#writer.call('authorize.commit', plan);
+    try {
+      return await this.#writer.call('authorize.commit', plan);
+    } catch (error) {
+      // The pointer (or the key) moved on: the caller decides again, with the pointer read afresh.
+      if (error instanceof StaleReadEpoch) forgetActivePolicy(this.#store, projectId);
+      throw error;
+    }
   }
 }

@@ -10,7 +10,8 @@ import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
-import { epochStillCurrent } from '../../store/read-epoch.ts';
+import { CHECKED_AT_COMMIT, epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
+import { lockAgentRechecking } from './recheck.ts';
 import { CanonicalJson, recordAudit } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
@@ -38,21 +39,27 @@ export interface DecisionPlan {
   policyVersion: number | null;
   /** Reserved (and audited) with the decision when it is ALLOW; a taken nonce rolls it all back. */
   execution?: ExecutionReservation;
-  /** SQLite: the read epoch the API key context and policy pointer were taken under (store/read-epoch.ts). */
-  epoch?: number;
+  /**
+   * Set when the API key context and policy pointer came from caches: the SQLite read epoch they
+   * were taken under, or CHECKED_AT_COMMIT on PostgreSQL (store/read-epoch.ts, ./recheck.ts).
+   */
+  epoch?: ReadTag;
 }
 
 export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget): Promise<DecisionRecord> {
   const { projectId, input, permit, policy, at } = plan;
-  // First, before anything is written: the caller's cached API key context and policy pointer.
-  if (plan.epoch !== undefined) await epochStillCurrent(trx, env, plan.epoch);
+  // First, before anything is written: the caller's cached API key context and policy pointer
+  // (on PostgreSQL, in the statement that locks the agent, below).
+  if (typeof plan.epoch === 'number') await epochStillCurrent(trx, env, plan.epoch);
   const now = new Date(at);
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);
   // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).
   // A known agent (the usual case) takes one statement; a new one is created first when the
   // decision may not be a DENY, then locked like any other.
-  let agent = await lockAgentState(trx, env, projectId, input.agent);
+  let agent = plan.epoch === CHECKED_AT_COMMIT
+    ? await lockAgentRechecking(trx, env, plan, input.agent)
+    : await lockAgentState(trx, env, projectId, input.agent);
   if (!agent && tentative.decision !== 'DENY') {
     await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
     agent = await lockAgentState(trx, env, projectId, input.agent);

@@ -1,10 +1,12 @@
-// The active policy of a project, for the decision path. The pointer row is read on every call (on
-// SQLite, unless the read epoch shows it unchanged since it was read), so an activation committed
-// anywhere decides the next request everywhere; the compiled evaluator is cached, keyed by
+// The active policy of a project, for the decision path. The pointer row is read on every call
+// unless the caller may use a cached one (SQLite: the read epoch shows it unchanged since it was
+// read; PostgreSQL: the decision's transaction checks it, CHECKED_AT_COMMIT), so an activation
+// committed anywhere decides the next request everywhere; the compiled evaluator is cached, keyed by
 // (project, version, hash), so each version compiles once.
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
 import type { Db, Store } from '../../store/store.ts';
 import { fixedSql, queryFixed, readFixed } from '../../store/fixed-sql.ts';
+import type { ReadTag } from '../../store/read-epoch.ts';
 
 export interface ActivePolicy {
   version: number;
@@ -53,16 +55,19 @@ export async function compiledVersion(db: Db, projectId: string, version: number
 const POINTER = fixedSql('select version, hash from policy_active where project_id = ?');
 
 // Pointers by project, per store, tagged with the read epoch (store/read-epoch.ts) they were read
-// under: an activation anywhere bumps it, so a tagged pointer is current while the epoch is.
+// under: an activation anywhere bumps it, so a tagged pointer is current while the epoch is. On
+// PostgreSQL they are tagged CHECKED_AT_COMMIT, and a decision that finds its pointer moved on
+// forgets it (forgetActivePolicy) before it is redone.
 // The entry also keeps the compiled version once resolved, so a hit costs one map lookup.
 type Active = { version: number; hash: string; compiled: CompiledPolicy };
-const pointers = new WeakMap<object, Map<string, { epoch: number; pointer: { version: number; hash: string } | undefined; active?: Active }>>();
+const pointers = new WeakMap<object, Map<string, { epoch: ReadTag; pointer: { version: number; hash: string } | undefined; active?: Active }>>();
 
 /**
  * `store`: read the pointer on its reader connection (the decision's hot path). `epoch`: the read
- * epoch the caller read for this request (SQLite), which lets a pointer read under it be reused.
+ * epoch the caller read for this request (SQLite), which lets a pointer read under it be reused, or
+ * CHECKED_AT_COMMIT (a PostgreSQL decision, whose transaction compares the pointer it was given).
  */
-export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>, epoch?: number): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
+export async function getActivePolicy(db: Db, projectId: string, store?: Pick<Store, 'db' | 'dialect' | 'reader'>, epoch?: ReadTag): Promise<{ version: number; hash: string; compiled: CompiledPolicy } | null> {
   let byProject = store && epoch !== undefined ? pointers.get(store) : undefined;
   if (store && epoch !== undefined && !byProject) pointers.set(store, byProject = new Map());
   let hit = byProject?.get(projectId);
@@ -89,6 +94,11 @@ export async function getActivePolicy(db: Db, projectId: string, store?: Pick<St
   // A version's document never changes (its hash is checked), so its compiled form may stay with the pointer.
   if (hit) hit.active = active;
   return active;
+}
+
+/** Drops a project's cached pointer: its decision found the pointer moved on (StaleReadEpoch). */
+export function forgetActivePolicy(store: object, projectId: string): void {
+  pointers.get(store)?.delete(projectId);
 }
 
 /** For tests and diagnostics: how many compiled versions this process holds. */
