@@ -5,8 +5,8 @@
 // tagged with the counter read before their lookup, and trusts them only while it is unchanged
 // (http/auth/api-key.ts, services/policy/active.ts): one tiny read per request instead of two
 // lookups, with a revocation or an activation still taking effect on the next request.
-// PostgreSQL keeps the lookups on every request (a shared counter row would serialize unrelated
-// transactions there, and saves no round trip).
+// PostgreSQL has no epoch (a shared counter row would serialize, and could deadlock, the
+// transactions that change those tables): its decisions re-check at commit (decision 0011).
 import { sql, type Kysely } from 'kysely';
 import type { Dialect } from '../store.ts';
 
