@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
 import { recordedDecisions } from '../support/decisions.ts';
 import { CompiledQuery } from 'kysely';
 import { hashSecret } from '../../src/http/auth/api-key.ts';
@@ -126,6 +126,22 @@ test('decision caches (PostgreSQL): a change made by another instance takes effe
       await sql(text, ...unset);
       assert.equal((await decide()).statusCode, 200, `${what}, undone`);
     }
+
+    // An agent the project has never seen has no row to lock (a delegate: the parent agent signed
+    // its permit itself): its first decision checks the key in a statement of its own, before the
+    // agent is created.
+    const fresh = newAgent();
+    const freshBody = { ...payload, agent: fresh.did, permit: await delegate(jws, agent, fresh.did, { actions: ['pay'], resources: ['resource://shop/*'] }) };
+    assert.equal((await other.db.selectFrom('agents').select('did').where('did', '=', fresh.did).execute()).length, 0, 'the delegate has no row yet');
+    assert.equal((await decide()).statusCode, 200, 'the key is cached');
+    await sql('update api_keys set revoked_at = $1 where id = $2', '2026-01-01T00:00:00Z', holder.keyId);
+    assert.equal((await decide(freshBody)).statusCode, 401, 'a new agent, a revoked key');
+    assert.equal((await other.db.selectFrom('agents').select('did').where('did', '=', fresh.did).execute()).length, 0, 'no agent row was created');
+    await sql('update api_keys set revoked_at = null where id = $1', holder.keyId);
+    assert.equal((await decide()).statusCode, 200, 'cached again');
+    const created = await decide(freshBody);
+    assert.equal(created.statusCode, 200, created.body);
+    assert.ok((await recordedDecisions(svc.ts.store.db)).some((d) => d.agent === fresh.did), 'and its decision is recorded');
 
     // The active-policy pointer, moved back by the other instance: the very next decision is made
     // under that version; deleted, under none.
