@@ -139,6 +139,6 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
     ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
     permit_commitment: permit?.commitment ?? null,
   };
-  if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now });
+  if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now }, env);
   return record;
 }

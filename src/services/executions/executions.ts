@@ -9,9 +9,10 @@ import { newId } from '../../lib/ids.ts';
 import { callMerchant, type CallOutcome } from '../../merchants/call.ts';
 import type { MerchantRegistry, Merchant, Operation } from '../../merchants/config.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
-import { affected, type Store, type Tx } from '../../store/store.ts';
+import type { Store, Tx } from '../../store/store.ts';
 import type { ExecutionsTable } from '../../store/schema/executions.ts';
 import { recordAudit } from '../audit/record.ts';
+import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { actionFingerprint } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
 
@@ -103,15 +104,16 @@ export class Executions {
   }
 }
 
+// Fixed SQL: this runs once for every execution (store/fixed-sql.ts).
+const SET_OUTCOME = fixedSql(`update executions set status = ?, note = ?, http_status = ?, completed_at = ? where id = ? and status = 'IN_FLIGHT'`);
+
 /** Writer procedure: the outcome of a call, audited; a row recovery already settled keeps its status. */
-export async function recordOutcome(trx: Tx, args: { projectId: string; id: string; outcome: CallOutcome; at: Date }): Promise<Settled> {
+export async function recordOutcome(trx: Tx, args: { projectId: string; id: string; outcome: CallOutcome; at: Date }, env: SqlTarget): Promise<Settled> {
   const { projectId, id, outcome, at } = args;
-  const n = affected(await trx.updateTable('executions')
-    .set({ status: outcome.status, note: outcome.note, http_status: outcome.httpStatus, completed_at: at.toISOString() })
-    .where('id', '=', id).where('status', '=', 'IN_FLIGHT').executeTakeFirst());
+  const n = await execFixed(trx, env, SET_OUTCOME, [outcome.status, outcome.note, outcome.httpStatus, at.toISOString(), id]);
   const data = { execution_id: id, status: outcome.status, http_status: outcome.httpStatus, note: outcome.note };
   if (n === 1) {
-    await recordAudit(trx, { projectId, kind: 'execution.outcome', actor: 'system', at, data });
+    await recordAudit(trx, { projectId, kind: 'execution.outcome', actor: 'system', at, data }, env);
     return outcome.status;
   }
   // Recovery thought this instance dead and marked the row UNKNOWN; the merchant's answer is

@@ -2,8 +2,16 @@
 // unique (project_id, nonce) index is the atomic second check. Losing it throws NonceTaken, which
 // rolls the whole decision back (spend, audit event, decision row): the loser decided nothing.
 import type { Tx } from '../../store/store.ts';
+import { fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 import { NonceTaken } from './errors.ts';
+
+// Fixed SQL: this runs in every decision with an execution (store/fixed-sql.ts).
+const RESERVE = fixedSql(`insert into executions (id, project_id, nonce, fingerprint, decision_id, decision_audit_id,
+  policy_version, agent, action, resource, merchant, operation, status, note, http_status, instance_id, created_at,
+  completed_at, resolved_at, resolved_by, resolution_note)
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'IN_FLIGHT', null, null, ?, ?, null, null, null, null)
+  on conflict (project_id, nonce) do nothing returning id`);
 
 export interface ExecutionReservation {
   executionId: string;
@@ -18,17 +26,14 @@ export interface ExecutionReservation {
 }
 
 export async function reserveExecution(trx: Tx, r: ExecutionReservation, decision: { decision_id: string; audit_id: string; policy_version: number | null },
-  ctx: { projectId: string; actor: string; now: Date }): Promise<void> {
-  const inserted = await trx.insertInto('executions').values({
-    id: r.executionId, project_id: ctx.projectId, nonce: r.nonce, fingerprint: r.fingerprint, decision_id: decision.decision_id,
-    decision_audit_id: decision.audit_id, policy_version: decision.policy_version, agent: r.agent, action: r.action,
-    resource: r.resource, merchant: r.merchant, operation: r.operation, status: 'IN_FLIGHT', note: null,
-    http_status: null, instance_id: r.instanceId, created_at: ctx.now.toISOString(), completed_at: null,
-    resolved_at: null, resolved_by: null, resolution_note: null,
-  }).onConflict((oc) => oc.columns(['project_id', 'nonce']).doNothing()).returning('id').executeTakeFirst();
-  if (!inserted) throw new NonceTaken();
+  ctx: { projectId: string; actor: string; now: Date }, env: SqlTarget): Promise<void> {
+  const inserted = await queryFixed(trx, env, RESERVE, [
+    r.executionId, ctx.projectId, r.nonce, r.fingerprint, decision.decision_id, decision.audit_id, decision.policy_version,
+    r.agent, r.action, r.resource, r.merchant, r.operation, r.instanceId, ctx.now.toISOString(),
+  ]);
+  if (inserted.length === 0) throw new NonceTaken();
   await recordAudit(trx, {
     projectId: ctx.projectId, kind: 'execution.started', actor: ctx.actor, at: ctx.now,
     data: { execution_id: r.executionId, decision_id: decision.decision_id, merchant: r.merchant, operation: r.operation, nonce: r.nonce, fingerprint: r.fingerprint },
-  });
+  }, env);
 }
