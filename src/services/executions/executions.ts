@@ -12,7 +12,7 @@ import type { GavelWriter } from '../writer/procedures.ts';
 import type { Store, Tx } from '../../store/store.ts';
 import type { ExecutionsTable } from '../../store/schema/executions.ts';
 import { recordAudit } from '../audit/record.ts';
-import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import { execFixed, fixedSql, readFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { actionFingerprint } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
 
@@ -83,7 +83,7 @@ export class Executions {
   }
 
   async #byNonce(projectId: string, nonce: string): Promise<ExecutionsTable | undefined> {
-    return this.#store.db.selectFrom('executions').selectAll().where('project_id', '=', projectId).where('nonce', '=', nonce).executeTakeFirst();
+    return (await readFixed<ExecutionsTable>(this.#store, BY_NONCE, [projectId, nonce]))[0];
   }
 
   /** The nonce is bound: another action is refused, an in-flight one is 409, a settled one REPLAY. */
@@ -104,7 +104,9 @@ export class Executions {
   }
 }
 
-// Fixed SQL: this runs once for every execution (store/fixed-sql.ts).
+// Fixed SQL: these run once for every execution (store/fixed-sql.ts). The nonce lookup reads on
+// SQLite's reader connection, so it never queues behind the HTTP thread's own writes.
+const BY_NONCE = fixedSql('select * from executions where project_id = ? and nonce = ?');
 const SET_OUTCOME = fixedSql(`update executions set status = ?, note = ?, http_status = ?, completed_at = ? where id = ? and status = 'IN_FLIGHT'`);
 
 /** Writer procedure: the outcome of a call, audited; a row recovery already settled keeps its status. */
