@@ -56,8 +56,7 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
     // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it.
-    const sqlite = project.databaseUrl === undefined;
-    const probe = sqlite ? startDiskProbe(project.dataDir) : undefined;
+    const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
     const written = writeBytes(gavel.child.pid!);
     const half = await pacedLoad({ ...opts, ...paced });
     const perDecision = (writeBytes(gavel.child.pid!) - written) / (half.rps * paced.duration);

@@ -96,6 +96,8 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
   const row = await keyLookup(store, hashSecret(match[1]!));
+  // What makes a key valid. PostgreSQL decisions re-check the same rule in SQL at commit
+  // (services/authorize/recheck.ts, KEY_VALID): a change here must be made there too.
   if (!row || row.revoked_at || !row.is_member || row.membership_revoked_at || row.disabled_at) {
     throw unauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)');
   }

@@ -13,6 +13,7 @@ import { fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { StaleReadEpoch } from '../../store/read-epoch.ts';
 import type { Tx } from '../../store/store.ts';
 
+// The rule lookUpApiKey (http/auth/api-key.ts) applies to a looked-up key, in SQL.
 const KEY_VALID = `exists (select 1 from api_keys k
     join memberships m on m.project_id = k.project_id and m.principal_id = k.principal_id and m.revoked_at is null
     join principals p on p.id = k.principal_id and p.disabled_at is null
