@@ -11,7 +11,7 @@ import { installErrorHandling, sendProblem } from './errors.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { ProblemSchema } from './schemas/common.ts';
-import { routeGroups } from './routes.ts';
+import { consoleRouteGroups, routeGroups } from './routes.ts';
 
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
 
@@ -46,12 +46,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.decorateRequest('auth', null);
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style, not async: it runs on every request, and a promise per request shows up at the maximum.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (closing) {
-      reply.header('connection', 'close');
-      return sendProblem(reply, request, new Problem(503, 'shutting_down', 'the service is shutting down; retry against another instance', { headers: { 'retry-after': '1' } }));
-    }
+    if (!closing) { done(); return; }
+    reply.header('connection', 'close');
+    sendProblem(reply, request, new Problem(503, 'shutting_down', 'the service is shutting down; retry against another instance', { headers: { 'retry-after': '1' } }));
   });
 
   const patterns: { method: string; regex: RegExp }[] = [];
@@ -76,7 +76,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
 
-  await app.register(cookie);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -95,5 +94,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   });
 
   for (const group of routeGroups) await app.register(group);
+  // Only the console plane reads or sets cookies: the cookie plugin's hooks (a parse on every
+  // request, a hook on every reply) stay inside its context, off the machine plane's hot path.
+  await app.register(async (consolePlane) => {
+    await consolePlane.register(cookie);
+    for (const group of consoleRouteGroups) await consolePlane.register(group);
+  });
   return app;
 }

@@ -1,4 +1,4 @@
-// Every route group of the service, registered in this order. One line per capability.
+// Every route group of the service, by plane, registered in this order. One line per capability.
 import type { FastifyPluginAsync } from 'fastify';
 import { systemRoutes } from './system/routes.ts';
 import { consoleAuthRoutes } from './console/auth.ts';
@@ -19,23 +19,28 @@ import { consoleExecutionRoutes } from './console/executions.ts';
 import { machineAuditRoutes } from './machine/audit.ts';
 import { consoleAuditRoutes } from './console/audit.ts';
 
+/** Routes that use no cookies: system, and the machine plane (API keys). */
 export const routeGroups: FastifyPluginAsync[] = [
   systemRoutes,
+  machineIdentityRoutes,
+  authorizeRoutes,
+  machineAgentRoutes,
+  policyMachineRoutes,
+  machineApprovalRoutes,
+  machineExecutionRoutes,
+  machineAuditRoutes,
+];
+
+/** The console plane: session cookies (registered in a context of their own, app.ts). */
+export const consoleRouteGroups: FastifyPluginAsync[] = [
   consoleAuthRoutes,
   consoleProjectRoutes,
   consoleMemberRoutes,
   consoleApiKeyRoutes,
-  machineIdentityRoutes,
-  authorizeRoutes,
-  machineAgentRoutes,
   consoleAgentRoutes,
   consolePermitRoutes,
-  policyMachineRoutes,
   consolePolicyRoutes,
-  machineApprovalRoutes,
   consoleApprovalRoutes,
-  machineExecutionRoutes,
   consoleExecutionRoutes,
-  machineAuditRoutes,
   consoleAuditRoutes,
 ];
