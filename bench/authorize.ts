@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { load, startBaseline, startGavel, table, type Load } from './lib/harness.ts';
+import { load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
@@ -75,7 +75,7 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
     const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
     const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
-    return { targets, rows: [
+    return { targets, max: max.rps, rows: [
       ...swept.points.map((p) => ({ name: `${name}: authorize, ${p.connections} connections${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
       { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
       { name: `baseline: bare Fastify at that rate (open loop)`, load: baseHalf },
@@ -92,6 +92,22 @@ function eventBytes(dataDir: string): number {
   try { return Math.round((db.prepare(`select avg(length(data)) as n from audit_events where kind = 'decision'`).get() as { n: number }).n); } finally { db.close(); }
 }
 
+/**
+ * The peer that bounds the route: the same service and request with the decision replaced by a
+ * constant answer, swept like the others. Its gap to bare Fastify is the route's own cost (body,
+ * schema, API key, hooks, serialization), which no change to the decision can recover.
+ */
+async function routeCeiling(project: Project) {
+  const server = await startChild(new URL('./lib/route-ceiling-server.ts', import.meta.url).pathname,
+    { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' }, [], undefined,
+    ['--max-semi-space-size=8', '--max-old-space-size=256', '--v8-pool-size=1']);
+  try {
+    const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
+    await load({ ...opts, duration: 2 });
+    return await sweep(opts);
+  } finally { await server.stop(); }
+}
+
 async function pgAvailable(): Promise<boolean> {
   const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
   try { await c.connect(); await c.end(); return true; } catch { return false; }
@@ -105,9 +121,13 @@ try {
   const base = baseSweep.best.load;
   const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
-  const sqlite = await measure('SQLite', await prepareProject(), base, baseOpts);
+  const project = await prepareProject();
+  const ceiling = await routeCeiling(project);
+  rows.push(...ceiling.points.map((p) => ({ name: `ceiling: the route, constant decision, ${p.connections} conn.${p === ceiling.best ? ' (max)' : ''}`, load: p.load, baseline: base })));
+  const sqlite = await measure('SQLite', project, base, baseOpts);
   rows.push(...sqlite.rows);
-  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets);
+  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets,
+    `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`);
   if (await pgAvailable()) {
     const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_URL });
