@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
+import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
@@ -99,8 +99,7 @@ function eventBytes(dataDir: string): number {
  */
 async function routeCeiling(project: Project) {
   const server = await startChild(new URL('./lib/route-ceiling-server.ts', import.meta.url).pathname,
-    { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' }, [], undefined,
-    ['--max-semi-space-size=8', '--max-old-space-size=256', '--v8-pool-size=1']);
+    { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' }, [], undefined, gavelNodeArgs());
   try {
     const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
     await load({ ...opts, duration: 2 });

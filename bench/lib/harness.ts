@@ -28,14 +28,19 @@ export async function startChild(script: string, env: NodeJS.ProcessEnv = {}, ar
 
 export const startBaseline = () => startChild(new URL('./baseline-server.ts', import.meta.url).pathname);
 
+/**
+ * Node flags of a Gavel server process: as `npm run serve` and the executable's shebang start it
+ * (decisions 0005, 0006); for experiments, GAVEL_BENCH_NODE_ARGS adds flags (space-separated).
+ */
+export const gavelNodeArgs = (): string[] =>
+  ['--max-semi-space-size=8', '--max-old-space-size=256', '--v8-pool-size=1', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+
 /** Starts `gavel serve` on an ephemeral port with a fresh data directory (SQLite unless env says otherwise). */
 export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dataDir: string }> {
   const dataDir = env.GAVEL_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'gavel-bench-'));
   return startChild(new URL('../../src/cli/main.ts', import.meta.url).pathname,
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/,
-    // As `npm run serve` and the executable's shebang start it (decisions 0005, 0006); for
-    // experiments, GAVEL_BENCH_NODE_ARGS adds flags (space-separated).
-    ['--max-semi-space-size=8', '--max-old-space-size=256', '--v8-pool-size=1', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])])
+    gavelNodeArgs())
     .then((s) => ({ ...s, dataDir }));
 }
 
