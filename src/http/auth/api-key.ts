@@ -70,14 +70,10 @@ export async function authenticateApiKey(store: Store, header: string | undefine
     entries.delete(header);
     throw error;
   }
-  if (epoch === undefined) {
-    // PostgreSQL: answered as looked up just now; kept for decisions, which check it at commit.
-    remember(entries, header, Object.freeze({ ...auth, epoch: CHECKED_AT_COMMIT }));
-    return auth;
-  }
-  const tagged = Object.freeze({ ...auth, epoch });
+  const tagged = Object.freeze({ ...auth, epoch: epoch ?? CHECKED_AT_COMMIT });
   remember(entries, header, tagged);
-  return tagged;
+  // PostgreSQL: answered as looked up just now; the tagged copy is for decisions, which check it at commit.
+  return epoch === undefined ? auth : tagged;
 }
 
 /**
