@@ -7,6 +7,7 @@
 // grows with concurrency where bare Fastify's is flat; every point of the sweep is printed
 // (docs/decisions/0009-benchmark-method.md).
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
@@ -49,7 +50,7 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
   try {
     const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
     await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
-    const swept = await sweep(opts);
+    const swept = await sweep({ ...opts, serverPid: gavel.child.pid });
     const max = swept.best.load;
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
@@ -71,11 +72,11 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
     let n = 0;
     const requests = [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...plain, execution: { merchant: 'shop', operation: 'ok', payload: { n }, nonce: `bench-${process.pid}-${n++}` } }) }) }];
     await load({ ...opts, duration: 2, requests: requests as never });
-    const exec = await load({ ...opts, connections: swept.best.connections, requests: requests as never });
+    const exec = await load({ ...opts, connections: swept.best.connections, requests: requests as never, serverPid: gavel.child.pid });
     const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
     const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
-    return { targets, max: max.rps, rows: [
+    return { targets, max: max.rps, best: max, rows: [
       ...swept.points.map((p) => ({ name: `${name}: authorize, ${p.connections} connections${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
       { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
       { name: `baseline: bare Fastify at that rate (open loop)`, load: baseHalf },
@@ -103,8 +104,24 @@ async function routeCeiling(project: Project) {
   try {
     const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
     await load({ ...opts, duration: 2 });
-    return await sweep(opts);
+    return await sweep({ ...opts, serverPid: server.child.pid });
   } finally { await server.stop(); }
+}
+
+/**
+ * Each peer's CPU per request at its maximum, by thread, beside the generator's. On this machine's
+ * CPUs (os.availableParallelism), server + generator CPU per request bounds what a peer can serve;
+ * the share of the CPUs busy at its maximum says how much of the rest is waiting, not work.
+ */
+function cpuNote(peers: [string, Load][]): string {
+  const cpus = availableParallelism();
+  const parts = peers.filter(([, l]) => l.cpu).map(([name, l]) => {
+    const { server, client, threads } = l.cpu!;
+    const split = Object.entries(threads).sort((a, b) => b[1] - a[1]).map(([t, us]) => `${t} ${us}`).join(', ');
+    const busy = (l.rps * (server + client)) / (cpus * 1e6);
+    return `${name}: server ${server.toFixed(0)} µs (${split}) + generator ${client.toFixed(0)} µs, ${(busy * 100).toFixed(0)}% of ${cpus} CPUs busy`;
+  });
+  return `CPU per request at each maximum: ${parts.join('; ')}`;
 }
 
 async function pgAvailable(): Promise<boolean> {
@@ -116,7 +133,7 @@ const baselineServer = await startBaseline();
 try {
   const baseOpts = { url: `${baselineServer.url}/baseline`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{}' };
   await load({ ...baseOpts, duration: 2 }); // warm-up, as for Gavel
-  const baseSweep = await sweep(baseOpts);
+  const baseSweep = await sweep({ ...baseOpts, serverPid: baselineServer.child.pid });
   const base = baseSweep.best.load;
   const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
@@ -126,7 +143,8 @@ try {
   const sqlite = await measure('SQLite', project, base, baseOpts);
   rows.push(...sqlite.rows);
   notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets,
-    `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`);
+    `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`,
+    cpuNote([['bare Fastify', base], ['the route ceiling', ceiling.best.load], ['SQLite', sqlite.best]]));
   if (await pgAvailable()) {
     const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: PG_URL });
@@ -135,7 +153,7 @@ try {
     try {
       const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base, baseOpts);
       rows.push(...pgr.rows);
-      notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`);
+      notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`, cpuNote([['PostgreSQL (Gavel only, the database server not counted)', pgr.best]]));
     } finally {
       await admin.query(`drop schema ${schema} cascade`);
       await admin.end();

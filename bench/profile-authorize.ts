@@ -2,40 +2,28 @@
 // load's figures, the server's CPU time per request (a steadier figure than req/s on a noisy VM)
 // split by thread (main, the SQLite writer, libuv's pool where fdatasync runs, GC helpers), and
 // its resident memory.
-import { readFileSync, readdirSync } from 'node:fs';
-import { load, startGavel } from './lib/harness.ts';
+import { readFileSync } from 'node:fs';
+import { load, startGavel, threadCpu } from './lib/harness.ts';
 import { prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
-/** CPU µs per thread name (threads sharing a name are summed). */
-const threads = (pid: number) => {
-  const out = new Map<string, number>();
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    let s: string;
-    try { s = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8'); } catch { continue; }
-    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')).replace(/\d+$/, '#');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * 10_000);
-  }
-  return out;
-};
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const project = await prepareProject();
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, NODE_OPTIONS: process.env.PROF ? `--cpu-prof --cpu-prof-dir=/work/prof` : (process.env.NODEOPTS ?? '') });
 const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
 await load({ ...opts, duration: 2 });
 const pid = gavel.child.pid!;
-const before = threads(pid);
+const before = threadCpu(pid);
 const secs = Number(process.env.SECS ?? 6);
 const r = await load({ ...opts, duration: secs, connections: Number(process.env.CONNS ?? 20) });
-const after = threads(pid);
+const after = threadCpu(pid);
 const n = r.rps * secs;
 const split = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const).filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]);
 const total = split.reduce((s, [, v]) => s + v, 0);
 console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${rss(pid).toFixed(0)} MB`);
 if (process.env.HALF) {
-  const c1 = threads(pid);
+  const c1 = threadCpu(pid);
   const paced = await pacedLoad({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: Number(process.env.PACED_CONNS ?? 128) });
-  const c2 = threads(pid);
+  const c2 = threadCpu(pid);
   const cpuPaced = [...c2].reduce((s, [k, v]) => s + v - (c1.get(k) ?? 0), 0) / (paced.rps * 6);
   console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request`);
   if (process.env.AUTOCANNON_HALF) console.log('autocannon overallRate half max', JSON.stringify(await load({ ...opts, duration: 6, overallRate: Math.floor(r.rps / 2) })));

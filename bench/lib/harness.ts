@@ -2,7 +2,7 @@
 // autocannon from this process, and print each figure beside its peer measured in the same run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -44,23 +44,68 @@ export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dat
     .then((s) => ({ ...s, dataDir }));
 }
 
-export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+/**
+ * CPU time per request during a load, in µs: the server's (every thread of `pid`, and by thread
+ * name: MainThread answers HTTP, WorkerThread is the SQLite writer, V8Worker GC and compiler,
+ * libuv-worker the pool) and the load generator's (this process). Unlike req/s, which moves
+ * ±10–25% with this VM's speed, CPU per request compares peers and code across runs.
+ */
+export interface CpuPerRequest { server: number; client: number; threads: Record<string, number> }
 
-export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; duration?: number; overallRate?: number; requests?: autocannon.Request[] }): Promise<Load> {
+export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpu?: CpuPerRequest }
+
+/** CPU µs by thread name (threads sharing a name summed) of a process, from /proc. */
+export function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tasks: string[];
+  try { tasks = readdirSync(`/proc/${pid}/task`); } catch { return out; }
+  const tick = 1e6 / 100; // USER_HZ is 100 on Linux
+  for (const t of tasks) {
+    let stat: string;
+    try { stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8'); } catch { continue; }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * tick);
+  }
+  return out;
+}
+
+function cpuPerRequest(pid: number, before: Map<string, number>, clientBefore: NodeJS.CpuUsage, requests: number): CpuPerRequest {
+  const after = threadCpu(pid);
+  const client = process.cpuUsage(clientBefore);
+  const threads: Record<string, number> = {};
+  let server = 0;
+  for (const [name, us] of after) {
+    const per = (us - (before.get(name) ?? 0)) / requests;
+    server += per;
+    if (per >= 1) threads[name] = Math.round(per);
+  }
+  return { server, client: (client.user + client.system) / requests, threads };
+}
+
+/** `serverPid`: also measure CPU per request (Load.cpu). */
+export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; duration?: number; overallRate?: number; requests?: autocannon.Request[]; serverPid?: number | undefined }): Promise<Load> {
+  const cpuBefore = opts.serverPid !== undefined ? threadCpu(opts.serverPid) : undefined;
+  const clientBefore = process.cpuUsage();
   const r = await autocannon({
     url: opts.url, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body,
     connections: opts.connections ?? 20, duration: opts.duration ?? Number(process.env.BENCH_SECONDS ?? 8),
     ...(opts.requests ? { requests: opts.requests } : {}),
     ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
   });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  const cpu = cpuBefore && r.requests.total > 0 ? cpuPerRequest(opts.serverPid!, cpuBefore, clientBefore, r.requests.total) : undefined;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, ...(cpu ? { cpu } : {}) };
 }
 
 export function table(rows: { name: string; load: Load; baseline?: Load }[]): void {
   const fmt = (n: number, d = 0) => n.toFixed(d).padStart(10);
-  process.stdout.write(`${'workload'.padEnd(52)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}\n`);
+  const withCpu = rows.some((r) => r.load.cpu);
+  const cpuHead = withCpu ? `${'server µs'.padStart(11)}${'client µs'.padStart(11)}` : '';
+  process.stdout.write(`${'workload'.padEnd(52)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}${cpuHead}\n`);
   for (const r of rows) {
     const ratio = r.baseline ? `${((r.load.rps / r.baseline.rps) * 100).toFixed(1)}%` : '';
-    process.stdout.write(`${r.name.padEnd(52)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}\n`);
+    const cpu = withCpu ? (r.load.cpu ? `${r.load.cpu.server.toFixed(0).padStart(11)}${r.load.cpu.client.toFixed(0).padStart(11)}` : ''.padStart(22)) : '';
+    process.stdout.write(`${r.name.padEnd(52)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}${cpu}\n`);
   }
+  if (withCpu) process.stdout.write('server µs, client µs: CPU time per request of the server (all its threads) and of the load generator, during that load\n');
 }

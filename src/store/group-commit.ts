@@ -2,19 +2,27 @@
 // of paying one fsync each: no unit's promise settles before the commit that holds it has returned
 // (durable on a synchronous=FULL connection; the writer thread's NORMAL connection is made durable
 // by its caller before anything is answered, services/writer/thread.ts). Each unit runs in its own savepoint, so one unit's failure rolls
-// back only that unit. On PostgreSQL each unit has its own transaction on its own pooled
+// back only that unit. A unit may carry a one-statement form (Atomic), tried first: on SQLite it
+// runs in the batch with no savepoint (one statement is atomic), on PostgreSQL in autocommit. On PostgreSQL each unit has its own transaction on its own pooled
 // connection (the server groups WAL flushes of concurrent commits itself), and a unit that loses a
 // deadlock or serialization conflict is retried, never failed.
 // (Batching on PostgreSQL too was tried; under the execution benchmark batches stalled idle in
 // transaction, so it stays per-unit until that is understood: docs/decisions/0003.)
 import { sql } from 'kysely';
-import type { Store, Tx } from './store.ts';
+import type { Db, Store, Tx } from './store.ts';
 
-type Unit = { work: (trx: Tx) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void; attempts: number };
+type Unit = { work: (trx: Tx) => Promise<unknown>; atomic: Atomic<unknown> | undefined; resolve: (v: unknown) => void; reject: (e: unknown) => void; attempts: number };
+
+/**
+ * A unit's one-statement form, tried before its work: it writes everything the work would, or
+ * nothing and returns undefined (then the work runs). SQLite runs it inside the batch's transaction
+ * without a savepoint (one statement is atomic); PostgreSQL outside any transaction (autocommit).
+ */
+export type Atomic<T> = (db: Db | Tx) => Promise<T | undefined>;
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown; retry: boolean };
 
 export interface Committer {
-  run<T>(work: (trx: Tx) => Promise<T>): Promise<T>;
+  run<T>(work: (trx: Tx) => Promise<T>, atomic?: Atomic<T>): Promise<T>;
   /** Transactions committed so far (one per batch). */
   readonly commits: number;
 }
@@ -63,6 +71,10 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
         batch = queue.splice(0, maxBatch);
         await options.beforeUnits?.(trx);
         for (const unit of batch) {
+          // A failure of the one statement fails the batch (its transaction rolls back): it is
+          // not expected, and no savepoint would undo what it may have written.
+          const value = unit.atomic ? await unit.atomic(trx) : undefined;
+          if (value !== undefined) { outcomes.push({ ok: true, value }); continue; }
           await savepoint(trx, 'savepoint unit');
           try {
             const value = await unit.work(trx);
@@ -132,9 +144,9 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
 
   return {
     get commits() { return commits; },
-    run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
+    run<T>(work: (trx: Tx) => Promise<T>, atomic?: Atomic<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ work, resolve: resolve as (v: unknown) => void, reject, attempts: 0 });
+        queue.push({ work, atomic, resolve: resolve as (v: unknown) => void, reject, attempts: 0 });
         if (workers < parallel) schedule();
       });
     },
@@ -145,7 +157,12 @@ function perUnit(store: Store): Committer {
   let commits = 0;
   return {
     get commits() { return commits; },
-    async run<T>(work: (trx: Tx) => Promise<T>): Promise<T> {
+    async run<T>(work: (trx: Tx) => Promise<T>, atomic?: Atomic<T>): Promise<T> {
+      if (atomic) {
+        // A deadlock or serialization failure of the one statement: the transaction (which retries) decides.
+        const value = await atomic(store.db).catch((error: unknown) => { if (isRetryable(error)) return undefined; throw error; });
+        if (value !== undefined) { commits++; return value; }
+      }
       for (let attempt = 1; ; attempt++) {
         try {
           const value = await store.transaction(work);

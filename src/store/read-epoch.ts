@@ -16,6 +16,8 @@
 import { fixedSql, queryFixed, readFixed, type SqlTarget } from './fixed-sql.ts';
 import type { Store, Tx } from './store.ts';
 
+/** The current epoch as an SQL expression (a decision's one statement compares it in place). */
+export const EPOCH_IS = '(select n from read_epoch where id = 1)';
 const READ_EPOCH = fixedSql('select n from read_epoch where id = 1');
 
 /**

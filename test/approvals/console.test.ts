@@ -96,6 +96,8 @@ for (const backend of backends()) {
 
     test('console views list obligations newest first with paging and status filter, and show one by request or approval id', async () => {
       const first = await seedObligation(svc);
+      // Ids order by their millisecond; two made in the same one order arbitrarily (lib/ids.ts).
+      await new Promise((resolve) => setTimeout(resolve, 2));
       const second = await seedObligation(svc);
       const who = await newApprover(svc);
       const view = (await svc.app.inject({ method: 'GET', url: `${C()}/approvals/${second}`, headers: admin.get })).json();

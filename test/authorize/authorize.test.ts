@@ -122,13 +122,18 @@ for (const backend of backends()) {
       assert.ok(kinds.includes('agent.frozen') && kinds.includes('agent.released'));
     });
 
-    test('revoking a parent permit denies every permit delegated from it, on the next decision', async () => {
+    /** A root permit to a new agent, delegated (read-only) to another new agent. */
+    async function delegatedChain() {
       await activatePolicy(svc, ALLOW_PAYMENTS);
       const parent = newAgent();
       const child = newAgent();
       const root = await issue(svc, parent.did, PAY);
       const chain = await delegate(root.jws, parent, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
-      const req = { agent: child.did, permit: chain, action: 'read', resource: 'resource://docs/a' };
+      return { root, req: { agent: child.did, permit: chain, action: 'read', resource: 'resource://docs/a' } };
+    }
+
+    test('revoking a parent permit denies every permit delegated from it, on the next decision', async () => {
+      const { root, req } = await delegatedChain();
       assert.equal((await authorize(req)).json().decision, 'ALLOW');
       // The delegate cannot use its permit beyond what it was given.
       assert.equal((await authorize({ ...req, action: 'pay', resource: 'resource://shop/1', amount: { minor: 1, currency: 'EUR' } })).json().reason_code, 'permit_invalid');
@@ -139,6 +144,18 @@ for (const backend of backends()) {
       const denied = (await authorize(req)).json();
       assert.equal(denied.decision, 'DENY');
       assert.match(denied.detail, /revoked/);
+    });
+
+    test('a delegate the service has never seen is denied when its parent permit was revoked before its first decision', async () => {
+      // The agent has no row yet: its chain is checked by a statement of its own (commit.ts), not
+      // by the agent lock's revocation column.
+      const { root, req } = await delegatedChain();
+      const { revokePermit } = await import('../../src/services/permits/permits.ts');
+      await svc.ts.store.transaction((trx) => revokePermit(trx, { projectId: svc.projectId, commitment: root.commitment, actor: 'system', now: new Date() }));
+      const denied = (await authorize(req)).json();
+      assert.equal(denied.decision, 'DENY');
+      assert.equal(denied.reason_code, 'permit_invalid');
+      assert.match(denied.detail, /^revoked:/);
     });
 
     test(`a budget admitting exactly k requests is never overspent under a 200-way race`, async () => {

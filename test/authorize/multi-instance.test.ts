@@ -38,13 +38,19 @@ test('two Gavel processes on PostgreSQL: a budget admitting exactly k is never o
   } finally { await svc.stop(); }
 });
 
-test('a freeze committed while a decision is in flight denies that decision (PostgreSQL)', { skip: !pg && 'PostgreSQL not configured' }, async () => {
+// The key's first decision looks the key up and takes the transaction; once its context is cached,
+// a plain decision commits as one statement (decision 0012). Both must see the freeze.
+for (const path of ['the transaction', 'one statement'] as const) test(`a freeze committed while a decision is in flight denies that decision (PostgreSQL, ${path})`, { skip: !pg && 'PostgreSQL not configured' }, async () => {
   const svc = await startService(pg!);
   try {
     await activatePolicy(svc, ALLOW_PAYMENTS);
     const agent = newAgent();
     const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
     const key = await svc.keyHeader([]);
+    if (path === 'one statement') {
+      const warm = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' } });
+      assert.equal(warm.json().decision, 'ALLOW');
+    }
     const other = svc.ts.reopen();
     let inFlight: Promise<{ decision: string; reason_code: string }> | undefined;
     await other.transaction(async (trx) => {

@@ -50,3 +50,61 @@ for (const backend of backends()) {
     } finally { await ts.cleanup(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`group commit on ${backend.name}: a unit's one-statement form runs first; the work runs only if it wrote nothing`, async () => {
+    const ts = await backend.open();
+    try {
+      const committer = createCommitter(ts.store);
+      const ran: string[] = [];
+      // Even units write in one statement; odd ones decline (write nothing, return undefined).
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => committer.run(async (trx) => {
+        ran.push(`work ${i}`);
+        await trx.insertInto('settings').values({ key: `u${i}`, value: 'work' }).execute();
+        return `work ${i}`;
+      }, async (db) => {
+        if (i % 2) return undefined;
+        await db.insertInto('settings').values({ key: `u${i}`, value: 'one statement' }).execute();
+        return `one statement ${i}`;
+      })));
+      results.forEach((r, i) => assert.equal(r, i % 2 ? `work ${i}` : `one statement ${i}`));
+      assert.equal(ran.length, 10, 'the work ran only for the units whose one statement declined');
+      const rows = await ts.store.db.selectFrom('settings').select(['key', 'value']).where('key', 'like', 'u%').execute();
+      assert.equal(rows.length, 20);
+      for (const r of rows) assert.equal(r.value, Number(r.key.slice(1)) % 2 ? 'work' : 'one statement');
+    } finally { await ts.cleanup(); }
+  });
+}
+
+test('group commit on SQLite: a one-statement form that fails fails its whole batch, and nothing of it commits', async () => {
+  const sqlite = backends().find((b) => b.name === 'sqlite')!;
+  const ts = await sqlite.open();
+  try {
+    const committer = createCommitter(ts.store);
+    // Ten units queued in the same turn share one batch; the fifth unit's one statement fails.
+    const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => committer.run(async (trx) => {
+      await trx.insertInto('settings').values({ key: `b${i}`, value: 'work' }).execute();
+      return i;
+    }, async (db) => {
+      if (i === 4) throw new Error('the one statement failed');
+      return undefined;
+    })));
+    assert.ok(results.every((r) => r.status === 'rejected'), 'every unit of the batch is refused');
+    assert.equal((await ts.store.db.selectFrom('settings').select('key').where('key', 'like', 'b%').execute()).length, 0);
+  } finally { await ts.cleanup(); }
+});
+
+test('group commit on PostgreSQL: a one statement that loses a deadlock leaves the unit to its transaction; other errors fail it', { skip: !backends().some((b) => b.name === 'postgres') && 'PostgreSQL not configured' }, async () => {
+  const ts = await backends().find((b) => b.name === 'postgres')!.open();
+  try {
+    const committer = createCommitter(ts.store);
+    const value = await committer.run(async (trx) => {
+      await trx.insertInto('settings').values({ key: 'fallback', value: 'work' }).execute();
+      return 'work';
+    }, async () => { throw Object.assign(new Error('deadlock detected'), { code: '40P01' }); });
+    assert.equal(value, 'work');
+    let worked = false;
+    await assert.rejects(committer.run(async () => { worked = true; return 'work'; }, async () => { throw new Error('bad statement'); }), /bad statement/);
+    assert.equal(worked, false);
+  } finally { await ts.cleanup(); }
+});

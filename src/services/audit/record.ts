@@ -6,6 +6,7 @@ import canonicalize from 'canonicalize';
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
+import type { StatementSource } from '../../store/sqlite/dialect.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { inlineSequencer } from '../auditlog/inline.ts';
 
@@ -30,17 +31,50 @@ export class CanonicalJson {
 const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
   values (?, ?, ?, ?, ?, ?, ?)`);
 
+/** The row an audit event is stored as (before its leaf index), with a new id. */
+export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
+  return { id: newId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+}
+
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
 export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget): Promise<string> {
-  const id = newId('aud');
-  const event = { id, project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+  const event = auditEventRow(input);
+  const id = event.id;
   const inline = inlineSequencer();
   if (inline?.active) {
     // The SQLite writer thread: the event takes its leaf index now (services/auditlog/inline.ts).
-    const { lastInsertRowid } = inline.statement(INSERT.sqlite).run(id, event.project_id, event.kind, event.actor, event.created_at, event.data, inline.nextLeafIndex());
-    inline.added(Number(lastInsertRowid), leafHashOfStoredEvent(event));
+    insertSqlite((text) => inline.statement(text), INSERT.sqlite, event, []);
     return id;
   }
   await execFixed(trx, target, INSERT, [id, event.project_id, event.kind, event.actor, event.created_at, event.data, null]);
   return id;
 }
+
+/**
+ * SQLite: runs `text` (the event's seven columns, then `params`) and reports whether it inserted;
+ * on the writer thread the event takes its leaf index as it is written.
+ */
+function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[]): boolean {
+  const inline = inlineSequencer();
+  const leafIndex = inline?.active ? inline.nextLeafIndex() : null;
+  const { changes, lastInsertRowid } = prepare(text)
+    .run(event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, leafIndex, ...params);
+  if (changes === 0) return false;
+  if (inline?.active) inline.added(Number(lastInsertRowid), leafHashOfStoredEvent(event));
+  return true;
+}
+
+/**
+ * SQLite, on the connection the transaction holds: inserts `event` only if `condition` (SQL, with
+ * `params` bound to its placeholders) holds, as one statement. Returns whether it was inserted.
+ * On the writer thread the event takes its leaf index as recordAudit's do.
+ */
+export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof auditEventRow>, condition: string, params: readonly unknown[]): boolean {
+  let text = INSERT_IF.get(condition);
+  if (text === undefined) INSERT_IF.set(condition, text = `${INSERT_SELECT} where ${condition}`);
+  return insertSqlite((sql) => raw.prepare(sql), text, event, params);
+}
+const INSERT_SELECT = `insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
+  select ?, ?, ?, ?, ?, ?, ?`;
+/** The statement's text by condition (callers pass a few fixed conditions; one string each). */
+const INSERT_IF = new Map<string, string>();

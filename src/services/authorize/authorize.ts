@@ -98,6 +98,7 @@ export class Authorizer {
       ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),
     };
     try {
+      // Usually one statement, when the transaction would write only the event (one-statement.ts).
       return await this.#writer.call('authorize.commit', plan);
     } catch (error) {
       // The pointer (or the key) moved on: the caller decides again, with the pointer read afresh.

@@ -10,9 +10,9 @@ import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../
 import { newId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
-import { CHECKED_AT_COMMIT, epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
-import { lockAgentRechecking } from './recheck.ts';
-import { CanonicalJson, recordAudit } from '../audit/record.ts';
+import { epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
+import { lockAgentForDecision } from './recheck.ts';
+import { CanonicalJson, recordAudit, type AuditInput } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, lockAgentState } from '../agents/agents.ts';
 import { anyRevoked } from '../permits/permits.ts';
@@ -55,17 +55,18 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   const conjuncts: Conjuncts = { frozen: false, permitFailure: plan.failure, policy, approvalSatisfied: false };
   const tentative = combine(conjuncts);
   // Frozen: read inside the commit, under a lock a concurrent freeze waits for (invariant 5).
-  // A known agent (the usual case) takes one statement; a new one is created first when the
-  // decision may not be a DENY, then locked like any other.
-  let agent = plan.epoch === CHECKED_AT_COMMIT
-    ? await lockAgentRechecking(trx, env, plan, input.agent)
-    : await lockAgentState(trx, env, projectId, input.agent);
+  // A known agent (the usual case) takes one statement, which also checks the permit chain for
+  // revocation, live (recheck.ts); a new one is created first when the decision may not be a
+  // DENY, then locked like any other, and its chain checked by a statement of its own.
+  const chain = !plan.failure && permit && permit.chain.length > 0 ? permit.chain : null;
+  let agent: { frozen_at: string | null; revoked?: boolean | undefined } | undefined = await lockAgentForDecision(trx, env, plan, input.agent, chain);
   if (!agent && tentative.decision !== 'DENY') {
     await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
     agent = await lockAgentState(trx, env, projectId, input.agent);
   }
   let permitFailure = plan.failure;
-  if (!permitFailure && permit && (await anyRevoked(trx, permit.chain, env))) {
+  const revoked = chain && (agent?.revoked ?? (await anyRevoked(trx, chain, env)));
+  if (revoked) {
     permitFailure = { check: 'revoked', detail: 'revoked: the permit or one it was delegated from has been revoked' };
   }
   const frozen = Boolean(agent?.frozen_at);
@@ -119,9 +120,18 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
     }).execute();
   }
 
-  const matched = policy?.matched_rules ?? [];
-  const auditId = await recordAudit(trx, {
-    projectId, kind: 'decision', actor: plan.actor, at: now,
+  const { event, record: unrecorded } = decisionEvent(plan, combined, decisionId, approvalRequestId);
+  const record: DecisionRecord = { ...unrecorded, audit_id: await recordAudit(trx, event, env) };
+  if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now }, env);
+  return record;
+}
+
+/** The decision's audit event (its one record) and the answer, once its outcome is final. */
+export function decisionEvent(plan: DecisionPlan, combined: Combined, decisionId: string, approvalRequestId: string | undefined): { event: AuditInput; record: Omit<DecisionRecord, 'audit_id'> } {
+  const { input, permit, at } = plan;
+  const matched = plan.policy?.matched_rules ?? [];
+  const event: AuditInput = {
+    projectId: plan.projectId, kind: 'decision', actor: plan.actor, at: new Date(at),
     data: new CanonicalJson(canonicalDecisionData({
       decision_id: decisionId, request_id: plan.requestId, agent: input.agent, action: input.action, resource: input.resource,
       amount: input.amount ? { minor: input.amount.minor, currency: input.amount.currency } : null, intent: input.intent ?? null,
@@ -130,15 +140,13 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
       permit_commitment: permit?.commitment ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
       approval_request_id: approvalRequestId ?? null,
     })),
-  }, env);
-
-  const record: DecisionRecord = {
+  };
+  const record = {
     decision_id: decisionId, decision: combined.decision, reason_code: combined.reason_code,
     ...(combined.detail ? { detail: combined.detail } : {}),
-    policy_version: plan.policyVersion, matched_rules: matched, audit_id: auditId, request_id: plan.requestId,
+    policy_version: plan.policyVersion, matched_rules: matched, request_id: plan.requestId,
     ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
     permit_commitment: permit?.commitment ?? null,
   };
-  if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now }, env);
-  return record;
+  return { event, record };
 }

@@ -87,8 +87,17 @@ export async function anyRevoked(trx: Tx | Db, chain: string[], target?: SqlTarg
 const REVOKED_BY_LENGTH: FixedSql[] = [];
 /** One fixed statement per chain length (chains are short: DESIGN.md bounds their depth). */
 function revokedQuery(n: number): FixedSql {
-  return (REVOKED_BY_LENGTH[n] ??= fixedSql(`select 1 from permits where commitment in (${Array(n).fill('?').join(', ')}) and revoked_at is not null limit 1`));
+  return (REVOKED_BY_LENGTH[n] ??= fixedSql(`select 1 from permits where ${revokedCondition(n)} limit 1`));
 }
+const revokedCondition = (n: number) => `commitment in (${Array(n).fill('?').join(', ')}) and revoked_at is not null`;
+
+/**
+ * The same check inside another statement (the decision's agent lock, or its one statement), so it
+ * costs no statement of its own: true when any of the `n` commitments bound here is revoked.
+ */
+export const revokedExists = (n: number): string => `exists (select 1 from permits where ${revokedCondition(n)})`;
+/** revokedExists as a column named `revoked`. */
+export const revokedColumn = (n: number): string => `${revokedExists(n)} as revoked`;
 
 type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };
 export function view(row: Row, now: Date): PermitView {

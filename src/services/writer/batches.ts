@@ -12,7 +12,8 @@ import { installInlineSequencer } from '../auditlog/inline.ts';
 const SEQUENCE_PER_BATCH = 256;
 
 export interface WriterBatches {
-  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>): Promise<T>;
+  /** `atomic`: the unit's one-statement form (store/group-commit.ts), tried first. */
+  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>, atomic?: (trx: Tx, env: SqlTarget) => Promise<T | undefined>): Promise<T>;
   /** Batches committed, and how many of them sequenced inline. */
   readonly commits: number;
   readonly inlineBatches: number;
@@ -33,10 +34,10 @@ export function writerBatches(store: Store): WriterBatches {
   return {
     get commits() { return committer.commits; },
     get inlineBatches() { return inlineBatches; },
-    run: (work) => committer.run(async (trx) => {
+    run: (work, atomic) => committer.run(async (trx) => {
       // A unit that fails is rolled back to its savepoint: so are the leaves it added.
       const mark = inline.mark();
       try { return await work(trx, env); } catch (error) { inline.rewind(mark); throw error; }
-    }),
+    }, atomic && ((trx) => atomic(trx as Tx, env))),
   };
 }

@@ -4,7 +4,9 @@ import { commitDecision, type DecisionPlan } from '../authorize/commit.ts';
 import { recordAudit, type AuditInput } from '../audit/record.ts';
 import { recordOutcome } from '../executions/executions.ts';
 import { sequenceWork } from '../auditlog/sequencer.ts';
-import type { Procedure, Writer } from './writer.ts';
+import type { Procedure, ProcedureEnv, Writer } from './writer.ts';
+import type { Db, Tx } from '../../store/store.ts';
+import { commitInOneStatement } from '../authorize/one-statement.ts';
 
 export const procedures = {
   'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env)),
@@ -12,6 +14,14 @@ export const procedures = {
   'executions.record': recordOutcome,
   'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env, args.max, args.now)),
 } satisfies Record<string, Procedure<never, unknown>>;
+
+/**
+ * Procedures with a one-statement form (store/group-commit.ts, Atomic): tried before the procedure
+ * itself, which runs only if the one statement wrote nothing.
+ */
+export const atomicProcedures: { [K in keyof typeof procedures]?: (db: Db | Tx, args: Parameters<(typeof procedures)[K]>[1], env: ProcedureEnv) => Promise<Awaited<ReturnType<(typeof procedures)[K]>> | undefined> } = {
+  'authorize.commit': (db, plan, env) => commitInOneStatement(db, env, plan),
+};
 
 export type GavelProcedures = typeof procedures;
 export type GavelWriter = Writer<GavelProcedures>;

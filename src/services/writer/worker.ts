@@ -4,9 +4,9 @@
 // the WAL, not yet synced); the calling thread makes them durable before settling (thread.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStore } from '../../store/store.ts';
-import { jsonProcedures, procedures } from './procedures.ts';
+import { atomicProcedures, jsonProcedures, procedures } from './procedures.ts';
 import { writerBatches } from './batches.ts';
-import type { Procedure } from './writer.ts';
+import type { AtomicProcedures, Procedure } from './writer.ts';
 import { decodeBatch, encodeBatch, toWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
 
 const port = parentPort!;
@@ -50,7 +50,8 @@ port.on('message', (message: WireBatch<CallMessage> | 'close') => {
     const proc = procedures[name as keyof typeof procedures] as Procedure<unknown, unknown> | undefined;
     if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }, false); continue; }
     inFlight++;
-    batches.run((trx, env) => proc(trx, args, env)).then(
+    const atomic = atomicProcedures[name as keyof typeof atomicProcedures] as AtomicProcedures[string];
+    batches.run((trx, env) => proc(trx, args, env), atomic && ((trx, env) => atomic(trx, args, env))).then(
       (value) => reply({ id, ok: true, value }, jsonProcedures.has(name)),
       (error: unknown) => reply({ id, ok: false, error: toWire(error) }, false),
     ).finally(() => { inFlight--; void closeWhenIdle(); });

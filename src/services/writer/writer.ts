@@ -4,7 +4,7 @@
 // never block the thread answering HTTP); on PostgreSQL, here, through the per-unit committer.
 // A caller's promise settles only after the transaction holding its unit is durable.
 import type { Committer } from '../../store/group-commit.ts';
-import type { Tx } from '../../store/store.ts';
+import type { Db, Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
 
 /** Where a procedure's fixed statements run (on SQLite, straight on the writer's connection). */
@@ -22,8 +22,12 @@ export interface Writer<P extends Procedures> {
   close(): Promise<void>;
 }
 
+/** A procedure's one-statement form (store/group-commit.ts, Atomic), if it has one. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AtomicProcedures = Record<string, ((db: Db | Tx, args: any, env: ProcedureEnv) => Promise<unknown>) | undefined>;
+
 /** Runs procedures in this thread through `committer` (PostgreSQL, or SQLite without a file). */
-export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv): Writer<P> {
+export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv, atomics: AtomicProcedures = {}): Writer<P> {
   let pending = 0;
   const idle: (() => void)[] = [];
   return {
@@ -33,7 +37,8 @@ export function localWriter<P extends Procedures>(committer: Committer, procedur
       if (!proc) throw new Error(`unknown writer procedure ${name}`);
       pending++;
       try {
-        return await committer.run((trx) => proc(trx, args as never, env));
+        const atomic = atomics[name];
+        return await committer.run((trx) => proc(trx, args as never, env), atomic && ((db) => atomic(db, args, env)));
       } finally {
         if (--pending === 0) idle.splice(0).forEach((f) => f());
       }

@@ -1,0 +1,105 @@
+// The one-statement commit (services/authorize/one-statement.ts, decision 0012), on both engines:
+// it writes exactly the event the transaction would, writes nothing when any check under the commit
+// differs, and takes only decisions whose transaction would write nothing else.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { commitInOneStatement, oneStatementEligible } from '../../src/services/authorize/one-statement.ts';
+import { commitDecision, type DecisionPlan } from '../../src/services/authorize/commit.ts';
+import { freezeAgent } from '../../src/services/agents/agents.ts';
+import { revokePermit } from '../../src/services/permits/permits.ts';
+import { CHECKED_AT_COMMIT, readEpoch } from '../../src/store/read-epoch.ts';
+import type { SqlTarget } from '../../src/store/fixed-sql.ts';
+import type { DecisionRecord } from '../../src/services/authorize/authorize.ts';
+
+for (const backend of backends()) {
+  describe(`one-statement decisions on ${backend.name}`, () => {
+    let svc: TestService;
+    before(async () => { svc = await startService(backend); });
+    after(async () => { await svc.stop(); });
+
+    const env = (): SqlTarget => ({ dialect: svc.ts.store.dialect, raw: svc.ts.store.raw });
+    /** As the writer runs it: SQLite inside a transaction on the writer's connection, PostgreSQL on the pool. */
+    const oneStatement = (plan: DecisionPlan): Promise<DecisionRecord | undefined> => (svc.ts.store.dialect === 'sqlite'
+      ? svc.ts.store.transaction((trx) => commitInOneStatement(trx, env(), plan))
+      : commitInOneStatement(svc.ts.store.db, env(), plan));
+
+    /** A plan as the Authorizer builds it from cached reads, for a decision the permit and policy allow. */
+    async function allowPlan(): Promise<DecisionPlan> {
+      const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { commitment } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const { keyId } = await svc.member([]);
+      return {
+        projectId: svc.projectId, actor: keyId, requestId: 'req_one_statement', at: new Date().toISOString(),
+        input: { agent: agent.did, action: 'read', resource: 'resource://docs/a' }, failure: null,
+        permit: { commitment, chain: [commitment], delegation_depth: 0, counters: [] },
+        policy: { decision: 'ALLOW', reason_code: 'rule_allow', matched_rules: ['read-docs'] },
+        policyVersion: version, epoch: (await readEpoch(svc.ts.store)) ?? CHECKED_AT_COMMIT,
+      };
+    }
+    const decisionEvents = () => svc.ts.store.db.selectFrom('audit_events').select(['id', 'actor', 'data']).where('kind', '=', 'decision').execute();
+    /** An event's data without what differs between two decisions of the same plan. */
+    const comparable = (data: string) => { const { decision_id: _d, ...rest } = JSON.parse(data) as Record<string, unknown>; return rest; };
+
+    test('it writes the event the transaction writes, and answers the same', async () => {
+      const plan = await allowPlan();
+      assert.equal(oneStatementEligible(plan), true);
+      const one = await oneStatement(plan);
+      assert.ok(one, 'an eligible plan whose checks hold commits in one statement');
+      assert.equal(one.decision, 'ALLOW');
+      const viaTransaction = await svc.ts.store.transaction((trx) => commitDecision(trx, plan, env()));
+      const { audit_id: a1, decision_id: d1, ...answer1 } = one;
+      const { audit_id: a2, decision_id: d2, ...answer2 } = viaTransaction;
+      assert.deepEqual(answer1, answer2);
+      assert.notEqual(a1, a2);
+      const events = await decisionEvents();
+      const e1 = events.find((e) => e.id === a1)!;
+      const e2 = events.find((e) => e.id === a2)!;
+      assert.deepEqual(comparable(e1.data), comparable(e2.data));
+      assert.equal(e1.actor, plan.actor);
+      assert.equal(JSON.parse(e1.data).decision_id, d1);
+      assert.notEqual(d1, d2);
+    });
+
+    test('when a check under the commit differs, it writes nothing', async () => {
+      const plan = await allowPlan();
+      const before = (await decisionEvents()).length;
+      // An agent with no row (the transaction creates it), and cached reads that no longer hold.
+      assert.equal(await oneStatement({ ...plan, input: { ...plan.input, agent: newAgent().did } }), undefined, 'an unknown agent');
+      if (typeof plan.epoch === 'number') {
+        assert.equal(await oneStatement({ ...plan, epoch: plan.epoch - 1 }), undefined, 'a read epoch that moved on');
+      } else {
+        assert.equal(await oneStatement({ ...plan, policyVersion: plan.policyVersion! + 1 }), undefined, 'a policy pointer that moved on');
+        assert.equal(await oneStatement({ ...plan, actor: 'key_00000000000000000000000000' }), undefined, 'a key that does not hold');
+      }
+      await svc.ts.store.transaction((trx) => revokePermit(trx, { projectId: svc.projectId, commitment: plan.permit!.commitment, actor: 'system', now: new Date() }));
+      const revokedNow = await allowPlan(); // the revocation moved the SQLite epoch: plan afresh, same permit
+      assert.equal(await oneStatement({ ...revokedNow, input: plan.input, permit: plan.permit }), undefined, 'a revoked permit');
+      const frozen = await allowPlan();
+      await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did: frozen.input.agent, actor: 'system', reason: null, at: new Date().toISOString() }));
+      assert.equal(await oneStatement({ ...frozen, epoch: (await readEpoch(svc.ts.store)) ?? CHECKED_AT_COMMIT }), undefined, 'a frozen agent');
+      assert.equal((await decisionEvents()).length, before);
+    });
+  });
+}
+
+test('only a decision whose transaction would write nothing but its event takes one statement', () => {
+  const base: DecisionPlan = {
+    projectId: 'prj_x', actor: 'key_x', requestId: 'req_x', at: new Date().toISOString(),
+    input: { agent: 'did:key:zx', action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } }, failure: null,
+    permit: { commitment: 'c', chain: ['c'], delegation_depth: 0, counters: [] },
+    policy: { decision: 'ALLOW', reason_code: 'rule_allow', matched_rules: ['r'] }, policyVersion: 1, epoch: CHECKED_AT_COMMIT,
+  };
+  const withCounters = { ...base, permit: { ...base.permit!, counters: [{ link: 0, commitment: 'c', budget: { minor: 1_000, currency: 'EUR' } }] } };
+  assert.equal(oneStatementEligible(base), true);
+  assert.equal(oneStatementEligible({ ...base, epoch: 7 }), true, 'a SQLite plan');
+  assert.equal(oneStatementEligible(withCounters), false, 'an ALLOW that spends a budget');
+  assert.equal(oneStatementEligible({ ...withCounters, failure: { check: 'expired', detail: 'expired' } }), true, 'a DENY spends nothing');
+  assert.equal(oneStatementEligible({ ...base, policy: { decision: 'DENY', reason_code: 'rule_deny', matched_rules: ['r'] } }), true);
+  assert.equal(oneStatementEligible({ ...base, policy: { decision: 'REQUIRE_APPROVAL', reason_code: 'rule_requires_approval', matched_rules: ['r'] } }), false, 'an obligation to open or an approval to consume');
+  assert.equal(oneStatementEligible({ ...base, execution: { merchant: 'm', operation: 'o', nonce: 'n' } as never }), false, 'an execution to reserve');
+  assert.equal(oneStatementEligible({ ...base, epoch: undefined }), false, 'a plan whose key was looked up, not cached');
+});
