@@ -28,7 +28,8 @@ export class MigrationError extends Error {}
 export async function migrateToLatest(store: Store): Promise<string[]> {
   // Kysely looks for its migration tables in every schema unless told which one: with several
   // schemas in one database (tests, tenants) it would find another schema's table and skip
-  // creating its own. Name the current schema explicitly.
+  // creating its own. Name the current schema explicitly. (Its introspection is kept to that schema
+  // too: store/postgres/dialect.ts.)
   const schema = store.dialect === 'postgres'
     ? (await sql<{ s: string }>`select current_schema() as s`.execute(store.db)).rows[0]?.s
     : undefined;
@@ -39,23 +40,10 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,
   });
-  let outcome: MigrationResultSet = await migrator.migrateToLatest();
-  // Kysely checks for its tables by introspecting every schema it may use; a schema dropped at
-  // that moment by someone else (another tenant, another test run) fails the check with
-  // invalid_schema_name although ours is fine. That race is retried, nothing else is.
-  for (let attempt = 1; attempt < 5 && isOtherSchemaRace(outcome.error, schema); attempt++) {
-    await new Promise((r) => setTimeout(r, 50 * attempt));
-    outcome = await migrator.migrateToLatest();
-  }
-  const { error, results } = outcome;
+  const { error, results }: MigrationResultSet = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
     throw new MigrationError(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? error}`);
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-}
-
-function isOtherSchemaRace(error: unknown, ours: string | undefined): boolean {
-  const e = error as { code?: string; message?: string } | undefined;
-  return e?.code === '3F000' && ours !== undefined && !String(e.message).includes(`"${ours}"`);
 }

@@ -1,7 +1,7 @@
 // PostgreSQL through node-postgres. BIGINT (int8) comes back as a JS number: every stored integer
 // is bounded by 2^53-1 at the edge (money, counters), so the conversion is exact.
 import pg from 'pg';
-import { PostgresDialect } from 'kysely';
+import { PostgresDialect, sql, type DatabaseIntrospector, type Kysely, type SchemaMetadata, type TableMetadata } from 'kysely';
 import { preparedStatementName } from '../fixed-sql.ts';
 
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -24,5 +24,29 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
       return name ? query({ name, text, values }, ...rest) : query(text, values, ...rest);
     };
   });
-  return new PostgresDialect({ pool });
+  return new OwnSchemaDialect({ pool });
+}
+
+/**
+ * Kysely's PostgreSQL introspector (which its migrator uses to find its own tables) scans every
+ * schema in the database and resolves each table and column by name, so another tenant or test run
+ * dropping a schema mid-scan fails our migration. Ours looks only at the current schema (the first
+ * on the search_path, where this store's tables live) and lists table names, all the migrator reads.
+ */
+class OwnSchemaDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return {
+      async getSchemas(): Promise<SchemaMetadata[]> {
+        return (await sql<SchemaMetadata>`select current_schema() as name`.execute(db)).rows;
+      },
+      async getTables(): Promise<TableMetadata[]> {
+        const rows = (await sql<{ name: string; kind: string; schema: string }>`
+          select c.relname as name, c.relkind as kind, n.nspname as schema
+          from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p', 'f')
+          order by c.relname`.execute(db)).rows;
+        return rows.map((r) => ({ name: r.name, schema: r.schema, isView: r.kind === 'v', isForeign: r.kind === 'f', columns: [] }));
+      },
+    };
+  }
 }
