@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PermitVerificationCache } from '../../src/services/authorize/permit-cache.ts';
-import { PROJECT, fixture } from '../domain/permit/helpers.ts';
+import { KEY, PROJECT, fixture, rootInput } from '../domain/permit/helpers.ts';
+import { issuePermit } from '../../src/domain/permit/issue.ts';
 
 test('permit cache: a hit only for the same project and key; failures are not cached', async () => {
   const f = await fixture();
@@ -18,4 +19,25 @@ test('permit cache: a hit only for the same project and key; failures are not ca
   const otherProject = await cache.verify(f.root, 'prj_other', f.projectKey);
   assert.equal(otherProject.ok, false, 'another project: verified anew, and it fails');
   assert.equal(await cache.verify(f.root, PROJECT, f.projectKey), first, 'the good entry survived the failures');
+});
+
+test('permit cache: when full, the oldest entry not hit since it was last passed over goes first (second chance)', async () => {
+  const f = await fixture();
+  const permit = (jti: string) => issuePermit(f.signer, KEY, rootInput(f.alice.did, { jti }));
+  const [a, b, c, d] = await Promise.all(['pmt_a', 'pmt_b', 'pmt_c', 'pmt_d'].map(permit));
+  const cache = new PermitVerificationCache({ maxEntries: 2 });
+  assert.equal((await cache.verify(a!, PROJECT, f.projectKey)).ok, true);
+  assert.equal((await cache.verify(b!, PROJECT, f.projectKey)).ok, true);
+  assert.ok(cache.cached(a!, PROJECT, f.projectKey), 'a is hit, so it gets a second chance');
+  assert.equal((await cache.verify(c!, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 2);
+  assert.ok(cache.cached(a!, PROJECT, f.projectKey), 'a, the oldest but hit, stayed');
+  assert.equal(cache.cached(b!, PROJECT, f.projectKey), undefined, 'b, never hit, went');
+  assert.ok(cache.cached(c!, PROJECT, f.projectKey));
+  // Every entry hit: one sweep clears the marks, then the oldest goes.
+  assert.equal((await cache.verify(d!, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 2);
+  assert.equal(cache.cached(a!, PROJECT, f.projectKey), undefined, 'a went after its second chance was spent');
+  assert.ok(cache.cached(c!, PROJECT, f.projectKey));
+  assert.ok(cache.cached(d!, PROJECT, f.projectKey));
 });

@@ -5,19 +5,28 @@ import { verifyPermitSignatures, type VerifyResult } from '../../domain/permit/i
 
 const MAX_ENTRIES = 10_000;
 
+type Entry = { projectId: string; projectPublicKey: Uint8Array; result: VerifyResult; used: boolean };
+
 export class PermitVerificationCache {
   // Keyed by the presented string alone; the entry remembers the (project, key) it was verified
   // for, and a hit counts only for that pair. (A compound string key would copy the permit, about
   // a kilobyte, on every request.)
-  readonly #entries = new Map<string, { projectId: string; projectPublicKey: Uint8Array; result: VerifyResult }>();
+  // Eviction is second-chance (CLOCK) rather than strict LRU: a hit only marks its entry used. Moving
+  // it to the end of the Map on every hit would churn the Map's tables once per request, and the
+  // discarded tables would keep each request's permit string alive into old space
+  // (writer/pending-calls.ts says why that matters).
+  readonly #entries = new Map<string, Entry>();
+  readonly #maxEntries: number;
+
+  constructor(options: { maxEntries?: number } = {}) {
+    this.#maxEntries = options.maxEntries ?? MAX_ENTRIES;
+  }
 
   /** The cached result for this permit under this (project, key), if any (no await on a hit). */
   cached(presented: string, projectId: string, projectPublicKey: Uint8Array): VerifyResult | undefined {
     const hit = this.#entries.get(presented);
     if (!hit || hit.projectId !== projectId || !sameBytes(hit.projectPublicKey, projectPublicKey)) return undefined;
-    // Refresh recency: Map iteration order is insertion order, so re-insert.
-    this.#entries.delete(presented);
-    this.#entries.set(presented, hit);
+    hit.used = true;
     return hit.result;
   }
 
@@ -28,11 +37,23 @@ export class PermitVerificationCache {
     const result = await verifyPermitSignatures(presented, { projectId, projectPublicKey });
     // Only successes are worth keeping; garbage must not evict good entries.
     if (result.ok) {
-      if (!hit && this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
-      this.#entries.set(presented, { projectId, projectPublicKey: Uint8Array.from(projectPublicKey), result });
+      if (!hit && this.#entries.size >= this.#maxEntries) this.#evictOne();
+      this.#entries.set(presented, { projectId, projectPublicKey: Uint8Array.from(projectPublicKey), result, used: false });
     }
     return result;
   }
+
+  /** Drops the oldest entry not used since it was last passed over; used ones go to the back, unmarked. */
+  #evictOne(): void {
+    for (const [presented, entry] of this.#entries) {
+      this.#entries.delete(presented);
+      if (!entry.used) return;
+      entry.used = false;
+      this.#entries.set(presented, entry);
+    }
+  }
+
+  get size(): number { return this.#entries.size; }
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

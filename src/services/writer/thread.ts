@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
 import { decodeBatch, encodeBatch, fromWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
 import { WalSync } from '../../store/sqlite/wal-sync.ts';
+import { PendingCalls } from './pending-calls.ts';
 
 export interface ThreadWriterOptions {
   /** The SQLite database file the thread opens for writing. */
@@ -26,8 +27,7 @@ type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
-  let nextId = 1;
-  const pending = new Map<number, Pending>();
+  const pending = new PendingCalls<Pending>();
   let outbox: CallMessage[] = [];
   let flushScheduled = false;
   let closed = false;
@@ -37,9 +37,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const json = options.json ?? new Set<string>();
 
   const settle = (id: number, fn: (p: Pending) => void) => {
-    const p = pending.get(id);
+    const p = pending.take(id);
     if (!p) return;
-    pending.delete(id);
     fn(p);
     if (pending.size === 0) {
       // Idle, the thread alone never keeps the process alive (the HTTP server does); busy, it must.
@@ -68,7 +67,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       worker = undefined;
       ready = undefined;
       options.onError?.(err);
-      for (const id of [...pending.keys()]) settle(id, (p) => p.reject(new Error('the writer thread stopped before answering', { cause: err })));
+      for (const id of pending.ids()) settle(id, (p) => p.reject(new Error('the writer thread stopped before answering', { cause: err })));
     };
     w.on('error', lost);
     w.on('exit', (code) => lost(new Error(`writer thread exited with code ${code}`)));
@@ -94,9 +93,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     get pending() { return pending.size; },
     call(name, args) {
       if (closed) return Promise.reject(new Error('the writer is closed'));
-      const id = nextId++;
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        const id = pending.add({ resolve: resolve as (v: unknown) => void, reject });
         outbox.push({ id, name, args });
         if (!flushScheduled) {
           flushScheduled = true;
