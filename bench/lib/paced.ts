@@ -12,7 +12,7 @@ import type { Load } from './harness.ts';
 
 interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
 
-export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; connections?: number }): Promise<Load & { sendLagP99: number }> {
+export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; connections?: number; onResponse?: (due: number, latencyMs: number) => void }): Promise<Load & { sendLagP99: number }> {
   const u = new URL(opts.url);
   const body = Buffer.from(opts.body ?? '');
   const head = [`${opts.method} ${u.pathname}${u.search} HTTP/1.1`, `host: ${u.host}`, 'connection: keep-alive',
@@ -41,7 +41,9 @@ export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; hea
       c.buf = c.buf.subarray(end + 4 + Number(length));
       const status = Number(header.slice(9, 12));
       if (status < 200 || status >= 300) non2xx++;
-      histogram.record(Math.max(1, Math.round((performance.now() - c.due) * 1000)));
+      const latency = performance.now() - c.due;
+      histogram.record(Math.max(1, Math.round(latency * 1000)));
+      opts.onResponse?.(c.due, latency);
       completed++;
       c.busy = false;
       const next = queue.shift();

@@ -1,0 +1,60 @@
+// Ad-hoc (not part of the bench suite): does the half-max tail come from full GCs of the HTTP
+// thread? Runs `gavel serve` (SQLite) with --trace-gc, warms it at 128 connections, then an open
+// loop at RATE decisions/s (default 7000) for SECS seconds (default 8), and prints p50/p99, the
+// HTTP thread's mark-compacts during the loop, the old generation's growth between them, and how
+// many of the slow requests (over SLOW_MS, default 10) were due within 100 ms before one finished;
+// the same for the writer thread's mark-compacts.
+// Session 9 found the tail there (docs/performance.md).
+import { load, startGavel } from './lib/harness.ts';
+import { prepareProject } from './lib/fixtures.ts';
+import { pacedLoad } from './lib/paced.ts';
+
+const RATE = Number(process.env.RATE ?? 7000);
+const SECS = Number(process.env.SECS ?? 8);
+const SLOW_MS = Number(process.env.SLOW_MS ?? 10);
+
+const project = await prepareProject();
+process.env.GAVEL_BENCH_NODE_ARGS = `--trace-gc ${process.env.GAVEL_BENCH_NODE_ARGS ?? ''}`;
+const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir });
+// --trace-gc writes to stdout: `[pid:isolate] <ms> ms: <kind> <before> (<committed>) -> <after> ...`.
+const gc: { at: number; isolate: string; kind: string; after: number }[] = [];
+let lineBuffer = '';
+gavel.child.stdout!.on('data', (chunk: Buffer) => {
+  lineBuffer += chunk.toString('latin1');
+  const lines = lineBuffer.split('\n');
+  lineBuffer = lines.pop()!;
+  for (const line of lines) {
+    const m = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: (Scavenge|Mark-Compact)[^\d]*[\d.]+ \([\d.]+\) -> ([\d.]+)/.exec(line);
+    if (m) gc.push({ at: performance.now(), isolate: m[1]!, kind: m[2]!, after: Number(m[3]) });
+  }
+});
+
+const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
+await load({ ...opts, duration: 2 });
+await load({ ...opts, duration: 4, connections: 128 });
+
+const start = performance.now();
+const slow: number[] = [];
+const result = await pacedLoad({ ...opts, rate: RATE, duration: SECS, connections: 128, onResponse: (due, latency) => { if (latency > SLOW_MS) slow.push(due); } });
+const end = performance.now();
+await gavel.stop();
+
+// The HTTP thread's isolate scavenges most under this load (the writer's allocates far less).
+const during = gc.filter((g) => g.at >= start && g.at <= end);
+const counts = new Map<string, number>();
+for (const g of during) counts.set(g.isolate, (counts.get(g.isolate) ?? 0) + 1);
+const http = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+const ours = during.filter((g) => g.isolate === http);
+const fulls = ours.filter((g) => g.kind === 'Mark-Compact');
+// Old-generation growth: the heap left after each scavenge rises only by what was promoted.
+const scavenges = ours.filter((g) => g.kind === 'Scavenge');
+let grown = 0;
+for (let i = 1; i < scavenges.length; i++) grown += Math.max(0, scavenges[i]!.after - scavenges[i - 1]!.after);
+const writerFulls = during.filter((g) => g.isolate !== http && g.kind === 'Mark-Compact');
+const near = (marks: typeof gc) => slow.filter((due) => marks.some((f) => f.at >= due && f.at - due <= 100)).length;
+
+console.log(JSON.stringify(result));
+console.log(`HTTP thread during the ${SECS} s open loop at ${RATE}/s: ${fulls.length} mark-compacts, ${scavenges.length} scavenges, ` +
+  `old generation grew ~${(grown / SECS).toFixed(1)} MB/s between them; ` +
+  `${slow.length} requests over ${SLOW_MS} ms, ${near(fulls)} of them due within 100 ms before one finished. ` +
+  `Writer thread: ${writerFulls.length} mark-compacts, ${near(writerFulls)} slow requests due within 100 ms before one finished`);
