@@ -1,12 +1,13 @@
 // Calls sent to the writer thread and not yet answered, by the id their outcome comes back with.
 //
-// Not a Map: a Map that gains and loses an entry per request keeps rehashing into new tables, and
-// the discarded tables, promoted with the long-lived Map, still referenced the calls they held
-// (each call's promise, and through it the whole request). Until the next full GC, old-space
-// garbage like that keeps its young referents alive through every young GC. Measured at 7k
-// decisions/s on the HTTP thread: about 6 MB/s promoted, and a full GC every ~1.6 s whose pauses
-// made the half-load tail (docs/performance.md, session 9). An array of slots reused through a
-// free list holds the same calls and never rehashes.
+// Not a Map. A Map that takes and drops an entry per request rehashes into a new table every few
+// dozen calls, and V8 leaves each discarded table (kept for live iterators) holding the entries it
+// had. Once such a table has been promoted, it keeps those calls (each call's promise, and through
+// it the whole request) alive through young GCs until the next full GC, which promotes them too.
+// Measured at 7k decisions/s on the HTTP thread: replacing the Map cut the old generation's growth
+// about threefold, and with the permit cache's like change (permit-cache.ts) the full GCs, whose
+// pauses made the half-load tail, went from one every ~1.6 s to none in 8 s (docs/performance.md,
+// session 9). An array of slots reused through a free list never rehashes.
 
 /** Slots per id: an id is `serial * SLOTS + slot`, unique over time while its slot is reused. */
 const SLOTS = 2 ** 20;
