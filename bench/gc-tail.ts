@@ -1,10 +1,13 @@
 // Ad-hoc (not part of the bench suite): does the half-max tail come from full GCs of the HTTP
-// thread? Runs `gavel serve` (SQLite) with --trace-gc, warms it at 128 connections, then an open
+// thread? Runs `gavel serve` (SQLite, or PostgreSQL in a schema of its own when PG_URL is set)
+// with --trace-gc, warms it at 128 connections, then an open
 // loop at RATE decisions/s (default 7000) for SECS seconds (default 8), and prints p50/p99, the
 // HTTP thread's mark-compacts during the loop, the old generation's growth between them, and how
 // many of the slow requests (over SLOW_MS, default 10) were due within 100 ms before one finished;
 // the same for the writer thread's mark-compacts.
 // Session 9 found the tail there (docs/performance.md).
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { load, startGavel } from './lib/harness.ts';
 import { prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
@@ -13,9 +16,13 @@ const RATE = Number(process.env.RATE ?? 7000);
 const SECS = Number(process.env.SECS ?? 8);
 const SLOW_MS = Number(process.env.SLOW_MS ?? 10);
 
-const project = await prepareProject();
+const PG_URL = process.env.PG_URL;
+const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
+const admin = PG_URL ? new pg.Client({ connectionString: PG_URL }) : undefined;
+if (admin) { await admin.connect(); await admin.query(`create schema ${schema}`); }
+const project = await prepareProject(PG_URL ? { kind: 'postgres', url: PG_URL, schema } : undefined);
 process.env.GAVEL_BENCH_NODE_ARGS = `--trace-gc ${process.env.GAVEL_BENCH_NODE_ARGS ?? ''}`;
-const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir });
+const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl });
 // --trace-gc writes to stdout: `[pid:isolate] <ms> ms: <kind> <before> (<committed>) -> <after> ...`.
 const gc: { at: number; isolate: string; kind: string; after: number }[] = [];
 let lineBuffer = '';
@@ -38,8 +45,9 @@ const slow: number[] = [];
 const result = await pacedLoad({ ...opts, rate: RATE, duration: SECS, connections: 128, onResponse: (due, latency) => { if (latency > SLOW_MS) slow.push(due); } });
 const end = performance.now();
 await gavel.stop();
+if (admin) { await admin.query(`drop schema ${schema} cascade`); await admin.end(); }
 
-// The HTTP thread's isolate scavenges most under this load (the writer's allocates far less).
+// The HTTP thread's isolate scavenges most under this load (SQLite's writer thread allocates far less).
 const during = gc.filter((g) => g.at >= start && g.at <= end);
 const counts = new Map<string, number>();
 for (const g of during) counts.set(g.isolate, (counts.get(g.isolate) ?? 0) + 1);
@@ -57,4 +65,4 @@ console.log(JSON.stringify(result));
 console.log(`HTTP thread during the ${SECS} s open loop at ${RATE}/s: ${fulls.length} mark-compacts, ${scavenges.length} scavenges, ` +
   `old generation grew ~${(grown / SECS).toFixed(1)} MB/s between them; ` +
   `${slow.length} requests over ${SLOW_MS} ms, ${near(fulls)} of them due within 100 ms before one finished. ` +
-  `Writer thread: ${writerFulls.length} mark-compacts, ${near(writerFulls)} slow requests due within 100 ms before one finished`);
+  `Other threads (SQLite's writer): ${writerFulls.length} mark-compacts, ${near(writerFulls)} slow requests due within 100 ms before one finished`);
