@@ -44,3 +44,17 @@ test('pending calls: many in flight, taken in any order, each exactly once', () 
   for (const [id, v] of held) assert.equal(calls.take(id), v);
   assert.equal(calls.size, 0);
 });
+
+test('pending calls: the serial wraps, and ids stay exact integers and distinct across the wrap', () => {
+  const calls = new PendingCalls<string>({ serial: 2 ** 32 - 3 });
+  const ids: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const id = calls.add(`c${i}`);
+    assert.ok(Number.isSafeInteger(id) && id < 2 ** 52, `id ${id} is exact`);
+    ids.push(id);
+    if (i % 2 === 1) assert.equal(calls.take(id), `c${i}`); // slots get reused across the wrap
+  }
+  assert.equal(new Set(ids).size, ids.length, 'distinct');
+  for (const [i, id] of ids.entries()) if (i % 2 === 0) assert.equal(calls.take(id), `c${i}`);
+  assert.equal(calls.size, 0);
+});

@@ -9,23 +9,35 @@
 // pauses made the half-load tail, went from one every ~1.6 s to none in 8 s (docs/performance.md,
 // session 9). An array of slots reused through a free list never rehashes.
 
-/** Slots per id: an id is `serial * SLOTS + slot`, unique over time while its slot is reused. */
+/**
+ * An id is `serial * SLOTS + slot`: unique while its slot is reused, so an outcome that arrives
+ * for a call already settled (one from a writer thread that died) finds nothing. The serial wraps
+ * at SERIALS so ids stay exact integers (below 2^52) however long the process runs; two calls share
+ * an id only 2^32 calls apart.
+ */
 const SLOTS = 2 ** 20;
+const SERIALS = 2 ** 32;
 
 export class PendingCalls<T> {
   readonly #calls: (T | undefined)[] = [];
   readonly #ids: number[] = [];
   readonly #free: number[] = [];
-  #serial = 0;
+  #serial: number;
   #size = 0;
+
+  /** `serial`: where the serial starts (tests of its wrap). */
+  constructor(options: { serial?: number } = {}) {
+    this.#serial = options.serial ?? 0;
+  }
 
   get size(): number { return this.#size; }
 
-  /** Holds `call` and returns its id, never one given before. */
+  /** Holds `call` and returns its id (see SERIALS for how unique). */
   add(call: T): number {
     const slot = this.#free.pop() ?? this.#calls.length;
     if (slot >= SLOTS) throw new Error('too many writer calls in flight');
-    const id = ++this.#serial * SLOTS + slot;
+    this.#serial = (this.#serial + 1) % SERIALS;
+    const id = this.#serial * SLOTS + slot;
     this.#calls[slot] = call;
     this.#ids[slot] = id;
     this.#size++;
