@@ -16,9 +16,10 @@
 import { fixedSql, queryFixed, readFixed, type SqlTarget } from './fixed-sql.ts';
 import type { Store, Tx } from './store.ts';
 
+const EPOCH_QUERY = 'select n from read_epoch where id = 1';
 /** The current epoch as an SQL expression (a decision's one statement compares it in place). */
-export const EPOCH_IS = '(select n from read_epoch where id = 1)';
-const READ_EPOCH = fixedSql('select n from read_epoch where id = 1');
+export const EPOCH_IS = `(${EPOCH_QUERY})`;
+const READ_EPOCH = fixedSql(EPOCH_QUERY);
 
 /**
  * The tag of a PostgreSQL decision's cached key context and policy pointer: no epoch validates
