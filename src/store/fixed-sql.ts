@@ -25,6 +25,14 @@ export function fixedSql(text: string, options: { prepared?: boolean } = {}): Fi
   return query;
 }
 
+/**
+ * A read that locks the rows it reads FOR SHARE on PostgreSQL. SQLite has no row locks and needs
+ * none: its writer already holds the database's write lock.
+ */
+export function fixedSqlForShare(text: string): FixedSql {
+  return { sqlite: fixedSql(text).sqlite, postgres: fixedSql(`${text} for share`).postgres };
+}
+
 /** The statement name a PostgreSQL text runs under, if it was declared prepared. */
 export function preparedStatementName(text: string): string | undefined {
   return preparedOnPostgres.get(text);

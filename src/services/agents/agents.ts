@@ -5,7 +5,7 @@
 
 import { Problem } from '../../http/problem.ts';
 import type { Tx } from '../../store/store.ts';
-import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
+import { execFixed, fixedSql, fixedSqlForShare, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 
 export interface AgentState {
@@ -19,10 +19,7 @@ export interface AgentState {
 // Fixed SQL: these run inside every decision that may allow (see store/fixed-sql.ts).
 const ENSURE = fixedSql(`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
   values (?, ?, ?, ?, ?, null, null, null) on conflict (project_id, did) do nothing`);
-const LOCK_STATE = {
-  sqlite: fixedSql('select frozen_at from agents where project_id = ? and did = ?').sqlite,
-  postgres: fixedSql('select frozen_at from agents where project_id = ? and did = ? for share').postgres,
-};
+const LOCK_STATE = fixedSqlForShare('select frozen_at from agents where project_id = ? and did = ?');
 
 /** Makes sure the agent has a row (so it can be locked), without changing an existing one. */
 export async function ensureAgent(trx: Tx, projectId: string, did: string, actor: string, at: string, name: string | null = null, target?: SqlTarget): Promise<void> {

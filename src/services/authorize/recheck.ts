@@ -16,7 +16,7 @@
 // nothing is written, the caller authenticates afresh (a revoked key gets 401) and decides again.
 // A key revoked or a policy activated while the decision waited for the lock is ordered after it,
 // as above; without the cache the key was read when the request arrived, earlier still.
-import { fixedSql, queryFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import { fixedSql, fixedSqlForShare, queryFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { Tx } from '../../store/store.ts';
 import { revokedColumn } from '../permits/permits.ts';
@@ -40,10 +40,8 @@ const RECHECK = fixedSql(`select ${KEY_VALID}, ${POINTER}`, { prepared: true });
 // the frozen state as lockAgentState reads it, and the revocation column. Parameters: the chain,
 // then project and agent.
 const LOCK: FixedSql[] = [];
-const lockWithRevocation = (n: number) => {
-  const text = `select frozen_at, ${revokedColumn(n)} from agents where project_id = ? and did = ?`;
-  return (LOCK[n] ??= { sqlite: fixedSql(text).sqlite, postgres: fixedSql(`${text} for share`).postgres });
-};
+const lockWithRevocation = (n: number) =>
+  (LOCK[n] ??= fixedSqlForShare(`select frozen_at, ${revokedColumn(n)} from agents where project_id = ? and did = ?`));
 
 /** The locked agent row: frozen or not, and whether the chain it was asked about is revoked. */
 export interface LockedAgent { frozen_at: string | null; revoked: boolean | undefined }
