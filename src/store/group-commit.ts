@@ -1,11 +1,12 @@
 // Group commit: on SQLite, concurrent units of work share one transaction and one fsync instead
 // of paying one fsync each: no unit's promise settles before the commit that holds it has returned
 // (durable on a synchronous=FULL connection; the writer thread's NORMAL connection is made durable
-// by its caller before anything is answered, services/writer/thread.ts). Each unit runs in its own savepoint, so one unit's failure rolls
-// back only that unit. A unit may carry a one-statement form (Atomic), tried first: on SQLite it
-// runs in the batch with no savepoint (one statement is atomic), on PostgreSQL in autocommit. On PostgreSQL each unit has its own transaction on its own pooled
-// connection (the server groups WAL flushes of concurrent commits itself), and a unit that loses a
-// deadlock or serialization conflict is retried, never failed.
+// by its caller before anything is answered, services/writer/thread.ts). Each unit runs in its own
+// savepoint, so one unit's failure rolls back only that unit. On PostgreSQL each unit has its own
+// transaction on its own pooled connection (the server groups WAL flushes of concurrent commits
+// itself), and a unit that loses a deadlock or serialization conflict is retried, never failed.
+// A unit may carry a one-statement form (Atomic), tried first: on SQLite it runs in the batch with
+// no savepoint (one statement is atomic), on PostgreSQL in autocommit.
 // (Batching on PostgreSQL too was tried; under the execution benchmark batches stalled idle in
 // transaction, so it stays per-unit until that is understood: docs/decisions/0003.)
 import { sql } from 'kysely';
