@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { commitInOneStatement, oneStatementEligible } from '../../src/services/authorize/one-statement.ts';
+import canonicalize from 'canonicalize';
+import { commitInOneStatement, oneStatementEligible, sharedStatementOf } from '../../src/services/authorize/one-statement.ts';
 import { commitDecision, type DecisionPlan } from '../../src/services/authorize/commit.ts';
 import { freezeAgent } from '../../src/services/agents/agents.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
@@ -28,7 +29,10 @@ for (const backend of backends()) {
 
     /** A plan as the Authorizer builds it from cached reads, for a decision the permit and policy allow. */
     async function allowPlan(): Promise<DecisionPlan> {
-      const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+      return planUnder(await activatePolicy(svc, ALLOW_PAYMENTS));
+    }
+    /** The same, for a new agent, under an active policy version already set. */
+    async function planUnder(version: number): Promise<DecisionPlan> {
       const agent = newAgent();
       const { commitment } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
       const { keyId } = await svc.member([]);
@@ -83,6 +87,50 @@ for (const backend of backends()) {
       assert.equal(await oneStatement({ ...frozen, epoch: (await readEpoch(svc.ts.store)) ?? CHECKED_AT_COMMIT }), undefined, 'a frozen agent');
       assert.equal((await decisionEvents()).length, before);
     });
+
+    if (backend.name === 'postgres') {
+      test('decisions submitted together share one statement, each row with its own checks and its exact event', async () => {
+        const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+        const plans = await Promise.all(Array.from({ length: 8 }, () => planUnder(version)));
+        const [good, quoted, unknown, frozen, revoked, staleKey, stalePointer, good2] = plans as [DecisionPlan, ...DecisionPlan[]];
+        const intent = 'he said "hi" \\ {a,b} NULL ; ünïcødé 😀';
+        await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did: frozen!.input.agent, actor: 'system', reason: null, at: new Date().toISOString() }));
+        await svc.ts.store.transaction((trx) => revokePermit(trx, { projectId: svc.projectId, commitment: revoked!.permit!.commitment, actor: 'system', now: new Date() }));
+        const submitted = [
+          good, { ...quoted!, input: { ...quoted!.input, intent } }, { ...unknown!, input: { ...unknown!.input, agent: newAgent().did } }, frozen!, revoked!,
+          { ...staleKey!, actor: 'key_00000000000000000000000000' }, { ...stalePointer!, policyVersion: version + 1 }, good2!,
+        ];
+        const shared = sharedStatementOf(svc.ts.store.db);
+        const statementsBefore = shared.statements;
+        const results = await Promise.all(submitted.map((plan) => commitInOneStatement(svc.ts.store.db, env(), plan)));
+        assert.equal(shared.statements - statementsBefore, 1, 'one statement for all eight');
+        assert.deepEqual(results.map((r) => r !== undefined), [true, true, false, false, false, false, false, true]);
+        const events = await decisionEvents();
+        for (const [i, r] of results.entries()) {
+          if (!r) continue;
+          const event = events.find((e) => e.id === r.audit_id)!;
+          assert.ok(event, 'each inserted row is its own plan\'s event');
+          assert.equal(event.actor, submitted[i]!.actor);
+          assert.equal(event.data, canonicalize(JSON.parse(event.data)), 'stored byte for byte as the canonical text');
+          assert.equal(JSON.parse(event.data).agent, submitted[i]!.input.agent);
+          assert.equal(JSON.parse(event.data).decision_id, r.decision_id);
+        }
+        assert.equal(JSON.parse(events.find((e) => e.id === results[1]!.audit_id)!.data).intent, intent);
+      });
+
+      test('a row that fails the shared statement fails only its own decision', async () => {
+        const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+        const [a, b] = [await planUnder(version), await planUnder(version)];
+        // A version no integer column holds: PostgreSQL refuses the whole statement for it.
+        const broken = { ...(await planUnder(version)), policyVersion: 2 ** 40 };
+        const outcomes = await Promise.allSettled([a, broken, b].map((plan) => commitInOneStatement(svc.ts.store.db, env(), plan)));
+        assert.equal(outcomes[0]!.status, 'fulfilled');
+        assert.ok((outcomes[0] as PromiseFulfilledResult<DecisionRecord | undefined>).value);
+        assert.equal(outcomes[1]!.status, 'rejected');
+        assert.equal(outcomes[2]!.status, 'fulfilled');
+        assert.ok((outcomes[2] as PromiseFulfilledResult<DecisionRecord | undefined>).value);
+      });
+    }
   });
 }
 

@@ -15,10 +15,13 @@ import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fix
 import { ensureLogState, fromBlob, readNodes } from './log.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 
-// Small batches, with a turn of the event loop between them: a batch holds the writer thread
-// (SQLite) or the state row's lock (PostgreSQL) while it runs, so a large one shows as a latency
-// spike for the decisions behind it.
+// Batches with a turn of the event loop between them. On SQLite a batch holds the writer thread
+// while it runs, so a large one shows as a latency spike for the decisions behind it: 64 events.
+// On PostgreSQL it holds only the state row's lock, which no decision takes, and each batch costs
+// several round trips: 512 events, so that sequencing keeps up with decisions that share one
+// statement (decision 0013) rather than fall behind under sustained load.
 export const DEFAULT_BATCH = 64;
+export const defaultBatch = (dialect: Store['dialect']): number => (dialect === 'postgres' ? 512 : DEFAULT_BATCH);
 
 export interface SequencedBatch {
   /** Events integrated by this batch. */
@@ -93,10 +96,11 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
 /** Sequences until nothing waits (or `maxBatches` batches ran); returns the events integrated. */
 export async function sequencePending(store: Store, options: { batch?: number; maxBatches?: number; now?: Date; sequence?: SequenceBatch } = {}): Promise<number> {
   let total = 0;
+  const max = options.batch ?? defaultBatch(store.dialect);
   for (let i = 0; i < (options.maxBatches ?? 1600); i++) {
-    const b = await sequenceBatch(store, options.batch ?? DEFAULT_BATCH, options.now, options.sequence);
+    const b = await sequenceBatch(store, max, options.now, options.sequence);
     total += b.count;
-    if (b.count < (options.batch ?? DEFAULT_BATCH)) break;
+    if (b.count < max) break;
     await new Promise((resolve) => setImmediate(resolve));
   }
   return total;

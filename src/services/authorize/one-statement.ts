@@ -11,7 +11,8 @@
 // time, or throws StaleReadEpoch.
 // - PostgreSQL: an autocommit statement, durable when it returns (synchronous_commit is on). It
 //   locks the agent's row FOR SHARE, as the transaction does. It saves three round trips, each of
-//   which wakes a backend.
+//   which wakes a backend. Decisions that arrive together share it: one statement writes all their
+//   events, each only if its own checks hold (store/batched-statement.ts, decision 0013).
 // - SQLite: a statement inside the writer's batch, with no savepoint around it: a single statement
 //   is atomic on its own. It replaces five (the unit's savepoint and its release, the epoch, the
 //   agent's lock, the audit INSERT).
@@ -20,31 +21,35 @@
 // spend, no approval to consume or obligation to open, no execution to reserve.
 import { combine, type Combined } from '../../domain/decision/combine.ts';
 import { newId } from '../../lib/ids.ts';
-import { fixedSql, runFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import { BatchedStatement } from '../../store/batched-statement.ts';
+import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { auditEventRow, recordAuditIf } from '../audit/record.ts';
-import { revokedColumn, revokedExists } from '../permits/permits.ts';
+import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
 import type { DecisionRecord } from './authorize.ts';
-import { KEY_VALID, POINTER } from './recheck.ts';
+import { activeVersion, keyValid } from './recheck.ts';
 
-// PostgreSQL. Parameters, in text order: project and agent (the lock); key id, project (key),
-// project (pointer), the chain's commitments; the event's columns; the policy version planned under.
-const POSTGRES: FixedSql[] = [];
-const postgresStatement = (n: number) => (POSTGRES[n] ??= fixedSql(`with a as (
-    select frozen_at from agents where project_id = ? and did = ? for share
-  ), c as (
-    select exists (select 1 from a) as known, (select frozen_at from a) as frozen_at,
-      ${KEY_VALID}, ${POINTER}${n ? `, ${revokedColumn(n)}` : ', false as revoked'}
+// PostgreSQL: any number of decisions, one row each in parallel arrays (unnest keeps them
+// aligned). A row's event is inserted only if its agent is known and not frozen (its row locked
+// FOR SHARE), its key still valid, the policy pointer still at the version planned under, and no
+// commitment of its chain (comma-separated: commitments are hex) revoked. Answers the ids inserted.
+const POSTGRES_MANY = fixedSql(`with x as (
+    select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+      with ordinality as x(project_id, agent, key_id, chain, policy_version, id, kind, actor, created_at, data, n)
+  ), locked as (
+    select x.n, g.frozen_at from x join agents g on g.project_id = x.project_id and g.did = x.agent for share of g
   ), ins as (
     insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-    select ?, ?, ?, ?, ?, ?, null from c
-    where c.known and c.frozen_at is null and c.key_valid and not c.revoked
-      and c.policy_version is not distinct from ?
+    select x.id, x.project_id, x.kind, x.actor, x.created_at, x.data, null from x join locked l on l.n = x.n
+    where l.frozen_at is null and ${keyValid('x.key_id', 'x.project_id')}
+      and ${activeVersion('x.project_id')} is not distinct from x.policy_version
+      and not ${revokedAmong("string_to_array(x.chain, ',')")}
+    order by x.n
     returning id
   )
-  select (select id from ins) as inserted`, { prepared: true }));
+  select id from ins`, { prepared: true });
 
 // SQLite: the condition of the INSERT (audit/record.ts, recordAuditIf). Parameters: the read epoch
 // planned under, project and agent, the chain's commitments.
@@ -64,27 +69,48 @@ function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
 /** Whether the plan's transaction would write nothing but its audit event (see above). */
 export const oneStatementEligible = (plan: DecisionPlan): boolean => eligibleOutcome(plan) !== undefined;
 
-/**
- * The decision, committed by one statement; undefined if a check differs (nothing was written).
- * PostgreSQL: `db` outside any transaction. SQLite: `env.raw`, inside the writer's transaction.
- */
-export async function commitInOneStatement(db: Db | Tx, env: SqlTarget, plan: DecisionPlan): Promise<DecisionRecord | undefined> {
+/** A plan's one statement, ready to run: its answer if every check holds, and its event's row. */
+interface Prepared { plan: DecisionPlan; record: Omit<DecisionRecord, 'audit_id'>; row: ReturnType<typeof auditEventRow>; chain: readonly string[] }
+
+function prepare(plan: DecisionPlan): Prepared | undefined {
   const combined = eligibleOutcome(plan);
   if (!combined) return undefined;
   const { event, record } = decisionEvent(plan, combined, newId('dec'), undefined);
-  const row = auditEventRow(event);
-  const chain = !plan.failure && plan.permit ? plan.permit.chain : [];
-  if (env.raw) {
-    if (typeof plan.epoch !== 'number') return undefined;
-    const inserted = recordAuditIf(env.raw, row, sqliteCondition(chain.length), [plan.epoch, plan.projectId, plan.input.agent, ...chain]);
-    return inserted ? { ...record, audit_id: row.id } : undefined;
-  }
-  if (plan.epoch !== CHECKED_AT_COMMIT) return undefined;
-  const [result] = await runFixed<{ inserted: string | null }>(db, 'postgres', postgresStatement(chain.length), [
-    plan.projectId, plan.input.agent,
-    plan.actor, plan.projectId, plan.projectId, ...chain,
-    row.id, row.project_id, row.kind, row.actor, row.created_at, row.data,
-    plan.policyVersion,
+  return { plan, record, row: auditEventRow(event), chain: !plan.failure && plan.permit ? plan.permit.chain : [] };
+}
+
+/** PostgreSQL: the rows in one statement; true for each whose event was inserted. */
+async function insertMany(db: Db | Tx, rows: readonly Prepared[]): Promise<boolean[]> {
+  const column = <V>(f: (p: Prepared) => V) => rows.map(f);
+  const inserted = await runFixed<{ id: string }>(db, 'postgres', POSTGRES_MANY, [
+    column((p) => p.plan.projectId), column((p) => p.plan.input.agent), column((p) => p.plan.actor),
+    column((p) => p.chain.join(',')), column((p) => p.plan.policyVersion),
+    column((p) => p.row.id), column((p) => p.row.kind), column((p) => p.row.actor), column((p) => p.row.created_at), column((p) => p.row.data),
   ]);
-  return result?.inserted === row.id ? { ...record, audit_id: row.id } : undefined;
+  const ids = new Set(inserted.map((r) => r.id));
+  return rows.map((p) => ids.has(p.row.id));
+}
+
+/** One shared statement per database (pool): decisions submitted in the same turn share it. */
+const shared = new WeakMap<object, BatchedStatement<Prepared, boolean>>();
+export const sharedStatementOf = (db: Db | Tx): BatchedStatement<Prepared, boolean> => {
+  let statement = shared.get(db);
+  if (!statement) shared.set(db, statement = new BatchedStatement((rows) => insertMany(db, rows)));
+  return statement;
+};
+
+/**
+ * The decision, committed by one statement; undefined if a check differs (nothing was written).
+ * PostgreSQL: `db` outside any transaction, shared with the decisions submitted in the same turn.
+ * SQLite: `env.raw`, inside the writer's transaction.
+ */
+export async function commitInOneStatement(db: Db | Tx, env: SqlTarget, plan: DecisionPlan): Promise<DecisionRecord | undefined> {
+  if (env.raw ? typeof plan.epoch !== 'number' : plan.epoch !== CHECKED_AT_COMMIT) return undefined;
+  const prepared = prepare(plan);
+  if (!prepared) return undefined;
+  const { record, row, chain } = prepared;
+  const inserted = env.raw
+    ? recordAuditIf(env.raw, row, sqliteCondition(chain.length), [plan.epoch, plan.projectId, plan.input.agent, ...chain])
+    : await sharedStatementOf(db).submit(prepared);
+  return inserted ? { ...record, audit_id: row.id } : undefined;
 }

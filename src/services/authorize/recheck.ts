@@ -22,12 +22,16 @@ import type { Tx } from '../../store/store.ts';
 import { revokedColumn } from '../permits/permits.ts';
 import { lockAgentState } from '../agents/agents.ts';
 
-// The rule lookUpApiKey (http/auth/api-key.ts) applies to a looked-up key, in SQL.
-export const KEY_VALID = `exists (select 1 from api_keys k
+// The rule lookUpApiKey (http/auth/api-key.ts) applies to a looked-up key, in SQL: the key id and
+// project are placeholders or columns of the statement it sits in.
+export const keyValid = (keyId: string, projectId: string): string => `exists (select 1 from api_keys k
     join memberships m on m.project_id = k.project_id and m.principal_id = k.principal_id and m.revoked_at is null
     join principals p on p.id = k.principal_id and p.disabled_at is null
-    where k.id = ? and k.project_id = ? and k.revoked_at is null) as key_valid`;
-export const POINTER = '(select version from policy_active where project_id = ?) as policy_version';
+    where k.id = ${keyId} and k.project_id = ${projectId} and k.revoked_at is null)`;
+export const KEY_VALID = `${keyValid('?', '?')} as key_valid`;
+/** The active policy version of a project (placeholder or column). */
+export const activeVersion = (projectId: string): string => `(select version from policy_active where project_id = ${projectId})`;
+export const POINTER = `${activeVersion('?')} as policy_version`;
 
 // Parameters, in order: key id, project (key), project (pointer), the chain's commitments, then
 // project and agent. One statement per chain length (0: no revocation column).

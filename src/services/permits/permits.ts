@@ -89,7 +89,8 @@ const REVOKED_BY_LENGTH: FixedSql[] = [];
 function revokedQuery(n: number): FixedSql {
   return (REVOKED_BY_LENGTH[n] ??= fixedSql(`select 1 from permits where ${revokedCondition(n)} limit 1`));
 }
-const revokedCondition = (n: number) => `commitment in (${Array(n).fill('?').join(', ')}) and revoked_at is not null`;
+const revoked = (commitmentIs: string) => `${commitmentIs} and revoked_at is not null`;
+const revokedCondition = (n: number) => revoked(`commitment in (${Array(n).fill('?').join(', ')})`);
 
 /**
  * The same check inside another statement (the decision's agent lock, or its one statement), so it
@@ -98,6 +99,8 @@ const revokedCondition = (n: number) => `commitment in (${Array(n).fill('?').joi
 export const revokedExists = (n: number): string => `exists (select 1 from permits where ${revokedCondition(n)})`;
 /** revokedExists as a column named `revoked`. */
 export const revokedColumn = (n: number): string => `${revokedExists(n)} as revoked`;
+/** revokedExists for commitments given as a text array expression (a column, say) instead of `n` placeholders. */
+export const revokedAmong = (array: string): string => `exists (select 1 from permits where ${revoked(`commitment = any(${array})`)})`;
 
 type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };
 export function view(row: Row, now: Date): PermitView {
