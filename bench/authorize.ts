@@ -52,6 +52,8 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
     await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
     const swept = await sweep({ ...opts, serverPid: gavel.child.pid });
     const max = swept.best.load;
+    // Whether the audit log's sequencer kept up with the sweep: events still without a leaf index.
+    const waiting = await unsequenced(project);
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS };
@@ -83,8 +85,21 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
       { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
     ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}`
       + (disk ? `\n${name}: at half max, ${(perDecision / 1024).toFixed(1)} KiB written to disk per decision (its audit event: ${eventBytes(project.dataDir)} bytes of JSON); the disk meanwhile (4 KiB fdatasync every 10 ms beside the database): p50 ${disk.p50.toFixed(2)} ms, p99 ${disk.p99.toFixed(1)} ms, max ${disk.max.toFixed(0)} ms, ${disk.over20} of ${disk.n} over 20 ms` : '')
+      + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
   } finally { await gavel.stop(); await merchant.close(); }
+}
+
+/** Audit events not yet given a leaf index, on either engine. */
+async function unsequenced(project: Project): Promise<number> {
+  const query = 'select count(*) as n from audit_events where leaf_index is null';
+  if (project.databaseUrl === undefined) {
+    const db = new BetterSqlite3(`${project.dataDir}/gavel.db`, { readonly: true });
+    try { return Number((db.prepare(query).get() as { n: number }).n); } finally { db.close(); }
+  }
+  const client = new pg.Client({ connectionString: project.databaseUrl });
+  await client.connect();
+  try { return Number((await client.query<{ n: string }>(query)).rows[0]!.n); } finally { await client.end(); }
 }
 
 /** Mean size of a decision's audit event (its canonical JSON), read from the SQLite file. */
