@@ -175,6 +175,8 @@ export interface AppendResult {
   readonly root: Uint8Array;
   /** Nodes that became complete: the new leaves and every interior node they completed. */
   readonly nodes: StoredNode[];
+  /** The new tree's peaks, in planAppend(size) order: all the next append reads. */
+  readonly peaks: StoredNode[];
 }
 
 /**
@@ -208,5 +210,5 @@ export function appendLeaves(size: number, leafHashes: readonly Uint8Array[], re
     const h = (stack[i] as StoredNode).hash;
     root = i === stack.length - 1 ? h : nodeHash(h, root);
   }
-  return { size: next, root, nodes };
+  return { size: next, root, nodes, peaks: stack };
 }

@@ -3,7 +3,7 @@
 // batch that rolled back, or another sequencer, makes it stale, and it is read again). On SQLite
 // it also remembers the seq of the last event sequenced, which lets the writer thread give its own
 // events their leaf indexes as it writes them (inline.ts).
-import { appendLeaves, nodePos, planAppend, readerFromNodes, type AppendResult, type StoredNode } from '../../domain/auditlog/tree.ts';
+import { appendLeaves, nodePos, readerFromNodes, type AppendResult, type StoredNode } from '../../domain/auditlog/tree.ts';
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import type { Tx } from '../../store/store.ts';
 import { blob } from './log.ts';
@@ -19,13 +19,13 @@ export function frontierAt(size: number, root: Uint8Array): Frontier | undefined
   return frontier && frontier.size === size && frontier.root === hex(root) ? frontier : undefined;
 }
 
-/** Records the tree after `result` was appended to a tree whose peaks were `peaks`. */
-function advanceFrontier(peaks: readonly StoredNode[], result: AppendResult, lastSeq?: number): void {
-  const known = readerFromNodes([...peaks, ...result.nodes]);
-  const next = planAppend(result.size).map((a) => ({ ...a, hash: known(a.level, a.index) }));
-  frontier = next.every((n) => n.hash !== undefined)
-    ? { size: result.size, root: hex(result.root), peaks: next as StoredNode[], lastSeq }
-    : undefined;
+/**
+ * Records the tree after `result` was appended. Its peaks are the appender's own right edge:
+ * unchanged peaks stay the same objects, so a batch allocates only the ones it completed (the
+ * frontier lives in old space, and what it points to survives every scavenge until replaced).
+ */
+function advanceFrontier(result: AppendResult, lastSeq?: number): void {
+  frontier = { size: result.size, root: hex(result.root), peaks: result.peaks, lastSeq };
 }
 
 export const LOCK_STATE = {
@@ -62,6 +62,6 @@ export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks:
     }
   }
   await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
-  advanceFrontier(peaks, result, lastSeq);
+  advanceFrontier(result, lastSeq);
   return result;
 }

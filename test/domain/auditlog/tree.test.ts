@@ -71,6 +71,9 @@ function grow(leafData: Uint8Array[], batch = 1) {
     }
     size = res.size;
     roots[size] = res.root;
+    // The peaks it reports are exactly what the next append reads, with the stored hashes.
+    assert.deepEqual(res.peaks.map((n) => [n.level, n.index]), planAppend(size).map((a) => [a.level, a.index]));
+    for (const n of res.peaks) assert.deepEqual(n.hash, read(n.level, n.index));
   }
   return { store, read, size, roots };
 }
