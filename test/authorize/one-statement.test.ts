@@ -7,6 +7,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import canonicalize from 'canonicalize';
+import { leafHashOfStoredEvent } from '../../src/domain/auditlog/leaf.ts';
 import { commitInOneStatement, oneStatementEligible, sharedStatementOf } from '../../src/services/authorize/one-statement.ts';
 import { commitDecision, type DecisionPlan } from '../../src/services/authorize/commit.ts';
 import { freezeAgent } from '../../src/services/agents/agents.ts';
@@ -114,6 +115,8 @@ for (const backend of backends()) {
           assert.equal(event.data, canonicalize(JSON.parse(event.data)), 'stored byte for byte as the canonical text');
           assert.equal(JSON.parse(event.data).agent, submitted[i]!.input.agent);
           assert.equal(JSON.parse(event.data).decision_id, r.decision_id);
+          const stored = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', r.audit_id).executeTakeFirstOrThrow();
+          assert.deepEqual(Buffer.from(stored.leaf_hash!), Buffer.from(leafHashOfStoredEvent(stored)), 'written with the leaf hash of its own text');
         }
         assert.equal(JSON.parse(events.find((e) => e.id === results[1]!.audit_id)!.data).intent, intent);
       });

@@ -9,6 +9,7 @@ import type { Tx } from '../../store/store.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { inlineSequencer } from '../auditlog/inline.ts';
+import { blob } from '../auditlog/log.ts';
 
 export interface AuditInput {
   projectId: string;
@@ -27,9 +28,13 @@ export class CanonicalJson {
   constructor(text: string) { this.text = text; }
 }
 
-// leaf_index is null unless the SQLite writer's inline sequencer assigns it here.
+// leaf_index is null unless the SQLite writer's inline sequencer assigns it here; it then has the
+// leaf hash already (it appends it to the tree at the batch's end) and stores none.
 const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
   values (?, ?, ?, ?, ?, ?, ?)`);
+// Any other event is written with its leaf hash, so the sequencer need not read its text back.
+const INSERT_HASHED = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
+  values (?, ?, ?, ?, ?, ?, null, ?)`);
 
 /** The row an audit event is stored as (before its leaf index), with a new id. */
 export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
@@ -46,7 +51,7 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
     insertSqlite((text) => inline.statement(text), INSERT.sqlite, event, []);
     return id;
   }
-  await execFixed(trx, target, INSERT, [id, event.project_id, event.kind, event.actor, event.created_at, event.data, null]);
+  await execFixed(trx, target, INSERT_HASHED, [id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))]);
   return id;
 }
 

@@ -20,7 +20,7 @@ export interface AuditLogDeps {
 }
 
 /** An audit event as stored, less the insertion hint `seq`. */
-export type AuditEventRow = Omit<AuditEventsTable, 'seq'>;
+export type AuditEventRow = Omit<AuditEventsTable, 'seq' | 'leaf_hash'>;
 
 export interface AuditProof {
   audit_event_id: string;

@@ -5,7 +5,6 @@
 // indexes come from the state row, never from a database SEQUENCE, so they cannot have gaps; and
 // because every batch starts from the committed size under the row lock, two sequencers racing
 // (a lost leadership, say) serialize instead of forking the tree.
-import { sql } from 'kysely';
 import { leafHashOfStoredEvent, type StoredEvent } from '../../domain/auditlog/leaf.ts';
 import { planAppend } from '../../domain/auditlog/tree.ts';
 import { appendToTree, frontierAt, LOCK_STATE } from './frontier.ts';
@@ -49,13 +48,20 @@ export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date
 // partial index on unsequenced rows. SQLite: one writer at a time, so commit order is seq order
 // and the waiting events are exactly those after the last sequenced one (no index to maintain:
 // migration 0601 drops it there).
+// An event written with its leaf hash (migration 0605) is read without its text.
+const WAITING_COLUMNS = `id, leaf_hash, project_id, kind, actor, created_at, case when leaf_hash is null then data end as data`;
 const WAITING = {
-  postgres: fixedSql('select id, project_id, kind, actor, created_at, data from audit_events where leaf_index is null order by seq limit ?').postgres,
-  sqlite: `select seq, id, project_id, kind, actor, created_at, data from audit_events
+  postgres: fixedSql(`select ${WAITING_COLUMNS} from audit_events where leaf_index is null order by seq limit ?`).postgres,
+  sqlite: `select seq, ${WAITING_COLUMNS} from audit_events
     where seq > coalesce((select seq from audit_events where leaf_index = ?), 0) order by seq limit ?`,
 };
+type Waiting = Omit<StoredEvent, 'data'> & { data: string | null; leaf_hash: Uint8Array | null; seq?: number };
+const leafOf = (e: Waiting): Uint8Array => (e.leaf_hash ? fromBlob(e.leaf_hash) : leafHashOfStoredEvent(e as StoredEvent));
 // SQLite: by rowid. A run of consecutive seqs (the usual case) takes one statement.
 const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where seq = ? and leaf_index is null');
+// PostgreSQL: the batch's ids and their indexes as parallel arrays, in one statement.
+const SET_INDEXES_POSTGRES = fixedSql(`update audit_events as a set leaf_index = u.li
+  from unnest(?::text[], ?::bigint[]) as u(id, li) where a.id = u.id and a.leaf_index is null`);
 const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where seq >= ? and seq <= ? and leaf_index is null');
 
 /** One batch's work inside the caller's transaction (a writer procedure). */
@@ -69,13 +75,12 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
   // No state row yet: the log has not been started (ensureLogState); nothing can be sequenced.
   if (!state) return { count: 0, size: 0, root: EMPTY_ROOT };
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-  const events = await queryFixed<StoredEvent & { seq?: number }>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
+  const events = await queryFixed<Waiting>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
+  const leaves = events.map(leafOf);
   const peaks = frontierAt(state.size, state.root)?.peaks ?? await readNodes(trx, planAppend(state.size));
   if (dialect === 'postgres') {
-    await sql`update audit_events as a set leaf_index = u.li
-      from unnest(${events.map((e) => e.id)}::text[], ${events.map((_, i) => state.size + i)}::bigint[]) as u(id, li)
-      where a.id = u.id and a.leaf_index is null`.execute(trx);
+    await execFixed(trx, env, SET_INDEXES_POSTGRES, [events.map((e) => e.id), events.map((_, i) => state.size + i)]);
   } else {
     // By rowid: one range statement when the seqs are consecutive, else one prepared statement
     // each (an UPDATE … FROM json_each over the batch was planned as a scan).
@@ -89,7 +94,7 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
     }
   }
   const lastSeq = events[events.length - 1]!.seq;
-  const result = await appendToTree(trx, env, state.size, peaks, events.map(leafHashOfStoredEvent), now, lastSeq === undefined ? undefined : Number(lastSeq));
+  const result = await appendToTree(trx, env, state.size, peaks, leaves, now, lastSeq === undefined ? undefined : Number(lastSeq));
   return { count: events.length, size: result.size, root: result.root };
 }
 

@@ -60,6 +60,8 @@ export interface AuditEventsTable {
   data: string;
   /** Position in the Merkle log, assigned gaplessly by the sequencer after commit. */
   leaf_index: number | null;
+  /** Its leaf hash, when written with the event (migration 0605); the sequencer hashes the text otherwise. */
+  leaf_hash: Uint8Array | null;
   /** Insertion order within this database; only a hint for the sequencer (it may have gaps). */
   seq: Generated<number>;
 }
