@@ -7,16 +7,15 @@ import { appendLeaves, nodePos, readerFromNodes, type AppendResult, type StoredN
 import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import type { Tx } from '../../store/store.ts';
 import { blob } from './log.ts';
+import { toHex } from '../../domain/auditlog/bytes.ts';
 
 export interface Frontier { size: number; root: string; peaks: StoredNode[]; lastSeq?: number | undefined }
 
 let frontier: Frontier | undefined;
 
-export const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
-
 /** The cached frontier if it matches the locked state row, else undefined. */
 export function frontierAt(size: number, root: Uint8Array): Frontier | undefined {
-  return frontier && frontier.size === size && frontier.root === hex(root) ? frontier : undefined;
+  return frontier && frontier.size === size && frontier.root === toHex(root) ? frontier : undefined;
 }
 
 /**
@@ -25,7 +24,7 @@ export function frontierAt(size: number, root: Uint8Array): Frontier | undefined
  * frontier lives in old space, and what it points to survives every scavenge until replaced).
  */
 function advanceFrontier(result: AppendResult, lastSeq?: number): void {
-  frontier = { size: result.size, root: hex(result.root), peaks: result.peaks, lastSeq };
+  frontier = { size: result.size, root: toHex(result.root), peaks: result.peaks, lastSeq };
 }
 
 export const LOCK_STATE = {

@@ -26,7 +26,7 @@ import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { auditEventRow, recordAuditIf } from '../audit/record.ts';
-import { hex } from '../auditlog/frontier.ts';
+import { toHex } from '../../domain/auditlog/bytes.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
@@ -89,7 +89,7 @@ function prepare(plan: DecisionPlan): Prepared | undefined {
 async function insertMany(db: Db | Tx, rows: readonly Prepared[]): Promise<boolean[]> {
   const json = JSON.stringify(rows.map(({ plan, row, chain }) => [
     plan.projectId, plan.input.agent, plan.actor, chain.join(','), plan.policyVersion,
-    row.id, row.kind, row.actor, row.created_at, row.data, hex(leafHashOfStoredEvent(row)),
+    row.id, row.kind, row.actor, row.created_at, row.data, toHex(leafHashOfStoredEvent(row)),
   ]));
   const inserted = await runFixed<{ id: string }>(db, 'postgres', POSTGRES_MANY, [json]);
   const ids = new Set(inserted.map((r) => r.id));
