@@ -39,13 +39,15 @@ import { activeVersion, keyValid } from './recheck.ts';
 // inserted only if its agent is known and not frozen (its row locked FOR SHARE), its key still
 // valid, the policy pointer still at the version planned under, and no commitment of its chain
 // (comma-separated: commitments are hex) revoked. Each event is written with its leaf hash
-// (migration 0605). Answers the ids inserted.
+// (migration 0605). Answers the ids inserted. The agents are locked in key order, so two such
+// statements and freezes waiting between them cannot form a cycle (decision 0013).
 const POSTGRES_MANY = fixedSql(`with x as (
     select e->>0 as project_id, e->>1 as agent, e->>2 as key_id, e->>3 as chain, (e->>4)::int as policy_version,
       e->>5 as id, e->>6 as kind, e->>7 as actor, e->>8 as created_at, e->>9 as data, decode(e->>10, 'hex') as leaf_hash, n
     from jsonb_array_elements(?::jsonb) with ordinality as t(e, n)
   ), locked as (
-    select x.n, g.frozen_at from x join agents g on g.project_id = x.project_id and g.did = x.agent for share of g
+    select x.n, g.frozen_at from x join agents g on g.project_id = x.project_id and g.did = x.agent
+    order by g.project_id, g.did for share of g
   ), ins as (
     insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
     select x.id, x.project_id, x.kind, x.actor, x.created_at, x.data, null, x.leaf_hash from x join locked l on l.n = x.n
