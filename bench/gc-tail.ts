@@ -1,7 +1,8 @@
 // Ad-hoc (not part of the bench suite): does the half-max tail come from full GCs of the HTTP
 // thread or of SQLite's writer thread? Runs `gavel serve` (SQLite, or PostgreSQL in a schema of
 // its own when PG_URL is set) with --trace-gc, warms it at 128 connections, then runs an open loop
-// at RATE decisions/s (default 7000) for SECS seconds (default 8). Prints p50/p99 and, for each
+// at RATE decisions/s (default 7000) for SECS seconds (default 8), after WARM_SECS (default 4) at
+// 128 connections. Prints p50/p99 and, for each
 // thread, its mark-compacts during the loop, its old generation's growth between them, and how
 // many of the slow requests (over SLOW_MS, default 10) were due within 100 ms before one finished.
 // Session 9 found the tail in the HTTP thread's full GCs, session 10 in the writer's
@@ -38,7 +39,7 @@ gavel.child.stdout!.on('data', (chunk: Buffer) => {
 
 const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
 await load({ ...opts, duration: 2 });
-await load({ ...opts, duration: 4, connections: 128 });
+await load({ ...opts, duration: Number(process.env.WARM_SECS ?? 4), connections: 128 });
 
 const start = performance.now();
 const slow: number[] = [];
