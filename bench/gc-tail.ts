@@ -1,12 +1,11 @@
 // Ad-hoc (not part of the bench suite): does the half-max tail come from full GCs of the HTTP
 // thread or of SQLite's writer thread? Runs `gavel serve` (SQLite, or PostgreSQL in a schema of
-// its own when PG_URL is set) with --trace-gc, warms it at 128 connections, then runs an open loop
-// at RATE decisions/s (default 7000) for SECS seconds (default 8), after WARM_SECS (default 4) at
-// 128 connections. Prints p50/p99 and, for each
-// thread, its mark-compacts during the loop, its old generation's growth between them, and how
-// many of the slow requests (over SLOW_MS, default 10) were due within 100 ms before one finished.
-// Session 9 found the tail in the HTTP thread's full GCs, session 10 in the writer's
-// (docs/performance.md).
+// its own when PG_URL is set) with --trace-gc, loads it at 128 connections for WARM_SECS seconds
+// (default 4), then runs an open loop at RATE decisions/s (default 7000) for SECS seconds
+// (default 8). Prints p50/p99 and, for each thread, its mark-compacts during the loop, its old
+// generation's growth between them, and how many of the slow requests (over SLOW_MS, default 10)
+// were due within 100 ms before one finished. Session 9 found the tail in the HTTP thread's full
+// GCs, session 10 in the writer's (docs/performance.md).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { load, startGavel } from './lib/harness.ts';
