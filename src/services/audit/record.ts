@@ -3,9 +3,9 @@
 // The sequencer later gives each committed event its gapless leaf index in the Merkle log (on the
 // SQLite writer thread, usually as the event is written: auditlog/inline.ts).
 import canonicalize from 'canonicalize';
-import { execFixed, fixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import { execFixed, fixedSql, runFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Tx } from '../../store/store.ts';
+import type { Db, Tx } from '../../store/store.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { inlineSequencer } from '../auditlog/inline.ts';
@@ -81,5 +81,24 @@ export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof aud
 }
 const INSERT_SELECT = `insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
   select ?, ?, ?, ?, ?, ?, ?`;
+
+/**
+ * PostgreSQL, outside any transaction: one statement that runs `change` (a data-modifying statement
+ * with RETURNING; its parameters come first) and inserts the event only if it returned a row, so
+ * the change and its audit event commit together or not at all. Returns whether it did.
+ */
+export async function recordAuditWith(db: Db | Tx, change: string, params: readonly unknown[], input: AuditInput): Promise<boolean> {
+  let query = AFTER_CHANGE.get(change);
+  if (query === undefined) {
+    AFTER_CHANGE.set(change, query = fixedSql(`with changed as (${change})
+      insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
+      select ?, ?, ?, ?, ?, ?, null, ? where exists (select 1 from changed) returning id`, { prepared: true }));
+  }
+  const event = auditEventRow(input);
+  const rows = await runFixed<{ id: string }>(db, 'postgres', query, [...params, event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))]);
+  return rows.length === 1;
+}
+/** recordAuditWith's statements, by the change's text (callers pass a few fixed ones). */
+const AFTER_CHANGE = new Map<string, FixedSql>();
 /** The statement's text by condition (callers pass a few fixed conditions; one string each). */
 const INSERT_IF = new Map<string, string>();

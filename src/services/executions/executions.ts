@@ -9,9 +9,9 @@ import { newId } from '../../lib/ids.ts';
 import { callMerchant, type CallOutcome } from '../../merchants/call.ts';
 import type { MerchantRegistry, Merchant, Operation } from '../../merchants/config.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
-import type { Store, Tx } from '../../store/store.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
 import type { ExecutionsTable } from '../../store/schema/executions.ts';
-import { recordAudit } from '../audit/record.ts';
+import { recordAudit, recordAuditWith } from '../audit/record.ts';
 import { execFixed, fixedSql, readFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { actionFingerprint } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
@@ -109,11 +109,14 @@ export class Executions {
 const BY_NONCE = fixedSql('select * from executions where project_id = ? and nonce = ?');
 const SET_OUTCOME = fixedSql(`update executions set status = ?, note = ?, http_status = ?, completed_at = ? where id = ? and status = 'IN_FLIGHT'`);
 
+type OutcomeArgs = { projectId: string; id: string; outcome: CallOutcome; at: Date };
+const outcomeData = ({ id, outcome }: OutcomeArgs) => ({ execution_id: id, status: outcome.status, http_status: outcome.httpStatus, note: outcome.note });
+
 /** Writer procedure: the outcome of a call, audited; a row recovery already settled keeps its status. */
-export async function recordOutcome(trx: Tx, args: { projectId: string; id: string; outcome: CallOutcome; at: Date }, env: SqlTarget): Promise<Settled> {
+export async function recordOutcome(trx: Tx, args: OutcomeArgs, env: SqlTarget): Promise<Settled> {
   const { projectId, id, outcome, at } = args;
   const n = await execFixed(trx, env, SET_OUTCOME, [outcome.status, outcome.note, outcome.httpStatus, at.toISOString(), id]);
-  const data = { execution_id: id, status: outcome.status, http_status: outcome.httpStatus, note: outcome.note };
+  const data = outcomeData(args);
   if (n === 1) {
     await recordAudit(trx, { projectId, kind: 'execution.outcome', actor: 'system', at, data }, env);
     return outcome.status;
@@ -123,4 +126,18 @@ export async function recordOutcome(trx: Tx, args: { projectId: string; id: stri
   const row = await trx.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
   await recordAudit(trx, { projectId, kind: 'execution.late_outcome', actor: 'system', at, data });
   return row.status as Settled;
+}
+
+/**
+ * recordOutcome's one-statement form (store/group-commit.ts, Atomic), PostgreSQL only: the outcome
+ * and its audit event in one autocommit statement, where the transaction takes four round trips.
+ * Undefined, having written nothing, when the row is no longer in flight (the transaction then
+ * records the late outcome) or on SQLite (whose writer batches share one transaction already).
+ */
+export async function recordOutcomeInOneStatement(db: Db | Tx, args: OutcomeArgs, env: SqlTarget): Promise<Settled | undefined> {
+  if (env.dialect !== 'postgres') return undefined;
+  const { projectId, id, outcome, at } = args;
+  const recorded = await recordAuditWith(db, `${SET_OUTCOME.sqlite} returning id`, [outcome.status, outcome.note, outcome.httpStatus, at.toISOString(), id],
+    { projectId, kind: 'execution.outcome', actor: 'system', at, data: outcomeData(args) });
+  return recorded ? outcome.status : undefined;
 }

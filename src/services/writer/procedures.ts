@@ -2,7 +2,7 @@
 // SQLite writer thread) and runs inside the writer's transaction; see writer.ts.
 import { commitDecision, type DecisionPlan } from '../authorize/commit.ts';
 import { recordAudit, type AuditInput } from '../audit/record.ts';
-import { recordOutcome } from '../executions/executions.ts';
+import { recordOutcome, recordOutcomeInOneStatement } from '../executions/executions.ts';
 import { sequenceWork } from '../auditlog/sequencer.ts';
 import type { Procedure, ProcedureEnv, Writer } from './writer.ts';
 import type { Db, Tx } from '../../store/store.ts';
@@ -21,6 +21,7 @@ export const procedures = {
  */
 export const atomicProcedures: { [K in keyof typeof procedures]?: (db: Db | Tx, args: Parameters<(typeof procedures)[K]>[1], env: ProcedureEnv) => Promise<Awaited<ReturnType<(typeof procedures)[K]>> | undefined> } = {
   'authorize.commit': (db, plan, env) => commitInOneStatement(db, env, plan),
+  'executions.record': (db, args, env) => recordOutcomeInOneStatement(db, args, env),
 };
 
 export type GavelProcedures = typeof procedures;

@@ -1,0 +1,64 @@
+// An execution's outcome in one statement (executions.ts, recordOutcomeInOneStatement): on
+// PostgreSQL the row and its audit event commit together, and a row no longer in flight is left to
+// the transaction (which records a late outcome); on SQLite the transaction always records it.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { recordOutcome, recordOutcomeInOneStatement } from '../../src/services/executions/executions.ts';
+import type { SqlTarget } from '../../src/store/fixed-sql.ts';
+
+for (const backend of backends()) {
+  describe(`an execution's outcome in one statement on ${backend.name}`, () => {
+    let svc: TestService;
+    before(async () => { svc = await startService(backend); });
+    after(async () => { await svc.stop(); });
+
+    const env = (): SqlTarget => ({ dialect: svc.ts.store.dialect, raw: svc.ts.store.raw });
+    /** An execution row as a decision reserves it: in flight, no outcome. */
+    async function inFlight(): Promise<string> {
+      const id = newId('exe');
+      await svc.ts.store.db.insertInto('executions').values({
+        id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
+        policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
+        status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'test', created_at: new Date().toISOString(),
+        completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
+      }).execute();
+      return id;
+    }
+    const events = (id: string) => svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).where('kind', 'like', 'execution.%').execute()
+      .then((rows) => rows.filter((r) => JSON.parse(r.data).execution_id === id));
+    const outcome = { status: 'SUCCEEDED' as const, note: 'merchant answered 200', httpStatus: 200 };
+
+    test('the outcome and its audit event are written together, once', async () => {
+      const id = await inFlight();
+      const args = { projectId: svc.projectId, id, outcome, at: new Date() };
+      const settled = await recordOutcomeInOneStatement(svc.ts.store.db, args, env());
+      if (backend.name === 'sqlite') {
+        assert.equal(settled, undefined, 'SQLite records it in the writer batch\'s transaction');
+        assert.deepEqual(await events(id), []);
+        return;
+      }
+      assert.equal(settled, 'SUCCEEDED');
+      const row = await svc.ts.store.db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'SUCCEEDED');
+      assert.equal(row.http_status, 200);
+      assert.equal(row.completed_at, args.at.toISOString());
+      const written = await events(id);
+      assert.equal(written.length, 1);
+      assert.equal(written[0]!.kind, 'execution.outcome');
+      assert.deepEqual(JSON.parse(written[0]!.data), { execution_id: id, status: 'SUCCEEDED', http_status: 200, note: 'merchant answered 200' });
+    });
+
+    test('a row no longer in flight is left as it stands: nothing is written, and the transaction records a late outcome', async () => {
+      const id = await inFlight();
+      await svc.ts.store.db.updateTable('executions').set({ status: 'UNKNOWN', note: 'recovered' }).where('id', '=', id).execute();
+      const args = { projectId: svc.projectId, id, outcome, at: new Date() };
+      assert.equal(await recordOutcomeInOneStatement(svc.ts.store.db, args, env()), undefined);
+      assert.deepEqual(await events(id), []);
+      assert.equal(await svc.ts.store.transaction((trx) => recordOutcome(trx, args, env())), 'UNKNOWN');
+      assert.deepEqual((await events(id)).map((e) => e.kind), ['execution.late_outcome']);
+    });
+  });
+}
