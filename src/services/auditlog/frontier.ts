@@ -37,7 +37,9 @@ const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updat
 const NODE_ROWS = [32, 8, 1] as const;
 const insertNodes = (rows: number) => `insert into audit_nodes (pos, level, idx, hash) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`;
 const INSERT_NODES = new Map(NODE_ROWS.map((n) => [n, insertNodes(n)]));
-const INSERT_NODES_POSTGRES = fixedSql('insert into audit_nodes (pos, level, idx, hash) select * from unnest(?::bigint[], ?::int[], ?::bigint[], ?::bytea[])');
+const INSERT_NODES_AND_SET_STATE_POSTGRES = fixedSql(`with nodes as (
+    insert into audit_nodes (pos, level, idx, hash) select * from unnest(?::bigint[], ?::int[], ?::bigint[], ?::bytea[])
+  ) update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1`);
 
 /**
  * Appends leaf hashes to the tree of `size` whose peaks are `peaks`, inside the caller's
@@ -55,13 +57,16 @@ export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks:
       env.raw.prepare(INSERT_NODES.get(rows)!).run(params);
       i += rows;
     }
+    await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
   } else {
-    // PostgreSQL: one statement, the nodes as parallel arrays, without the query builder (a batch
-    // of 512 events completes about a thousand nodes, and their builder objects outlived scavenges).
+    // PostgreSQL: the nodes (parallel arrays, without the query builder: a batch of 512 events
+    // completes about a thousand) and the state row in one statement, one round trip.
     const nodes = result.nodes;
-    await execFixed(trx, env, INSERT_NODES_POSTGRES, [nodes.map((n) => nodePos(n.level, n.index)), nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => blob(n.hash))]);
+    await execFixed(trx, env, INSERT_NODES_AND_SET_STATE_POSTGRES, [
+      nodes.map((n) => nodePos(n.level, n.index)), nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => blob(n.hash)),
+      result.size, blob(result.root), now.toISOString(),
+    ]);
   }
-  await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
   advanceFrontier(result, lastSeq);
   return result;
 }
