@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { encodeLeaf, leafHash } from '../src/domain/auditlog/index.ts';
-import { appendLeaves, planAppend, readerFromNodes, type StoredNode } from '../src/domain/auditlog/tree.ts';
+import { appendLeaves, nodePos, planAppend, readerFromNodes, type StoredNode } from '../src/domain/auditlog/tree.ts';
 import { verifyInclusion } from '../src/domain/auditlog/verify.ts';
 import { recordAudit } from '../src/services/audit/record.ts';
 import { eventRecord, ensureLogState } from '../src/services/auditlog/log.ts';
@@ -70,8 +70,9 @@ async function proofBench(): Promise<void> {
     raw = new Database(file);
     raw.pragma('journal_mode = OFF');
     raw.pragma('synchronous = OFF');
-    insert = raw.prepare('insert into audit_nodes (level, idx, hash) values (?, ?, ?)');
-    insertMany = raw.prepare(`insert into audit_nodes (level, idx, hash) values ${Array(ROWS).fill('(?, ?, ?)').join(', ')}`);
+    // Keyed (pos, level) since migration 0602: pos is the last leaf a node covers.
+    insert = raw.prepare('insert into audit_nodes (pos, level, idx, hash) values (?, ?, ?, ?)');
+    insertMany = raw.prepare(`insert into audit_nodes (pos, level, idx, hash) values ${Array(ROWS).fill('(?, ?, ?, ?)').join(', ')}`);
     readPeak = raw.prepare('select hash from audit_nodes where level = ? and idx = ?');
   };
   openRaw();
@@ -95,7 +96,7 @@ async function proofBench(): Promise<void> {
       const peaks: StoredNode[] = planAppend(size).map((a) => ({ ...a, hash: (readPeak.get(a.level, a.index) as { hash: Buffer }).hash }));
       const r = appendLeaves(size, leaves, readerFromNodes(peaks));
       raw.transaction(() => {
-        const params = (node: StoredNode) => [node.level, node.index, Buffer.from(node.hash.buffer, node.hash.byteOffset, 32)];
+        const params = (node: StoredNode) => [nodePos(node.level, node.index), node.level, node.index, Buffer.from(node.hash.buffer, node.hash.byteOffset, 32)];
         let i = 0;
         for (; i + ROWS <= r.nodes.length; i += ROWS) insertMany.run(r.nodes.slice(i, i + ROWS).flatMap(params));
         for (; i < r.nodes.length; i++) insert.run(...params(r.nodes[i]!));
