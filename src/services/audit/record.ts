@@ -28,13 +28,19 @@ export class CanonicalJson {
   constructor(text: string) { this.text = text; }
 }
 
-// leaf_index is null unless the SQLite writer's inline sequencer assigns it here; it then has the
-// leaf hash already (it appends it to the tree at the batch's end) and stores none.
-const INSERT = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-  values (?, ?, ?, ?, ?, ?, ?)`);
+// The event's columns, in the order its row's values are bound. leaf_index is null unless the
+// SQLite writer's inline sequencer assigns it here; it then has the leaf hash already (it appends
+// it to the tree at the batch's end) and stores none.
+const INTO = 'insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index';
+const INSERT = fixedSql(`${INTO}) values (?, ?, ?, ?, ?, ?, ?)`);
+/** The head of an INSERT of events written with their leaf hash (hashedEventValues' order). */
+export const INSERT_HASHED_INTO = `${INTO}, leaf_hash)`;
 // Any other event is written with its leaf hash, so the sequencer need not read its text back.
-const INSERT_HASHED = fixedSql(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
-  values (?, ?, ?, ?, ?, ?, null, ?)`);
+const INSERT_HASHED = fixedSql(`${INSERT_HASHED_INTO} values (?, ?, ?, ?, ?, ?, null, ?)`);
+
+/** An event's values for INSERT_HASHED_INTO, leaf_index aside: its six columns, then its leaf hash. */
+const hashedEventValues = (event: ReturnType<typeof auditEventRow>): unknown[] =>
+  [event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))];
 
 /** The row an audit event is stored as (before its leaf index), with a new id. */
 export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
@@ -51,7 +57,7 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
     insertSqlite((text) => inline.statement(text), INSERT.sqlite, event, []);
     return id;
   }
-  await execFixed(trx, target, INSERT_HASHED, [id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))]);
+  await execFixed(trx, target, INSERT_HASHED, hashedEventValues(event));
   return id;
 }
 
@@ -79,8 +85,7 @@ export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof aud
   if (text === undefined) INSERT_IF.set(condition, text = `${INSERT_SELECT} where ${condition}`);
   return insertSqlite((sql) => raw.prepare(sql), text, event, params);
 }
-const INSERT_SELECT = `insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index)
-  select ?, ?, ?, ?, ?, ?, ?`;
+const INSERT_SELECT = `${INTO}) select ?, ?, ?, ?, ?, ?, ?`;
 
 /**
  * PostgreSQL, outside any transaction: one statement that runs `change` (a data-modifying statement
@@ -91,11 +96,9 @@ export async function recordAuditWith(db: Db | Tx, change: string, params: reado
   let query = AFTER_CHANGE.get(change);
   if (query === undefined) {
     AFTER_CHANGE.set(change, query = fixedSql(`with changed as (${change})
-      insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
-      select ?, ?, ?, ?, ?, ?, null, ? where exists (select 1 from changed) returning id`, { prepared: true }));
+      ${INSERT_HASHED_INTO} select ?, ?, ?, ?, ?, ?, null, ? where exists (select 1 from changed) returning id`, { prepared: true }));
   }
-  const event = auditEventRow(input);
-  const rows = await runFixed<{ id: string }>(db, 'postgres', query, [...params, event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))]);
+  const rows = await runFixed<{ id: string }>(db, 'postgres', query, [...params, ...hashedEventValues(auditEventRow(input))]);
   return rows.length === 1;
 }
 /** recordAuditWith's statements, by the change's text (callers pass a few fixed ones). */

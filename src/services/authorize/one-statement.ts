@@ -25,7 +25,7 @@ import { BatchedStatement } from '../../store/batched-statement.ts';
 import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
-import { auditEventRow, recordAuditIf } from '../audit/record.ts';
+import { auditEventRow, INSERT_HASHED_INTO, recordAuditIf } from '../audit/record.ts';
 import { toHex } from '../../domain/auditlog/bytes.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
@@ -49,7 +49,7 @@ const POSTGRES_MANY = fixedSql(`with x as (
     select x.n, g.frozen_at from x join agents g on g.project_id = x.project_id and g.did = x.agent
     order by g.project_id, g.did for share of g
   ), ins as (
-    insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)
+    ${INSERT_HASHED_INTO}
     select x.id, x.project_id, x.kind, x.actor, x.created_at, x.data, null, x.leaf_hash from x join locked l on l.n = x.n
     where l.frozen_at is null and ${keyValid('x.key_id', 'x.project_id')}
       and ${activeVersion('x.project_id')} is not distinct from x.policy_version
