@@ -55,20 +55,17 @@ export class BatchedStatement<R, T> {
       results = await this.#runCounted(batch.map((w) => w.row));
     } catch (error) {
       if (batch.length === 1) { batch[0]!.reject(error); return; }
-      await Promise.all(batch.map(async (w) => {
-        try { w.resolve(this.#only(await this.#runCounted([w.row]), 1)[0]!); } catch (e) { w.reject(e); }
-      }));
+      await Promise.all(batch.map((w) => this.#runBatch([w])));
       return;
     }
     // A statement that ran but answered for other rows is a defect, not a failure to retry: what it
     // wrote stays written, so every caller hears of it.
-    try { this.#only(results, batch.length); } catch (defect) { for (const w of batch) w.reject(defect); return; }
+    if (results.length !== batch.length) {
+      const defect = new Error(`a batched statement answered ${results.length} results for ${batch.length} rows`);
+      for (const w of batch) w.reject(defect);
+      return;
+    }
     batch.forEach((w, i) => w.resolve(results[i]!));
-  }
-
-  #only(results: readonly T[], rows: number): readonly T[] {
-    if (results.length !== rows) throw new Error(`a batched statement answered ${results.length} results for ${rows} rows`);
-    return results;
   }
 
   #runCounted(rows: readonly R[]): Promise<readonly T[]> {
