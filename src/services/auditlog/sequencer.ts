@@ -19,8 +19,7 @@ import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 // On PostgreSQL it holds only the state row's lock, which no decision takes, and each batch costs
 // several round trips: 512 events, so that sequencing keeps up with decisions that share one
 // statement (decision 0013) rather than fall behind under sustained load.
-export const DEFAULT_BATCH = 64;
-export const defaultBatch = (dialect: Store['dialect']): number => (dialect === 'postgres' ? 512 : DEFAULT_BATCH);
+const defaultBatch = (dialect: Store['dialect']): number => (dialect === 'postgres' ? 512 : 64);
 
 export interface SequencedBatch {
   /** Events integrated by this batch. */
@@ -39,7 +38,7 @@ async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root:
 export type SequenceBatch = (max: number, now: Date) => Promise<SequencedBatch>;
 
 /** Sequences up to `max` waiting events in one transaction of its own; count 0 when none wait. */
-export async function sequenceBatch(store: Store, max = DEFAULT_BATCH, now: Date = new Date(), batch?: SequenceBatch): Promise<SequencedBatch> {
+export async function sequenceBatch(store: Store, max = defaultBatch(store.dialect), now: Date = new Date(), batch?: SequenceBatch): Promise<SequencedBatch> {
   await ensureLogState(store);
   return batch ? batch(max, now) : store.transaction((trx) => sequenceWork(trx, { dialect: store.dialect, raw: store.raw }, max, now));
 }
