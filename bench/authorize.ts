@@ -9,9 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { randomBytes } from 'node:crypto';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
-import { prepareProject, type Project } from './lib/fixtures.ts';
+import { preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
@@ -161,17 +160,13 @@ try {
     `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`,
     cpuNote([['bare Fastify', base], ['the route ceiling', ceiling.best.load], ['SQLite', sqlite.best]]));
   if (await pgAvailable()) {
-    const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
+    const { project: pgProject, drop } = await preparePostgresProject(PG_URL);
     try {
-      const pgr = await measure('PostgreSQL', await prepareProject({ kind: 'postgres', url: PG_URL, schema }), base, baseOpts);
+      const pgr = await measure('PostgreSQL', pgProject, base, baseOpts);
       rows.push(...pgr.rows);
       notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`, cpuNote([['PostgreSQL (Gavel only, the database server not counted)', pgr.best]]));
     } finally {
-      await admin.query(`drop schema ${schema} cascade`);
-      await admin.end();
+      await drop();
     }
   } else {
     notes.push(`PostgreSQL not reachable at ${PG_URL}: skipped`);

@@ -6,10 +6,8 @@
 // generation's growth between them, and how many of the slow requests (over SLOW_MS, default 10)
 // were due within 100 ms before one finished. Session 9 found the tail in the HTTP thread's full
 // GCs, session 10 in the writer's (docs/performance.md).
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { load, startGavel } from './lib/harness.ts';
-import { prepareProject } from './lib/fixtures.ts';
+import { preparePostgresProject, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 
 const RATE = Number(process.env.RATE ?? 7000);
@@ -17,10 +15,8 @@ const SECS = Number(process.env.SECS ?? 8);
 const SLOW_MS = Number(process.env.SLOW_MS ?? 10);
 
 const PG_URL = process.env.PG_URL;
-const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
-const admin = PG_URL ? new pg.Client({ connectionString: PG_URL }) : undefined;
-if (admin) { await admin.connect(); await admin.query(`create schema ${schema}`); }
-const project = await prepareProject(PG_URL ? { kind: 'postgres', url: PG_URL, schema } : undefined);
+const onPostgres = PG_URL ? await preparePostgresProject(PG_URL) : undefined;
+const project = onPostgres?.project ?? await prepareProject();
 process.env.GAVEL_BENCH_NODE_ARGS = `--trace-gc ${process.env.GAVEL_BENCH_NODE_ARGS ?? ''}`;
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl });
 // --trace-gc writes to stdout: `[pid:isolate] <ms> ms: <kind> <before> (<committed>) -> <after> ...`.
@@ -45,7 +41,7 @@ const slow: number[] = [];
 const result = await pacedLoad({ ...opts, rate: RATE, duration: SECS, connections: 128, onResponse: (due, latency) => { if (latency > SLOW_MS) slow.push(due); } });
 const end = performance.now();
 await gavel.stop();
-if (admin) { await admin.query(`drop schema ${schema} cascade`); await admin.end(); }
+await onPostgres?.drop();
 
 // The HTTP thread's isolate scavenges most under this load; any other is SQLite's writer thread.
 const during = gc.filter((g) => g.at >= start && g.at <= end);

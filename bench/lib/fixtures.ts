@@ -1,5 +1,6 @@
 // A realistic project for HTTP benchmarks: a 20-rule policy (8 action-and-amount permits, 6 agent
 // denies, 6 resource-pattern-and-time-window permits), one agent with a permit, one API key.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { recordIssuedPermit, signRootPermit } from '../../src/services/permits/permits.ts';
 import { newAgent } from '../../test/support/authorize.ts';
+import pg from 'pg';
 
 export function policy20() {
   const rules: unknown[] = [];
@@ -70,4 +72,22 @@ export async function prepareProject(storeOptions?: StoreOptions & { publicUrl?:
     databaseUrl = u.toString();
   }
   return { dataDir, databaseUrl, key: key.secret, body };
+}
+
+/**
+ * A bench project in a PostgreSQL schema of its own (created here, dropped by `drop`), so a run
+ * never meets another's tables.
+ */
+export async function preparePostgresProject(url: string): Promise<{ project: Project; drop(): Promise<void> }> {
+  const schema = `gavel_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  const drop = async () => { await admin.query(`drop schema ${schema} cascade`); await admin.end(); };
+  try {
+    return { project: await prepareProject({ kind: 'postgres', url, schema }), drop };
+  } catch (error) {
+    await drop();
+    throw error;
+  }
 }
