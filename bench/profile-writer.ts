@@ -1,11 +1,12 @@
 // Ad-hoc: the SQLite writer alone (no HTTP): decision units per second with 20 and 200 in flight.
 // A steadier figure than end-to-end req/s on a noisy VM, for changes to the write path.
-import { mkdtempSync } from 'node:fs'; import { tmpdir } from 'node:os'; import { join } from 'node:path';
+import { join } from 'node:path';
+import { scratchDir } from './lib/scratch-dir.ts';
 import { openStore } from '../src/store/store.ts';
 import { migrateToLatest } from '../src/store/migrate.ts';
 import { threadWriter } from '../src/services/writer/thread.ts';
 import type { GavelProcedures } from '../src/services/writer/procedures.ts';
-const file = join(mkdtempSync(join(tmpdir(), 'wm-')), 'g.db');
+const file = join(scratchDir('gavel-bench-writer-'), 'g.db');
 const store = openStore({ kind: 'sqlite', file }); await migrateToLatest(store);
 await (await import('../src/services/auditlog/log.ts')).ensureLogState(store);
 const w = threadWriter<GavelProcedures>({ file });

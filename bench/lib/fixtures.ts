@@ -1,9 +1,8 @@
 // A realistic project for HTTP benchmarks: a 20-rule policy (8 action-and-amount permits, 6 agent
 // denies, 6 resource-pattern-and-time-window permits), one agent with a permit, one API key.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scratchDir } from './scratch-dir.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createService } from '../../src/service.ts';
 import { openStore, type StoreOptions } from '../../src/store/store.ts';
@@ -38,7 +37,7 @@ export interface Project { dataDir: string; databaseUrl: string | undefined; key
 
 /** Prepares a data directory (and database) a `gavel serve` process can then run on. */
 export async function prepareProject(storeOptions?: StoreOptions & { publicUrl?: string }): Promise<Project> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gavel-bench-'));
+  const dataDir = scratchDir('gavel-bench-');
   const options: StoreOptions = storeOptions ?? { kind: 'sqlite', file: join(dataDir, 'gavel.db') };
   const store = openStore(options);
   const config = loadConfig({}, { dataDir, logLevel: 'silent' });

@@ -2,9 +2,8 @@
 // autocannon from this process, and print each figure beside its peer measured in the same run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { scratchDir } from './scratch-dir.ts';
 import autocannon from 'autocannon';
 
 export interface Started { url: string; child: ChildProcess; stop(): Promise<void> }
@@ -37,7 +36,7 @@ export const gavelNodeArgs = (): string[] =>
 
 /** Starts `gavel serve` on an ephemeral port with a fresh data directory (SQLite unless env says otherwise). */
 export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dataDir: string }> {
-  const dataDir = env.GAVEL_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'gavel-bench-'));
+  const dataDir = env.GAVEL_DATA_DIR ?? scratchDir('gavel-bench-');
   return startChild(new URL('../../src/cli/main.ts', import.meta.url).pathname,
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/,
     gavelNodeArgs())
