@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
-import { WalSync } from '../../src/store/sqlite/wal-sync.ts';
+import { WalSync, WalSyncNow } from '../../src/store/sqlite/wal-sync.ts';
 import { threadWriter } from '../../src/services/writer/thread.ts';
 import { jsonProcedures, type GavelProcedures } from '../../src/services/writer/procedures.ts';
 import { NonceTaken } from '../../src/services/executions/errors.ts';
@@ -49,6 +49,45 @@ test('WalSync: one fdatasync covers every commit requested before it began; a fa
     const missing = new WalSync(`${ts.dataDir}/no-such.db`);
     await assert.rejects(missing.durable(), /ENOENT/);
     await assert.rejects(missing.durable(), /ENOENT/, 'after a failed sync nothing is acknowledged again');
+  } finally { await ts.cleanup(); }
+});
+
+test('writer thread: with no call waiting it flushes the WAL itself before answering, not through the pool', async () => {
+  const ts = await sqlite.open();
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });
+  try {
+    for (let i = 0; i < 5; i++) assert.match(await writer.call('audit.record', { projectId: 'prj_x', kind: 'lone', actor: 'system', data: { i } }), /^aud_/);
+    assert.deepEqual(writer.syncs, { thread: 5, pool: 0 }, 'each lone call: one fdatasync on the writer thread, after its commit');
+    // Calls from many turns while batches run: whichever thread flushes, every answer is durable and visible.
+    const ids = await Promise.all(Array.from({ length: 40 }, async (_, turn) => {
+      await sleep(turn % 8);
+      return Promise.all(Array.from({ length: 25 }, (_, i) => writer.call('audit.record', { projectId: 'prj_x', kind: 'busy', actor: 'system', data: { turn, i } })));
+    }));
+    assert.equal(new Set(ids.flat()).size, 1000);
+    const rows = await ts.store.db.selectFrom('audit_events').select('id').where('kind', '=', 'busy').execute();
+    assert.equal(rows.length, 1000);
+    assert.ok(writer.syncs.thread > 5, `flushes: ${JSON.stringify(writer.syncs)}`);
+  } finally { await writer.close(); await ts.cleanup(); }
+});
+
+test('WalSyncNow: a flush that cannot be made throws, now and ever after; WalSync.fail refuses what waits and what comes', async () => {
+  const ts = await sqlite.open();
+  try {
+    await ts.store.db.insertInto('settings').values({ key: 'x', value: '1' }).execute(); // the WAL exists
+    const now = new WalSyncNow(ts.store.file!);
+    now.sync();
+    now.sync();
+    now.close();
+    const missing = new WalSyncNow(`${ts.dataDir}/no-such.db`);
+    assert.throws(() => missing.sync(), /ENOENT/);
+    assert.throws(() => missing.sync(), /ENOENT/, 'after a failed flush nothing is said to be durable again');
+    // The writer thread's failure reaches the HTTP thread's WalSync, which then acknowledges nothing.
+    const wal = new WalSync(ts.store.file!);
+    const waiting = wal.durable();
+    wal.fail(new Error('EIO: the writer thread could not flush'));
+    await assert.rejects(waiting, /EIO/);
+    await assert.rejects(wal.durable(), /EIO/);
+    await wal.close();
   } finally { await ts.cleanup(); }
 });
 

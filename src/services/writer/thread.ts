@@ -1,14 +1,15 @@
 // The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
 // the event loop leave as one message; outcomes come back the same way, as soon as their batch has
 // committed without fsync. They settle only once an fdatasync of the WAL that began after their
-// arrival has finished (WalSync, on libuv's pool): the flush's completion lands on this thread,
-// where the answer leaves, and one flush covers every batch that arrived before it began.
+// commit has finished: the writer thread's own, when no call was waiting for it (worker.ts), or
+// else one that began after their arrival here (WalSync, on libuv's pool), whose completion lands
+// on this thread, where the answer leaves; one such flush covers every batch that arrived before it.
 // If the thread dies, what was pending fails (its transaction never committed, or committed and is
 // reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
 // next call starts a new thread.
 import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
-import { decodeBatch, encodeBatch, fromWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
+import { decodeBatch, encodeBatch, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
 import { WalSync } from '../../store/sqlite/wal-sync.ts';
 import { PendingCalls } from './pending-calls.ts';
 
@@ -24,7 +25,10 @@ export interface ThreadWriterOptions {
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> {
+/** fdatasyncs of the WAL that made outcomes durable: by the writer thread, and by WalSync here. */
+export interface WriterSyncs { thread: number; pool: number }
+
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs } {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
   const pending = new PendingCalls<Pending>();
@@ -35,6 +39,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const durable = options.durable ?? (() => wal!.durable());
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
+  let threadSyncs = 0;
 
   const settle = (id: number, fn: (p: Pending) => void) => {
     const p = pending.take(id);
@@ -49,18 +54,21 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
 
   function start(): Worker {
     const w = new Worker(new URL('./worker.ts', import.meta.url), {
-      workerData: { file: options.file },
+      // An injected `durable` (tests) decides every flush, so the thread then makes none itself.
+      workerData: { file: options.file, syncHere: wal !== undefined },
       // The thread holds statements and one batch at a time; a small young generation keeps the
       // process's resident memory near what a single thread would use.
       resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
     });
-    w.on('message', (message: WireBatch<OutcomeMessage>) => {
-      const batch = decodeBatch(message);
+    w.on('message', (message: OutcomeBatch) => {
+      const batch = decodeBatch(message.outcomes);
+      const settleAll = () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); };
+      // On disk already: the writer thread flushed after their commit.
+      if (message.synced) { threadSyncs++; settleAll(); return; }
+      // Its flush failed: the pages may be lost, so nothing is acknowledged again (WalSync.fail).
+      if (message.syncError) wal?.fail(fromWire(message.syncError));
       // Committed, maybe not yet on disk: nothing is answered before the flush (invariant 1).
-      durable().then(
-        () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); },
-        (error: unknown) => { for (const m of batch) settle(m.id, (p) => p.reject(error)); },
-      );
+      durable().then(settleAll, (error: unknown) => { for (const m of batch) settle(m.id, (p) => p.reject(error)); });
     });
     const lost = (err: unknown) => {
       if (worker !== w) return;
@@ -91,6 +99,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
 
   return {
     get pending() { return pending.size; },
+    get syncs() { return { thread: threadSyncs, pool: wal?.syncs ?? 0 }; },
     call(name, args) {
       if (closed) return Promise.reject(new Error('the writer is closed'));
       return new Promise((resolve, reject) => {

@@ -16,6 +16,12 @@ export interface CallMessage { id: number; name: string; args: unknown }
 export type WireBatch<T> = T[] | string;
 export const encodeBatch = <T>(batch: T[], json: boolean): WireBatch<T> => (json ? JSON.stringify(batch) : batch);
 export const decodeBatch = <T>(message: WireBatch<T>): T[] => (typeof message === 'string' ? JSON.parse(message) as T[] : message);
+/**
+ * Outcomes of committed units, as the writer thread posts them: `synced` if it fdatasynced the WAL
+ * (once, for this message) after their commit, `syncError` if it tried and failed (then nothing may
+ * be acknowledged again); otherwise the receiving thread makes them durable.
+ */
+export interface OutcomeBatch { outcomes: WireBatch<OutcomeMessage>; synced: boolean; syncError?: WireError }
 export type OutcomeMessage = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WireError };
 export interface WireError { name: string; message: string; stack?: string; props: Record<string, unknown> }
 

@@ -1,18 +1,25 @@
 // Entry of the SQLite writer thread: owns a write connection to the database file and runs the
 // procedures it is sent through the group committer, so concurrent units share one transaction.
 // Outcomes are posted as soon as their transaction has committed (synchronous=NORMAL: written to
-// the WAL, not yet synced); the calling thread makes them durable before settling (thread.ts).
-import { parentPort, workerData } from 'node:worker_threads';
+// the WAL, not yet synced), and nothing is answered before they are on disk (invariant 1):
+// - if calls are already waiting, they start their batch at once and the calling thread makes the
+//   outcomes durable meanwhile (WalSync on libuv's pool, thread.ts);
+// - if none is, nothing would run here meanwhile, so this thread fdatasyncs the WAL itself before
+//   posting them. At moderate load that spares each batch two thread wake-ups (the pool's and its
+//   completion's): about a tenth of a decision's CPU at 4,000-5,000 decisions/s, measured.
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { WalSyncNow } from '../../store/sqlite/wal-sync.ts';
 import { openStore } from '../../store/store.ts';
 import { atomicProcedures, jsonProcedures, procedures } from './procedures.ts';
 import { writerBatches } from './batches.ts';
 import type { AtomicProcedures, Procedure } from './writer.ts';
-import { decodeBatch, encodeBatch, toWire, type CallMessage, type OutcomeMessage, type WireBatch } from './wire.ts';
+import { decodeBatch, encodeBatch, toWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type WireBatch } from './wire.ts';
 
 const port = parentPort!;
-const file = (workerData as { file: string }).file;
+const { file, syncHere } = workerData as { file: string; syncHere: boolean };
 const store = openStore({ kind: 'sqlite', file, durability: 'caller', reader: false });
 const batches = writerBatches(store);
+const wal = new WalSyncNow(file);
 
 let outbox: OutcomeMessage[] = [];
 let flushScheduled = false;
@@ -32,19 +39,38 @@ function flushOutbox(): void {
   const json = outboxJson;
   outbox = [];
   outboxJson = true;
-  if (b.length > 0) port.postMessage(encodeBatch(b, json));
+  if (b.length === 0) return;
+  const message: OutcomeBatch = { outcomes: encodeBatch(b, json), synced: false };
+  // Flush here only if no call is waiting: no unit accepted and unanswered (a batch queued), and no
+  // message arrived since this turn's poll (taken now, it starts its batch instead).
+  if (syncHere && inFlight === 0 && !takeWaitingMessage()) {
+    try {
+      wal.sync();
+      message.synced = true;
+    } catch (error) {
+      message.syncError = toWire(error);
+    }
+  }
+  port.postMessage(message);
 }
 
 let inFlight = 0;
 let closing = false;
+function takeWaitingMessage(): boolean {
+  const waiting = receiveMessageOnPort(port);
+  if (waiting) onMessage(waiting.message as WireBatch<CallMessage> | 'close');
+  return waiting !== undefined;
+}
 async function closeWhenIdle(): Promise<void> {
   if (!closing || inFlight > 0) return;
   flushOutbox();
   await store.close();
+  wal.close();
   port.close();
 }
 
-port.on('message', (message: WireBatch<CallMessage> | 'close') => {
+port.on('message', onMessage);
+function onMessage(message: WireBatch<CallMessage> | 'close'): void {
   if (message === 'close') { closing = true; void closeWhenIdle(); return; }
   for (const { id, name, args } of decodeBatch(message)) {
     const proc = procedures[name as keyof typeof procedures] as Procedure<unknown, unknown> | undefined;
@@ -56,4 +82,4 @@ port.on('message', (message: WireBatch<CallMessage> | 'close') => {
       (error: unknown) => reply({ id, ok: false, error: toWire(error) }, false),
     ).finally(() => { inFlight--; void closeWhenIdle(); });
   }
-});
+}

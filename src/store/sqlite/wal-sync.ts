@@ -6,6 +6,7 @@
 // Frames reach the WAL in commit order, so a synced commit implies every earlier one is synced.
 // Checkpoints keep SQLite's own ordering (NORMAL syncs the WAL before copying it and the database
 // after). Nothing is acknowledged before its frames are on disk: invariant 1 holds as with FULL.
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 interface Waiter { gen: number; resolve: () => void; reject: (e: unknown) => void }
@@ -61,6 +62,16 @@ export class WalSync {
     }
   }
 
+  /**
+   * Another thread's flush of this file failed (WalSyncNow): the kernel may have dropped the dirty
+   * pages, so nothing is acknowledged again until a restart, as after a failure here.
+   */
+  fail(error: unknown): void {
+    if (this.#failed !== undefined) return;
+    this.#failed = error;
+    this.#settle(() => true, (w) => w.reject(error));
+  }
+
   #settle(match: (w: Waiter) => boolean, fn: (w: Waiter) => void): void {
     const keep: Waiter[] = [];
     for (const w of this.#waiters) {
@@ -77,3 +88,35 @@ export class WalSync {
   }
 }
 
+
+/**
+ * The same flush, synchronous, for the writer thread when no call is waiting for it
+ * (services/writer/worker.ts): it would sleep through the fdatasync anyway, and doing it there spares
+ * the HTTP thread a round trip through libuv's pool. After a failure it refuses for good.
+ */
+export class WalSyncNow {
+  readonly #walFile: string;
+  #fd: number | undefined;
+  #failed: unknown;
+
+  constructor(databaseFile: string) {
+    this.#walFile = `${databaseFile}-wal`;
+  }
+
+  /** Returns once every commit made before the call is on disk; throws, now and ever after, if it cannot say so. */
+  sync(): void {
+    if (this.#failed !== undefined) throw this.#failed;
+    try {
+      this.#fd ??= openSync(this.#walFile, 'r');
+      fdatasyncSync(this.#fd);
+    } catch (error) {
+      this.#failed = error;
+      throw error;
+    }
+  }
+
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+}
