@@ -4,8 +4,9 @@
 // the measured maximum (open loop, constant rate), and the server's resident memory.
 // The maximum is the best of a sweep over client connections, for the baseline and for Gavel alike:
 // group commit shares one commit and one fsync among the requests in flight, so Gavel's throughput
-// grows with concurrency where bare Fastify's is flat; every point of the sweep is printed
-// (docs/decisions/0009-benchmark-method.md).
+// grows with concurrency where bare Fastify's is flat; every point of the sweep is printed. The
+// baseline, the route ceiling and SQLite are swept interleaved, each in turn at each connection
+// count (docs/decisions/0009-benchmark-method.md).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
@@ -35,21 +36,35 @@ const PACED_CONNECTIONS = 128;
 
 type Opts = Parameters<typeof load>[0];
 
-/** Each point of the sweep, and the best. */
-async function sweep(opts: Opts): Promise<{ points: { connections: number; load: Load }[]; best: { connections: number; load: Load } }> {
-  const points = [];
-  for (const connections of SWEEP) points.push({ connections, load: await load({ ...opts, connections }) });
-  return { points, best: points.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) };
+type Swept = { points: { connections: number; load: Load }[]; best: { connections: number; load: Load } };
+
+/**
+ * Each peer's sweep, interleaved: at each connection count every peer runs in turn, so that the
+ * VM's drift over minutes (±25% here) falls on all of them alike instead of on whichever peer ran
+ * during a slow spell. Each peer's best point is its maximum.
+ */
+async function sweepTogether(peers: Opts[]): Promise<Swept[]> {
+  const points: Swept['points'][] = peers.map(() => []);
+  for (const connections of SWEEP) {
+    for (const [i, opts] of peers.entries()) points[i]!.push({ connections, load: await load({ ...opts, connections }) });
+  }
+  return points.map((p) => ({ points: p, best: p.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) }));
 }
 
-async function measure(name: string, project: Project, baseline: Load, baseOpts: Opts) {
-  // A local merchant that answers at once, so the execution variant measures Gavel's own cost.
+/** A Gavel server under test, warmed up, with a local merchant that answers at once (so the execution variant measures Gavel's own cost). */
+async function startPeer(project: Project) {
   const merchant = await startMerchant();
   const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn', GAVEL_MERCHANTS_FILE: merchantsFile(merchant.url, 5_000) });
+  const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body, serverPid: gavel.child.pid };
+  await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
+  return { project, merchant, gavel, opts, async stop() { await gavel.stop(); await merchant.close(); } };
+}
+type Peer = Awaited<ReturnType<typeof startPeer>>;
+
+/** After a peer's sweep: the sequencer's backlog, p99 at half its maximum, memory, the execution variant. */
+async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, baseOpts: Opts) {
+  const { project, merchant, gavel, opts } = peer;
   try {
-    const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
-    await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
-    const swept = await sweep({ ...opts, serverPid: gavel.child.pid });
     const max = swept.best.load;
     // Whether the audit log's sequencer kept up with the sweep: events still without a leaf index.
     const waiting = await unsequenced(project);
@@ -86,7 +101,7 @@ async function measure(name: string, project: Project, baseline: Load, baseOpts:
       + (disk ? `\n${name}: at half max, ${(perDecision / 1024).toFixed(1)} KiB written to disk per decision (its audit event: ${eventBytes(project.dataDir)} bytes of JSON); the disk meanwhile (4 KiB fdatasync every 10 ms beside the database): p50 ${disk.p50.toFixed(2)} ms, p99 ${disk.p99.toFixed(1)} ms, max ${disk.max.toFixed(0)} ms, ${disk.over20} of ${disk.n} over 20 ms` : '')
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
-  } finally { await gavel.stop(); await merchant.close(); }
+  } finally { await peer.stop(); }
 }
 
 /** Audit events not yet given a leaf index, on either engine. */
@@ -109,17 +124,17 @@ function eventBytes(dataDir: string): number {
 
 /**
  * The peer that bounds the route: the same service and request with the decision replaced by a
- * constant answer, swept like the others. Its gap to bare Fastify is the route's own cost (body,
- * schema, API key, hooks, serialization), which no change to the decision can recover.
+ * constant answer, on a project of its own (its data directory must not be the SQLite peer's, whose
+ * writer it would contend with). Its gap to bare Fastify is the route's own cost (body, schema, API
+ * key, hooks, serialization), which no change to the decision can recover.
  */
-async function routeCeiling(project: Project) {
+async function startCeiling() {
+  const project = await prepareProject();
   const server = await startChild(new URL('./lib/route-ceiling-server.ts', import.meta.url).pathname,
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' }, [], undefined, gavelNodeArgs());
-  try {
-    const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
-    await load({ ...opts, duration: 2 });
-    return await sweep({ ...opts, serverPid: server.child.pid });
-  } finally { await server.stop(); }
+  const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body, serverPid: server.child.pid };
+  await load({ ...opts, duration: 2 });
+  return { server, opts };
 }
 
 /**
@@ -147,22 +162,40 @@ const baselineServer = await startBaseline();
 try {
   const baseOpts = { url: `${baselineServer.url}/baseline`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{}' };
   await load({ ...baseOpts, duration: 2 }); // warm-up, as for Gavel
-  const baseSweep = await sweep({ ...baseOpts, serverPid: baselineServer.child.pid });
+  const ceilingPeer = await startCeiling();
+  const sqlitePeer = await startPeer(await prepareProject());
+  let swept: Swept[];
+  try {
+    swept = await sweepTogether([{ ...baseOpts, serverPid: baselineServer.child.pid }, ceilingPeer.opts, sqlitePeer.opts]);
+  } catch (error) {
+    await sqlitePeer.stop();
+    throw error;
+  } finally {
+    await ceilingPeer.server.stop();
+  }
+  const [baseSweep, ceiling, sqliteSweep] = swept as [Swept, Swept, Swept];
   const base = baseSweep.best.load;
   const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
-  const project = await prepareProject();
-  const ceiling = await routeCeiling(project);
   rows.push(...ceiling.points.map((p) => ({ name: `ceiling: the route, constant decision, ${p.connections} conn.${p === ceiling.best ? ' (max)' : ''}`, load: p.load, baseline: base })));
-  const sqlite = await measure('SQLite', project, base, baseOpts);
+  const sqlite = await measure('SQLite', sqlitePeer, sqliteSweep, base, baseOpts);
   rows.push(...sqlite.rows);
-  notes.push(sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets,
+  notes.push('Bare Fastify, the route ceiling and SQLite were swept interleaved: at each connection count, each in turn (decision 0009, session 11)',
+    sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets,
     `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`,
     cpuNote([['bare Fastify', base], ['the route ceiling', ceiling.best.load], ['SQLite', sqlite.best]]));
   if (await pgAvailable()) {
     const { project: pgProject, drop } = await preparePostgresProject(PG_URL);
     try {
-      const pgr = await measure('PostgreSQL', pgProject, base, baseOpts);
+      const pgPeer = await startPeer(pgProject);
+      let pgSweep: Swept;
+      try {
+        [pgSweep] = await sweepTogether([pgPeer.opts]) as [Swept];
+      } catch (error) {
+        await pgPeer.stop();
+        throw error;
+      }
+      const pgr = await measure('PostgreSQL', pgPeer, pgSweep, base, baseOpts);
       rows.push(...pgr.rows);
       notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`, cpuNote([['PostgreSQL (Gavel only, the database server not counted)', pgr.best]]));
     } finally {
