@@ -163,12 +163,13 @@ try {
   const baseOpts = { url: `${baselineServer.url}/baseline`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{}' };
   await load({ ...baseOpts, duration: 2 }); // warm-up, as for Gavel
   const ceilingPeer = await startCeiling();
-  const sqlitePeer = await startPeer(await prepareProject());
+  let sqlitePeer: Peer | undefined;
   let swept: Swept[];
   try {
+    sqlitePeer = await startPeer(await prepareProject());
     swept = await sweepTogether([{ ...baseOpts, serverPid: baselineServer.child.pid }, ceilingPeer.opts, sqlitePeer.opts]);
   } catch (error) {
-    await sqlitePeer.stop();
+    await sqlitePeer?.stop();
     throw error;
   } finally {
     await ceilingPeer.server.stop();

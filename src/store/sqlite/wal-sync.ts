@@ -88,7 +88,6 @@ export class WalSync {
   }
 }
 
-
 /**
  * The same flush, synchronous, for the writer thread when no call is waiting for it
  * (services/writer/worker.ts): it would sleep through the fdatasync anyway, and doing it there spares
