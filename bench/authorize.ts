@@ -33,6 +33,12 @@ const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128').split(',').map(Numb
  * free connection (rate x worst latency), or a stall would turn the open loop into a closed one.
  */
 const PACED_CONNECTIONS = 128;
+/**
+ * Length of the half-max open loop (BENCH_HALF_SECONDS). A p99 needs enough requests that one
+ * stall of the VM's disk (100 ms or more, now and then) is not 1% of them by itself: in 8 s at
+ * 5,500/s a single 100 ms stall delays about 1.3% of the requests; in 24 s, about 0.4%.
+ */
+const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
 
 type Opts = Parameters<typeof load>[0];
 
@@ -70,7 +76,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const waiting = await unsequenced(project);
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
-    const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: Number(process.env.BENCH_SECONDS ?? 8), connections: PACED_CONNECTIONS };
+    const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, connections: PACED_CONNECTIONS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
     // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it.
     const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
