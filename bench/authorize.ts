@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
-import { preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
+import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
@@ -61,7 +61,7 @@ async function sweepTogether(peers: Opts[]): Promise<Swept[]> {
 async function startPeer(project: Project) {
   const merchant = await startMerchant();
   const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl, GAVEL_LOG_LEVEL: 'warn', GAVEL_MERCHANTS_FILE: merchantsFile(merchant.url, 5_000) });
-  const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body, serverPid: gavel.child.pid };
+  const opts = authorizeRequest(gavel.url, project, gavel.child.pid);
   await load({ ...opts, duration: 2 }); // warm-up: caches, JIT
   return { project, merchant, gavel, opts, async stop() { await gavel.stop(); await merchant.close(); } };
 }
@@ -138,7 +138,7 @@ async function startCeiling() {
   const project = await prepareProject();
   const server = await startChild(new URL('./lib/route-ceiling-server.ts', import.meta.url).pathname,
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' }, [], undefined, gavelNodeArgs());
-  const opts = { url: `${server.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body, serverPid: server.child.pid };
+  const opts = authorizeRequest(server.url, project, server.child.pid);
   await load({ ...opts, duration: 2 });
   return { server, opts };
 }

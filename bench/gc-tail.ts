@@ -7,7 +7,7 @@
 // were due within 100 ms before one finished. Session 9 found the tail in the HTTP thread's full
 // GCs, session 10 in the writer's (docs/performance.md).
 import { load, startGavel } from './lib/harness.ts';
-import { preparePostgresProject, prepareProject } from './lib/fixtures.ts';
+import { authorizeRequest, preparePostgresProject, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 
 const RATE = Number(process.env.RATE ?? 7000);
@@ -32,7 +32,7 @@ gavel.child.stdout!.on('data', (chunk: Buffer) => {
   }
 });
 
-const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
+const opts = authorizeRequest(gavel.url, project);
 await load({ ...opts, duration: 2 });
 await load({ ...opts, duration: Number(process.env.WARM_SECS ?? 4), connections: 128 });
 

@@ -4,12 +4,12 @@
 // its resident memory.
 import { readFileSync } from 'node:fs';
 import { load, startGavel, threadCpu } from './lib/harness.ts';
-import { prepareProject } from './lib/fixtures.ts';
+import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const project = await prepareProject();
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, NODE_OPTIONS: process.env.PROF ? `--cpu-prof --cpu-prof-dir=/work/prof` : (process.env.NODEOPTS ?? '') });
-const opts = { url: `${gavel.url}/v1/authorize`, method: 'POST' as const, headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' }, body: project.body };
+const opts = authorizeRequest(gavel.url, project);
 await load({ ...opts, duration: 2 });
 const pid = gavel.child.pid!;
 const before = threadCpu(pid);

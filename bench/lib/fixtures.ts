@@ -73,6 +73,14 @@ export async function prepareProject(storeOptions?: StoreOptions & { publicUrl?:
   return { dataDir, databaseUrl, key: key.secret, body };
 }
 
+/** The load generator's options for POST /v1/authorize with the project's key and request, at `baseUrl`. */
+export function authorizeRequest(baseUrl: string, project: Project, serverPid?: number) {
+  return {
+    url: `${baseUrl}/v1/authorize`, method: 'POST' as const, body: project.body, serverPid,
+    headers: { authorization: `Bearer ${project.key}`, 'content-type': 'application/json' },
+  };
+}
+
 /**
  * A bench project in a PostgreSQL schema of its own (created here, dropped by `drop`), so a run
  * never meets another's tables.
