@@ -9,8 +9,6 @@
 // Env: BENCH_MAX_LEAVES (default 1e7), BENCH_EVENTS (default 20000), BENCH_DATABASE_URL (adds a
 // PostgreSQL append figure).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -24,10 +22,11 @@ import { rootOfSize } from '../src/services/auditlog/checkpointer.ts';
 import { sequencePending } from '../src/services/auditlog/sequencer.ts';
 import { migrateToLatest } from '../src/store/migrate.ts';
 import { openStore, type StoreOptions } from '../src/store/store.ts';
+import { scratchDir } from './lib/scratch-dir.ts';
 
 const MAX = Number(process.env.BENCH_MAX_LEAVES ?? 1e7);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
-const dir = mkdtempSync(join(tmpdir(), 'gavel-bench-audit-'));
+const dir = scratchDir('gavel-bench-audit-');
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 async function appendBench(label: string, options: StoreOptions): Promise<void> {
@@ -147,4 +146,3 @@ if (process.env.BENCH_DATABASE_URL) {
 }
 await proofBench();
 console.log(`total ${((performance.now() - t0) / 1000).toFixed(1)} s; target: append ≥ 3000 events/s, proof at 1e7 < 2 ms`);
-rmSync(dir, { recursive: true, force: true });
