@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { WalSync, WalSyncNow } from '../../src/store/sqlite/wal-sync.ts';
-import { threadWriter } from '../../src/services/writer/thread.ts';
+import { MAX_CALLS_PER_MESSAGE, threadWriter } from '../../src/services/writer/thread.ts';
 import { jsonProcedures, type GavelProcedures } from '../../src/services/writer/procedures.ts';
 import { NonceTaken } from '../../src/services/executions/errors.ts';
 import { recordedDecisions } from '../support/decisions.ts';
@@ -134,6 +134,40 @@ test('writer thread: errors keep their class, results are durable and visible, c
     await writer.close();
     assert.match(await pending, /^aud_/, 'close waited for the pending unit');
     await assert.rejects(writer.call('audit.record', { projectId: 'prj_x', kind: 'late', actor: 'system', data: {} }), /closed/);
+  } finally { await writer.close(); await ts.cleanup(); }
+});
+
+test('writer thread: a long turn\'s calls leave 32 to a message as they are made, not all at its end', async () => {
+  const ts = await sqlite.open();
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });
+  try {
+    const call = (i: number) => writer.call('audit.record', { projectId: 'prj_x', kind: 'turn', actor: 'system', data: { i } });
+    const calls = Array.from({ length: MAX_CALLS_PER_MESSAGE - 1 }, (_, i) => call(i));
+    assert.equal(writer.messages, 0, 'fewer than a message\'s worth wait for the end of the turn');
+    calls.push(call(MAX_CALLS_PER_MESSAGE - 1));
+    assert.equal(writer.messages, 1, 'the 32nd call posts its message at once, in the same turn');
+    for (let i = MAX_CALLS_PER_MESSAGE; i < 100; i++) calls.push(call(i));
+    assert.equal(writer.messages, 3);
+    const ids = await Promise.all(calls);
+    assert.equal(writer.messages, 4, 'the last 4 left at the end of the turn');
+    assert.equal(new Set(ids).size, 100);
+    const rows = await ts.store.db.selectFrom('audit_events').select('id').where('kind', '=', 'turn').execute();
+    assert.equal(rows.length, 100, 'every call of every message committed');
+  } finally { await writer.close(); await ts.cleanup(); }
+});
+
+test('writer thread: a message that cannot be sent fails each of its calls, and the writer goes on', async () => {
+  const ts = await sqlite.open();
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });
+  try {
+    const good = (i: number) => writer.call('audit.record', { projectId: 'prj_x', kind: 'sent', actor: 'system', data: { i } });
+    // A function cannot be cloned: the message holding it fails, every call in it with it.
+    const calls = [good(0), writer.call('audit.record', { projectId: 'prj_x', kind: 'x', actor: 'system', data: { f: () => 1 } as never }), good(1)];
+    const outcomes = await Promise.allSettled(calls);
+    assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected', 'rejected']);
+    assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /could not be cloned/);
+    assert.equal(writer.pending, 0, 'nothing is left waiting');
+    assert.match(await good(2), /^aud_/, 'the next message is sent and answered');
   } finally { await writer.close(); await ts.cleanup(); }
 });
 

@@ -1,9 +1,10 @@
 // The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
-// the event loop leave as one message; outcomes come back the same way, as soon as their batch has
-// committed without fsync. They settle only once an fdatasync of the WAL that began after their
-// commit has finished: the writer thread's own, when no call was waiting for it (worker.ts), or
-// else one that began after their arrival here (WalSync, on libuv's pool), whose completion lands
-// on this thread, where the answer leaves; one such flush covers every batch that arrived before it.
+// the event loop leave as one message (one per 32 calls in a long turn); outcomes come back the
+// same way, as soon as their batch has committed without fsync. They settle only once an
+// fdatasync of the WAL that began after their commit has finished: the writer thread's own, when
+// no call was waiting for it (worker.ts), or else one that began after their arrival here
+// (WalSync, on libuv's pool), whose completion lands on this thread, where the answer leaves; one
+// such flush covers every batch that arrived before it.
 // If the thread dies, what was pending fails (its transaction never committed, or committed and is
 // reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
 // next call starts a new thread.
@@ -23,12 +24,19 @@ export interface ThreadWriterOptions {
   json?: ReadonlySet<string>;
 }
 
+/**
+ * Calls per message to the writer thread. Handing over a whole poll phase's calls at its end (128
+ * at the benchmark's maximum) ran the two threads in turn, each idle while the other worked; a
+ * message per 32 calls lets the writer commit while the rest are parsed (decision 0016).
+ */
+export const MAX_CALLS_PER_MESSAGE = 32;
+
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
 /** fdatasyncs of the WAL that made outcomes durable: by the writer thread, and by WalSync here. */
 export interface WriterSyncs { thread: number; pool: number }
 
-export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs } {
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs; readonly messages: number } {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
   const pending = new PendingCalls<Pending>();
@@ -40,6 +48,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
   let threadSyncs = 0;
+  let messages = 0;
 
   const settle = (id: number, fn: (p: Pending) => void) => {
     const p = pending.take(id);
@@ -51,6 +60,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       idle.splice(0).forEach((f) => f());
     }
   };
+  const failAll = (ids: Iterable<number>, error: unknown) => { for (const id of ids) settle(id, (p) => p.reject(error)); };
 
   function start(): Worker {
     const w = new Worker(new URL('./worker.ts', import.meta.url), {
@@ -68,14 +78,14 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       // Its flush failed: the pages may be lost, so nothing is acknowledged again (WalSync.fail).
       if (message.syncError) wal?.fail(fromWire(message.syncError));
       // Committed, maybe not yet on disk: nothing is answered before the flush (invariant 1).
-      durable().then(settleAll, (error: unknown) => { for (const m of batch) settle(m.id, (p) => p.reject(error)); });
+      durable().then(settleAll, (error: unknown) => failAll(batch.map((m) => m.id), error));
     });
     const lost = (err: unknown) => {
       if (worker !== w) return;
       worker = undefined;
       ready = undefined;
       options.onError?.(err);
-      for (const id of pending.ids()) settle(id, (p) => p.reject(new Error('the writer thread stopped before answering', { cause: err })));
+      failAll(pending.ids(), new Error('the writer thread stopped before answering', { cause: err }));
     };
     w.on('error', lost);
     w.on('exit', (code) => lost(new Error(`writer thread exited with code ${code}`)));
@@ -89,22 +99,38 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
 
   function flush(): void {
     flushScheduled = false;
+    post();
+  }
+
+  function post(): void {
     const batch = outbox;
     outbox = [];
     if (batch.length === 0) return;
-    worker ??= start();
-    worker.ref();
-    worker.postMessage(encodeBatch(batch, batch.every((c) => json.has(c.name))));
+    try {
+      worker ??= start();
+      worker.ref();
+      worker.postMessage(encodeBatch(batch, batch.every((c) => json.has(c.name))));
+      messages++;
+    } catch (error) {
+      // Not sent (arguments that cannot be cloned, a thread that cannot start): every call of the
+      // message fails now rather than wait for an answer that will never come.
+      failAll(batch.map((c) => c.id), error);
+    }
   }
 
   return {
     get pending() { return pending.size; },
     get syncs() { return { thread: threadSyncs, pool: wal?.syncs ?? 0 }; },
+    /** Messages of calls posted to the thread. */
+    get messages() { return messages; },
     call(name, args) {
       if (closed) return Promise.reject(new Error('the writer is closed'));
       return new Promise((resolve, reject) => {
         const id = pending.add({ resolve: resolve as (v: unknown) => void, reject });
         outbox.push({ id, name, args });
+        // A full message leaves now, so the writer commits it while this thread parses the rest of
+        // a long poll phase (decision 0016).
+        if (outbox.length >= MAX_CALLS_PER_MESSAGE) { post(); return; }
         if (!flushScheduled) {
           flushScheduled = true;
           // Gather every call made in this turn (all requests parsed in one poll phase) into one message.
