@@ -8,13 +8,24 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import canonicalize from 'canonicalize';
 import { leafHashOfStoredEvent } from '../../src/domain/auditlog/leaf.ts';
-import { commitInOneStatement, oneStatementEligible, sharedStatementOf } from '../../src/services/authorize/one-statement.ts';
+import { commitPrepared, prepareDecision, sharedStatementOf } from '../../src/services/authorize/one-statement.ts';
 import { commitDecision, type DecisionPlan } from '../../src/services/authorize/commit.ts';
 import { freezeAgent } from '../../src/services/agents/agents.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
 import { CHECKED_AT_COMMIT, readEpoch } from '../../src/store/read-epoch.ts';
 import type { SqlTarget } from '../../src/store/fixed-sql.ts';
+import type { Db, Tx } from '../../src/store/store.ts';
 import type { DecisionRecord } from '../../src/services/authorize/authorize.ts';
+
+/** Whether the plan's transaction would write nothing but its audit event: then it has a one statement. */
+const oneStatementEligible = (plan: DecisionPlan): boolean => prepareDecision(plan) !== undefined;
+
+/** A plan's one statement, prepared and run as the Authorizer and the writer do; undefined if it wrote nothing. */
+async function commitInOneStatement(db: Db | Tx, env: SqlTarget, plan: DecisionPlan): Promise<DecisionRecord | undefined> {
+  const prepared = prepareDecision(plan);
+  if (!prepared) return undefined;
+  return (await commitPrepared(db, env, prepared.statement)) ? prepared.record : undefined;
+}
 
 for (const backend of backends()) {
   describe(`one-statement decisions on ${backend.name}`, () => {
@@ -87,6 +98,47 @@ for (const backend of backends()) {
       await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did: frozen.input.agent, actor: 'system', reason: null, at: new Date().toISOString() }));
       assert.equal(await oneStatement({ ...frozen, epoch: (await readEpoch(svc.ts.store)) ?? CHECKED_AT_COMMIT }), undefined, 'a frozen agent');
       assert.equal((await decisionEvents()).length, before);
+    });
+
+    test('through the route: the writer runs the statement prepared for it, and the log\'s leaf is the hash of the row it stored', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const headers = await svc.keyHeader([]);
+      const decide = async (i: number) => {
+        const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers, payload: { agent: agent.did, permit: jws, action: 'read', resource: `resource://docs/${i}` } });
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json() as { decision: string; reason_code: string; audit_id: string; request_id: string };
+      };
+      await decide(0); // the key's context is cached from here on
+      const writer = svc.deps.writer;
+      const call = writer.call.bind(writer);
+      const called: string[] = [];
+      // Only the authorize procedures: the log's sequencer calls the writer on its own timer.
+      writer.call = ((name, args) => { if (name.startsWith('authorize.')) called.push(name); return call(name, args); }) as typeof writer.call;
+      const answers: Awaited<ReturnType<typeof decide>>[] = [];
+      try {
+        for (let i = 1; i <= 3; i++) answers.push(await decide(i));
+        assert.ok(answers.every((a) => a.decision === 'ALLOW'));
+        assert.deepEqual(called.splice(0), Array(3).fill('authorize.commitPrepared'), 'each decision: the prepared statement alone');
+        // Frozen since it was planned: the statement writes nothing and the transaction decides.
+        await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did: agent.did, actor: 'system', reason: null, at: new Date().toISOString() }));
+        const frozen = await decide(4);
+        assert.equal(frozen.reason_code, 'agent_frozen');
+        assert.deepEqual(called, ['authorize.commitPrepared', 'authorize.commit']);
+        answers.push(frozen);
+      } finally { writer.call = call; }
+      await svc.auditLog.tick({ force: true });
+      const leaves = await svc.ts.store.db.selectFrom('audit_events as e')
+        .innerJoin('audit_nodes as n', (j) => j.onRef('n.idx', '=', 'e.leaf_index').on('n.level', '=', 0))
+        .select(['e.id', 'e.project_id', 'e.kind', 'e.actor', 'e.created_at', 'e.data', 'n.hash'])
+        .where('e.id', 'in', answers.map((a) => a.audit_id)).execute();
+      assert.equal(leaves.length, 4, 'every answered decision is in the log');
+      for (const leaf of leaves) {
+        assert.equal(Buffer.from(leaf.hash).toString('hex'), Buffer.from(leafHashOfStoredEvent(leaf)).toString('hex'), `${leaf.id}: the leaf is the hash of the stored row`);
+        const answer = answers.find((a) => a.audit_id === leaf.id)!;
+        assert.equal(JSON.parse(leaf.data).request_id, answer.request_id, 'the answer is the stored decision\'s');
+      }
     });
 
     if (backend.name === 'postgres') {

@@ -65,25 +65,26 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
  * SQLite: runs `text` (the event's seven columns, then `params`) and reports whether it inserted;
  * on the writer thread the event takes its leaf index as it is written.
  */
-function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[]): boolean {
+function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[], leafHash?: Uint8Array): boolean {
   const inline = inlineSequencer();
   const leafIndex = inline?.active ? inline.nextLeafIndex() : null;
   const { changes, lastInsertRowid } = prepare(text)
     .run(event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, leafIndex, ...params);
   if (changes === 0) return false;
-  if (inline?.active) inline.added(Number(lastInsertRowid), leafHashOfStoredEvent(event));
+  if (inline?.active) inline.added(Number(lastInsertRowid), leafHash ?? leafHashOfStoredEvent(event));
   return true;
 }
 
 /**
  * SQLite, on the connection the transaction holds: inserts `event` only if `condition` (SQL, with
  * `params` bound to its placeholders) holds, as one statement. Returns whether it was inserted.
- * On the writer thread the event takes its leaf index as recordAudit's do.
+ * On the writer thread the event takes its leaf index as recordAudit's do; `leafHash`, when the
+ * caller has it, must be leafHashOfStoredEvent(event).
  */
-export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof auditEventRow>, condition: string, params: readonly unknown[]): boolean {
+export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof auditEventRow>, condition: string, params: readonly unknown[], leafHash?: Uint8Array): boolean {
   let text = INSERT_IF.get(condition);
   if (text === undefined) INSERT_IF.set(condition, text = `${INSERT_SELECT} where ${condition}`);
-  return insertSqlite((sql) => raw.prepare(sql), text, event, params);
+  return insertSqlite((sql) => raw.prepare(sql), text, event, params, leafHash);
 }
 const INSERT_SELECT = `${INTO}) select ?, ?, ?, ?, ?, ?, ?`;
 

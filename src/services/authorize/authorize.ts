@@ -1,8 +1,9 @@
 // POST /v1/authorize, orchestrated: verify the permit (cached crypto, live time) and evaluate the
 // active policy (pure) here, then hand the plan to the writer, whose transaction does the rest
 // (commit.ts): the frozen check under lock, live revocation, spending, the obligation of a
-// REQUIRE_APPROVAL, the decision row and its audit event. The answer leaves only after that
-// transaction is durable (invariant 1).
+// REQUIRE_APPROVAL, the decision row and its audit event. A decision that would write only its
+// event is prepared here instead, event and all, and the writer runs its one statement
+// (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
 import { checkCoverage, checkPermitTime, liveLimits, type Money, type VerifiedPermit } from '../../domain/permit/index.ts';
 import { evaluate } from '../../domain/policy/index.ts';
 import type { Signer } from '../../signer/signer.ts';
@@ -14,6 +15,7 @@ import { forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import type { DecisionPlan } from './commit.ts';
+import { prepareDecision } from './one-statement.ts';
 
 export interface AuthorizeInput {
   agent: string;
@@ -97,8 +99,12 @@ export class Authorizer {
       ...(execution ? { execution } : {}),
       ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),
     };
+    // Usually one statement, when the transaction would write only the event: prepared here, so
+    // the writer only runs it (one-statement.ts, decisions 0012 and 0017). If a check under the
+    // commit differs, it wrote nothing, and the transaction decides.
+    const prepared = prepareDecision(plan);
+    if (prepared && await this.#writer.call('authorize.commitPrepared', prepared.statement)) return prepared.record;
     try {
-      // Usually one statement, when the transaction would write only the event (one-statement.ts).
       return await this.#writer.call('authorize.commit', plan);
     } catch (error) {
       // The pointer (or the key) moved on: the caller decides again, with the pointer read afresh.

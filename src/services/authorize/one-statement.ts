@@ -19,14 +19,18 @@
 //
 // Only decisions whose transaction would write nothing else qualify: no budget or use count to
 // spend, no approval to consume or obligation to open, no execution to reserve.
+//
+// The statement is prepared where the decision was planned (prepareDecision: its ids, its event's
+// canonical text and leaf hash) and run by the writer (commitPrepared), which on SQLite is a
+// thread of its own and the one serial stage of every decision (decision 0017).
 import { combine, type Combined } from '../../domain/decision/combine.ts';
 import { newId } from '../../lib/ids.ts';
 import { BatchedStatement } from '../../store/batched-statement.ts';
 import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
-import { CHECKED_AT_COMMIT, EPOCH_IS } from '../../store/read-epoch.ts';
+import { CHECKED_AT_COMMIT, EPOCH_IS, type ReadTag } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { auditEventRow, INSERT_HASHED_INTO, recordAuditIf } from '../audit/record.ts';
-import { toHex } from '../../domain/auditlog/bytes.ts';
+import { fromHex, toHex } from '../../domain/auditlog/bytes.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
@@ -74,24 +78,47 @@ function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
   return combined.decision === 'ALLOW' && (plan.permit?.counters.length ?? 0) === 0 ? combined : undefined;
 }
 
-/** Whether the plan's transaction would write nothing but its audit event (see above). */
-export const oneStatementEligible = (plan: DecisionPlan): boolean => eligibleOutcome(plan) !== undefined;
+/**
+ * A decision ready for its one statement: the event's row and leaf hash (hex: it crosses to the
+ * writer thread as JSON), and what the statement checks. Built where the decision was planned
+ * (prepareDecision, on the HTTP thread), so the writer thread, the one serial stage on SQLite,
+ * only runs the statement (decision 0017).
+ */
+export interface PreparedDecision {
+  /** The read tag the plan was made under (store/read-epoch.ts). */
+  epoch: ReadTag;
+  projectId: string;
+  agent: string;
+  /** The API key whose cached context the plan used (PostgreSQL re-checks it). */
+  actor: string;
+  policyVersion: number | null;
+  /** Commitments that must not be revoked: the permit chain, unless the permit check failed. */
+  chain: readonly string[];
+  row: ReturnType<typeof auditEventRow>;
+  leafHash: string;
+}
 
-/** A plan's one statement, ready to run: its answer if every check holds, and its event's row. */
-interface Prepared { plan: DecisionPlan; record: Omit<DecisionRecord, 'audit_id'>; row: ReturnType<typeof auditEventRow>; chain: readonly string[] }
-
-function prepare(plan: DecisionPlan): Prepared | undefined {
+/**
+ * The plan's one statement and its answer if every check holds; undefined if the plan's transaction
+ * would write more than its event. Pure but for new ids and the hash.
+ */
+export function prepareDecision(plan: DecisionPlan): { statement: PreparedDecision; record: DecisionRecord } | undefined {
   const combined = eligibleOutcome(plan);
   if (!combined) return undefined;
   const { event, record } = decisionEvent(plan, combined, newId('dec'), undefined);
-  return { plan, record, row: auditEventRow(event), chain: !plan.failure && plan.permit ? plan.permit.chain : [] };
+  const row = auditEventRow(event);
+  const statement: PreparedDecision = {
+    epoch: plan.epoch!, projectId: plan.projectId, agent: plan.input.agent, actor: plan.actor, policyVersion: plan.policyVersion,
+    chain: !plan.failure && plan.permit ? plan.permit.chain : [], row, leafHash: toHex(leafHashOfStoredEvent(row)),
+  };
+  return { statement, record: { ...record, audit_id: row.id } };
 }
 
 /** PostgreSQL: the rows in one statement; true for each whose event was inserted. */
-async function insertMany(db: Db | Tx, rows: readonly Prepared[]): Promise<boolean[]> {
-  const json = JSON.stringify(rows.map(({ plan, row, chain }) => [
-    plan.projectId, plan.input.agent, plan.actor, chain.join(','), plan.policyVersion,
-    row.id, row.kind, row.actor, row.created_at, row.data, toHex(leafHashOfStoredEvent(row)),
+async function insertMany(db: Db | Tx, rows: readonly PreparedDecision[]): Promise<boolean[]> {
+  const json = JSON.stringify(rows.map(({ projectId, agent, actor, chain, policyVersion, row, leafHash }) => [
+    projectId, agent, actor, chain.join(','), policyVersion,
+    row.id, row.kind, row.actor, row.created_at, row.data, leafHash,
   ]));
   const inserted = await runFixed<{ id: string }>(db, 'postgres', POSTGRES_MANY, [json]);
   const ids = new Set(inserted.map((r) => r.id));
@@ -99,25 +126,24 @@ async function insertMany(db: Db | Tx, rows: readonly Prepared[]): Promise<boole
 }
 
 /** One shared statement per database (pool): decisions submitted in the same turn share it. */
-const shared = new WeakMap<object, BatchedStatement<Prepared, boolean>>();
-export const sharedStatementOf = (db: Db | Tx): BatchedStatement<Prepared, boolean> => {
+const shared = new WeakMap<object, BatchedStatement<PreparedDecision, boolean>>();
+export const sharedStatementOf = (db: Db | Tx): BatchedStatement<PreparedDecision, boolean> => {
   let statement = shared.get(db);
   if (!statement) shared.set(db, statement = new BatchedStatement((rows) => insertMany(db, rows)));
   return statement;
 };
 
 /**
- * The decision, committed by one statement; undefined if a check differs (nothing was written).
+ * Runs a prepared decision's one statement: true if its event was inserted, false if a check
+ * differs or the plan's read tag is not this engine's (nothing was written; the transaction decides).
  * PostgreSQL: `db` outside any transaction, shared with the decisions submitted in the same turn.
  * SQLite: `env.raw`, inside the writer's transaction.
  */
-export async function commitInOneStatement(db: Db | Tx, env: SqlTarget, plan: DecisionPlan): Promise<DecisionRecord | undefined> {
-  if (env.raw ? typeof plan.epoch !== 'number' : plan.epoch !== CHECKED_AT_COMMIT) return undefined;
-  const prepared = prepare(plan);
-  if (!prepared) return undefined;
-  const { record, row, chain } = prepared;
-  const inserted = env.raw
-    ? recordAuditIf(env.raw, row, sqliteCondition(chain.length), [plan.epoch, plan.projectId, plan.input.agent, ...chain])
-    : await sharedStatementOf(db).submit(prepared);
-  return inserted ? { ...record, audit_id: row.id } : undefined;
+export async function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): Promise<boolean> {
+  if (env.raw) {
+    if (typeof p.epoch !== 'number') return false;
+    return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), [p.epoch, p.projectId, p.agent, ...p.chain], fromHex(p.leafHash));
+  }
+  if (p.epoch !== CHECKED_AT_COMMIT) return false;
+  return sharedStatementOf(db).submit(p);
 }

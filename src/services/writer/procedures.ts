@@ -6,10 +6,12 @@ import { recordOutcome, recordOutcomeInOneStatement } from '../executions/execut
 import { sequenceWork } from '../auditlog/sequencer.ts';
 import type { Procedure, ProcedureEnv, Writer } from './writer.ts';
 import type { Db, Tx } from '../../store/store.ts';
-import { commitInOneStatement } from '../authorize/one-statement.ts';
+import { commitPrepared, type PreparedDecision } from '../authorize/one-statement.ts';
 
 export const procedures = {
   'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env)),
+  // The one statement of a decision prepared by the caller (one-statement.ts); false: nothing written.
+  'authorize.commitPrepared': ((trx, prepared: PreparedDecision, env) => commitPrepared(trx, env, prepared)),
   'audit.record': ((trx, input: AuditInput) => recordAudit(trx, input)),
   'executions.record': recordOutcome,
   'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env, args.max, args.now)),
@@ -20,7 +22,8 @@ export const procedures = {
  * itself, which runs only if the one statement wrote nothing.
  */
 export const atomicProcedures: { [K in keyof typeof procedures]?: (db: Db | Tx, args: Parameters<(typeof procedures)[K]>[1], env: ProcedureEnv) => Promise<Awaited<ReturnType<(typeof procedures)[K]>> | undefined> } = {
-  'authorize.commit': (db, plan, env) => commitInOneStatement(db, env, plan),
+  // Always an answer (true or false), so on SQLite it runs in the batch without a savepoint.
+  'authorize.commitPrepared': (db, prepared, env) => commitPrepared(db, env, prepared),
   'executions.record': (db, args, env) => recordOutcomeInOneStatement(db, args, env),
 };
 
@@ -31,4 +34,4 @@ export type GavelWriter = Writer<GavelProcedures>;
  * Procedures whose arguments and results are JSON values (no Date, no bytes): their calls and
  * outcomes cross the thread boundary as JSON text (wire.ts). A plan's time is an ISO string.
  */
-export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commit']);
+export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commit', 'authorize.commitPrepared']);
