@@ -32,7 +32,7 @@ export const startBaseline = () => startChild(new URL('./baseline-server.ts', im
  * (decisions 0005, 0006); for experiments, GAVEL_BENCH_NODE_ARGS adds flags (space-separated).
  */
 export const gavelNodeArgs = (): string[] =>
-  ['--max-semi-space-size=8', '--max-old-space-size=256', '--v8-pool-size=1', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+  ['--max-semi-space-size=16', '--max-old-space-size=256', '--v8-pool-size=1', '--no-allocation-site-pretenuring', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
 
 /** Starts `gavel serve` on an ephemeral port with a fresh data directory (SQLite unless env says otherwise). */
 export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dataDir: string }> {

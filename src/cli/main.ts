@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256 --v8-pool-size=1
+#!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { ConfigError, loadConfig, redactConfig } from '../config/config.ts';
 import { createService, storeOptions } from '../service.ts';
