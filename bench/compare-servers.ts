@@ -1,0 +1,50 @@
+// Ad-hoc (not part of the bench suite): A/B two Gavel servers that differ in node flags or in code
+// (another checkout), at the maximum (128 connections). Each window starts a fresh server on a
+// fresh project, warms it, measures, and stops it; the order alternates every round. Prints the
+// median decisions/s, server CPU per decision (all threads, the HTTP and the writer thread), and
+// the median of the per-round B/A ratios. Fresh servers per window, because two long-lived
+// servers side by side were not comparable on these VMs: in two runs of three, whichever started
+// first served 30% less at the same code (session 12, docs/performance.md).
+//   ARGS_A, ARGS_B: extra node flags; DIR_A, DIR_B: checkouts (default: this one);
+//   ROUNDS (default 6), WIN (seconds measured per window, default 3).
+import { load, startChild, gavelNodeArgs, threadCpu } from './lib/harness.ts';
+import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
+
+const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
+const variants = {
+  A: { dir: process.env.DIR_A ?? here, args: process.env.ARGS_A ?? '' },
+  B: { dir: process.env.DIR_B ?? here, args: process.env.ARGS_B ?? '' },
+};
+type Window = { rps: number; cpu: number; main: number; writer: number };
+const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
+const rounds = Number(process.env.ROUNDS ?? 6);
+const win = Number(process.env.WIN ?? 3);
+
+async function measure(v: { dir: string; args: string }): Promise<Window> {
+  const project = await prepareProject();
+  const server = await startChild(`${v.dir}/src/cli/main.ts`, { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' },
+    ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/, [...gavelNodeArgs(), ...v.args.split(' ').filter(Boolean)]);
+  try {
+    const opts = authorizeRequest(server.url, project);
+    await load({ ...opts, duration: 1.5, connections: 128 });
+    const pid = server.child.pid!;
+    const before = threadCpu(pid);
+    const r = await load({ ...opts, duration: win, connections: 128 });
+    const after = threadCpu(pid);
+    const n = r.rps * win;
+    const of = (thread: string) => ((after.get(thread) ?? 0) - (before.get(thread) ?? 0)) / n;
+    const cpu = [...after].reduce((t, [k, x]) => t + x - (before.get(k) ?? 0), 0) / n;
+    return { rps: r.rps, cpu, main: of('MainThread'), writer: of('WorkerThread') };
+  } finally { await server.stop(); }
+}
+
+for (let i = 0; i < rounds; i++) {
+  for (const name of (i % 2 ? ['B', 'A'] : ['A', 'B']) as ('A' | 'B')[]) results[name].push(await measure(variants[name]));
+}
+const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]!; };
+for (const name of ['A', 'B'] as const) {
+  const w = results[name];
+  console.log(`${name} (${variants[name].dir} ${variants[name].args}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}); windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
+}
+const ratios = results.A.map((a, i) => results.B[i]!.rps / a.rps);
+console.log(`B/A: median of the rounds' ratios ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`);
