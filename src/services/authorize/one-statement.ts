@@ -36,6 +36,7 @@ import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
 import type { DecisionRecord } from './authorize.ts';
 import { activeVersion, keyValid } from './recheck.ts';
+import type { TextCodec } from '../writer/wire.ts';
 
 // PostgreSQL: any number of decisions, one JSON array each, all in one jsonb parameter (V8 writes
 // it in one pass, where node-postgres would escape each element of parallel text arrays in
@@ -113,6 +114,34 @@ export function prepareDecision(plan: DecisionPlan): { statement: PreparedDecisi
   };
   return { statement, record: { ...record, audit_id: row.id } };
 }
+
+// A prepared decision crosses to the SQLite writer thread as its fields joined by U+001F
+// (services/writer/wire.ts, TextCodec): the event's text is JSON already and crosses unescaped.
+const FIELD = '\u001f';
+/** What no field may hold: the message's separators, and in the fields but the event's text, the chain's comma. */
+const UNSAFE_FIELD = /[\u001d-\u001f,]/;
+const UNSAFE_TEXT = /[\u001d-\u001f]/;
+
+export const preparedDecisionText: TextCodec<PreparedDecision> = {
+  encode(p) {
+    const { row } = p;
+    const chain = p.chain.join(',');
+    const short = `${p.projectId}${p.agent}${p.actor}${p.chain.join('')}${row.id}${row.project_id}${row.kind}${row.actor}${row.created_at}${p.leafHash}`;
+    if (UNSAFE_FIELD.test(short) || UNSAFE_TEXT.test(row.data) || p.chain.includes('')) return undefined;
+    return `${p.epoch}${FIELD}${p.projectId}${FIELD}${p.agent}${FIELD}${p.actor}${FIELD}${p.policyVersion}${FIELD}${chain}${FIELD}`
+      + `${row.id}${FIELD}${row.project_id}${FIELD}${row.kind}${FIELD}${row.actor}${FIELD}${row.created_at}${FIELD}${p.leafHash}${FIELD}${row.data}`;
+  },
+  decode(text) {
+    const f = text.split(FIELD);
+    if (f.length !== 13) throw new Error(`a prepared decision has 13 fields, this one ${f.length}`);
+    const [epoch, projectId, agent, actor, version, chain, id, project_id, kind, rowActor, created_at, leafHash, data] = f as [string, string, string, string, string, string, string, string, string, string, string, string, string];
+    return {
+      epoch: epoch === CHECKED_AT_COMMIT ? CHECKED_AT_COMMIT : Number(epoch), projectId, agent, actor,
+      policyVersion: version === 'null' ? null : Number(version), chain: chain === '' ? [] : chain.split(','),
+      row: { id, project_id, kind, actor: rowActor, created_at, data }, leafHash,
+    };
+  },
+};
 
 /** PostgreSQL: the rows in one statement; true for each whose event was inserted. */
 async function insertMany(db: Db | Tx, rows: readonly PreparedDecision[]): Promise<boolean[]> {

@@ -6,7 +6,8 @@ import { recordOutcome, recordOutcomeInOneStatement } from '../executions/execut
 import { sequenceWork } from '../auditlog/sequencer.ts';
 import type { Procedure, ProcedureEnv, Writer } from './writer.ts';
 import type { Db, Tx } from '../../store/store.ts';
-import { commitPrepared, type PreparedDecision } from '../authorize/one-statement.ts';
+import { commitPrepared, preparedDecisionText, type PreparedDecision } from '../authorize/one-statement.ts';
+import type { TextCodecs } from './wire.ts';
 
 export const procedures = {
   'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env)),
@@ -35,3 +36,6 @@ export type GavelWriter = Writer<GavelProcedures>;
  * outcomes cross the thread boundary as JSON text (wire.ts). A plan's time is an ISO string.
  */
 export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commit', 'authorize.commitPrepared']);
+
+/** Procedures whose calls cross as text of their own (wire.ts, TextCodec): the hot one. */
+export const textProcedures: TextCodecs = { 'authorize.commitPrepared': preparedDecisionText };

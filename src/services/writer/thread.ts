@@ -10,7 +10,7 @@
 // next call starts a new thread.
 import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
-import { decodeBatch, encodeBatch, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
+import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type TextCodecs } from './wire.ts';
 import { WalSync } from '../../store/sqlite/wal-sync.ts';
 import { PendingCalls } from './pending-calls.ts';
 
@@ -22,6 +22,8 @@ export interface ThreadWriterOptions {
   onError?: (err: unknown) => void;
   /** Procedures whose arguments and results are JSON values: their batches cross as JSON text. */
   json?: ReadonlySet<string>;
+  /** Procedures whose calls cross as text of their own (wire.ts); the thread decodes them with the same codecs. */
+  text?: TextCodecs;
 }
 
 /**
@@ -47,6 +49,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const durable = options.durable ?? (() => wal!.durable());
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
+  const text = options.text ?? {};
   let threadSyncs = 0;
   let messages = 0;
 
@@ -109,7 +112,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     try {
       worker ??= start();
       worker.ref();
-      worker.postMessage(encodeBatch(batch, batch.every((c) => json.has(c.name))));
+      worker.postMessage(encodeCalls(batch, json, text));
       messages++;
     } catch (error) {
       // Not sent (arguments that cannot be cloned, a thread that cannot start): every call of the

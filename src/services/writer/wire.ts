@@ -16,6 +16,55 @@ export interface CallMessage { id: number; name: string; args: unknown }
 export type WireBatch<T> = T[] | string;
 export const encodeBatch = <T>(batch: T[], json: boolean): WireBatch<T> => (json ? JSON.stringify(batch) : batch);
 export const decodeBatch = <T>(message: WireBatch<T>): T[] => (typeof message === 'string' ? JSON.parse(message) as T[] : message);
+
+/**
+ * A hot procedure's arguments as one line of text: its fields joined by a control character, so
+ * nothing is escaped on the way in or parsed on the way out (a prepared decision's event text is
+ * itself JSON, which JSON.stringify escaped quote by quote: measured at 1.3 µs a call to encode and
+ * 1.4 to decode, against 0.3 and 0.5 this way). `encode` answers undefined for a value it cannot
+ * write so (a field holding a separator); that call crosses as JSON.
+ */
+export interface TextCodec<A> { encode(args: A): string | undefined; decode(text: string): A }
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type TextCodecs = Readonly<Record<string, TextCodec<any>>>;
+
+/** Separators of a calls message: between calls, between a call's id, name and arguments. */
+const CALL_SEP = '\u001d';
+const PART_SEP = '\u001e';
+/** Marks arguments written by the procedure's text codec; JSON text never starts with a control character. */
+const TEXT_MARK = '\u0001';
+/** The separators a codec's fields must not hold (JSON text holds no raw control character at all). */
+export const SEPARATORS = /[\u001d-\u001f]/;
+
+/**
+ * A message of calls: text when every call is a JSON procedure's or has a text codec (each
+ * call's arguments by its codec, else as JSON), else the array itself (structured clone).
+ */
+export function encodeCalls(batch: CallMessage[], json: ReadonlySet<string>, text: TextCodecs): WireBatch<CallMessage> {
+  let out = '';
+  for (let i = 0; i < batch.length; i++) {
+    const { id, name, args } = batch[i]!;
+    const codec = text[name];
+    const encoded = codec?.encode(args);
+    let payload: string;
+    if (encoded !== undefined) payload = TEXT_MARK + encoded;
+    else if (json.has(name)) payload = JSON.stringify(args) ?? 'null';
+    else return batch;
+    out += (i ? CALL_SEP : '') + id + PART_SEP + name + PART_SEP + payload;
+  }
+  return out;
+}
+
+export function decodeCalls(message: WireBatch<CallMessage>, text: TextCodecs): CallMessage[] {
+  if (typeof message !== 'string') return message;
+  return message.split(CALL_SEP).map((call) => {
+    const a = call.indexOf(PART_SEP);
+    const b = call.indexOf(PART_SEP, a + 1);
+    const name = call.slice(a + 1, b);
+    const args = call.charCodeAt(b + 1) === 1 ? text[name]!.decode(call.slice(b + 2)) : JSON.parse(call.slice(b + 1)) as unknown;
+    return { id: Number(call.slice(0, a)), name, args };
+  });
+}
 /**
  * Outcomes of committed units, as the writer thread posts them: `synced` if it fdatasynced the WAL
  * (once, for this message) after their commit, `syncError` if it tried and failed (then nothing may

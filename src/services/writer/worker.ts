@@ -10,10 +10,10 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { WalSyncNow } from '../../store/sqlite/wal-sync.ts';
 import { openStore } from '../../store/store.ts';
-import { atomicProcedures, jsonProcedures, procedures } from './procedures.ts';
+import { atomicProcedures, jsonProcedures, procedures, textProcedures } from './procedures.ts';
 import { writerBatches } from './batches.ts';
 import type { AtomicProcedures, Procedure } from './writer.ts';
-import { decodeBatch, encodeBatch, toWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type WireBatch } from './wire.ts';
+import { decodeCalls, encodeBatch, toWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type WireBatch } from './wire.ts';
 
 const port = parentPort!;
 const { file, syncHere } = workerData as { file: string; syncHere: boolean };
@@ -72,7 +72,7 @@ async function closeWhenIdle(): Promise<void> {
 port.on('message', onMessage);
 function onMessage(message: WireBatch<CallMessage> | 'close'): void {
   if (message === 'close') { closing = true; void closeWhenIdle(); return; }
-  for (const { id, name, args } of decodeBatch(message)) {
+  for (const { id, name, args } of decodeCalls(message, textProcedures)) {
     const proc = procedures[name as keyof typeof procedures] as Procedure<unknown, unknown> | undefined;
     if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }, false); continue; }
     inFlight++;
