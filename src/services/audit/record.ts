@@ -5,6 +5,7 @@
 import canonicalize from 'canonicalize';
 import { execFixed, fixedSql, runFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { newId } from '../../lib/ids.ts';
+import { toIso } from '../../lib/time.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
@@ -18,8 +19,8 @@ export interface AuditInput {
   actor: string;
   /** The event's data; already canonical text when its writer emits it in JCS order itself. */
   data: Record<string, unknown> | CanonicalJson;
-  /** Event time; defaults to now. */
-  at?: Date;
+  /** Event time; defaults to now. A string must be RFC 3339 UTC as toIso writes it (a plan's time). */
+  at?: Date | string;
 }
 
 /** JSON text that is already RFC 8785 canonical (domain/decision/event.ts writes one so). */
@@ -44,7 +45,7 @@ const hashedEventValues = (event: ReturnType<typeof auditEventRow>): unknown[] =
 
 /** The row an audit event is stored as (before its leaf index), with a new id. */
 export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
-  return { id: newId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: (input.at ?? new Date()).toISOString(), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+  return { id: newId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: typeof input.at === 'string' ? input.at : toIso(input.at ?? new Date()), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
 }
 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */

@@ -16,6 +16,7 @@ import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import type { DecisionPlan } from './commit.ts';
 import { prepareDecision } from './one-statement.ts';
+import { toIso } from '../../lib/time.ts';
 
 export interface AuthorizeInput {
   agent: string;
@@ -92,7 +93,7 @@ export class Authorizer {
     // Everything that must be read or written under the commit happens in the writer (commit.ts).
     const { permit: _jws, ...request } = input;
     const plan: DecisionPlan = {
-      projectId, actor: ctx.actor, requestId: ctx.requestId, at: now.toISOString(), input: request, failure,
+      projectId, actor: ctx.actor, requestId: ctx.requestId, at: toIso(now), input: request, failure,
       permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, counters: liveLimits(permit).counters } : null,
       policy: policy ? { decision: policy.decision, reason_code: policy.reason_code, matched_rules: policy.matched_rules } : null,
       policyVersion: active?.version ?? null,

@@ -131,7 +131,7 @@ export function decisionEvent(plan: DecisionPlan, combined: Combined, decisionId
   const { input, permit, at } = plan;
   const matched = plan.policy?.matched_rules ?? [];
   const event: AuditInput = {
-    projectId: plan.projectId, kind: 'decision', actor: plan.actor, at: new Date(at),
+    projectId: plan.projectId, kind: 'decision', actor: plan.actor, at,
     data: new CanonicalJson(canonicalDecisionData({
       decision_id: decisionId, request_id: plan.requestId, agent: input.agent, action: input.action, resource: input.resource,
       amount: input.amount ? { minor: input.amount.minor, currency: input.amount.currency } : null, intent: input.intent ?? null,
