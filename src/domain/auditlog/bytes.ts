@@ -20,9 +20,13 @@ export function toHex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }
 
+const HEX_RE = /^(?:[0-9a-f]{2})*$/;
+
 export function fromHex(text: string): Uint8Array {
-  if (!/^(?:[0-9a-f]{2})*$/.test(text)) throw new AuditLogError('malformed_note', 'invalid hex');
-  return new Uint8Array(Buffer.from(text, 'hex'));
+  if (!HEX_RE.test(text)) throw new AuditLogError('malformed_note', 'invalid hex');
+  // A view of Node's pooled buffer: copying into an ArrayBuffer of its own allocates a backing store.
+  const b = Buffer.from(text, 'hex');
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
 export function concat(...parts: Uint8Array[]): Uint8Array {

@@ -4,7 +4,7 @@
 // Anyone holding the event can recompute its leaf hash with leafHashOfEvent.
 import canonicalize from 'canonicalize';
 import { AuditLogError } from './errors.ts';
-import { leafHash, leafHashOfText } from './hash.ts';
+import { leafHash, leafHashHexOfText, leafHashOfText } from './hash.ts';
 import { utf8 } from './bytes.ts';
 
 export const LEAF_VERSION = 'gavel-audit-v1';
@@ -78,7 +78,14 @@ export interface StoredEvent { id: string; project_id: string; kind: string; act
  * uses it because it runs for every event.
  */
 export function leafHashOfStoredEvent(e: StoredEvent): Uint8Array {
-  // JCS orders members by UTF-16 code units: actor, created_at, data, id, kind, leaf_version, project_id.
-  const text = `{"actor":${JSON.stringify(e.actor)},"created_at":${JSON.stringify(e.created_at)},"data":${e.data},"id":${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${JSON.stringify(e.project_id)}}`;
-  return leafHashOfText(text);
+  return leafHashOfText(storedLeafText(e));
 }
+
+/** leafHashOfStoredEvent in hex (what crosses to the writer thread with a prepared decision). */
+export function leafHashHexOfStoredEvent(e: StoredEvent): string {
+  return leafHashHexOfText(storedLeafText(e));
+}
+
+/** The leaf's canonical text: JCS orders members by UTF-16 code units (actor, created_at, data, id, kind, leaf_version, project_id). */
+const storedLeafText = (e: StoredEvent): string =>
+  `{"actor":${JSON.stringify(e.actor)},"created_at":${JSON.stringify(e.created_at)},"data":${e.data},"id":${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${JSON.stringify(e.project_id)}}`;

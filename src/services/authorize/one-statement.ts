@@ -30,8 +30,8 @@ import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS, type ReadTag } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { auditEventRow, INSERT_HASHED_INTO, recordAuditIf } from '../audit/record.ts';
-import { fromHex, toHex } from '../../domain/auditlog/bytes.ts';
-import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
+import { fromHex } from '../../domain/auditlog/bytes.ts';
+import { leafHashHexOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
 import type { DecisionRecord } from './authorize.ts';
@@ -110,7 +110,7 @@ export function prepareDecision(plan: DecisionPlan): { statement: PreparedDecisi
   const row = auditEventRow(event);
   const statement: PreparedDecision = {
     epoch: plan.epoch!, projectId: plan.projectId, agent: plan.input.agent, actor: plan.actor, policyVersion: plan.policyVersion,
-    chain: !plan.failure && plan.permit ? plan.permit.chain : [], row, leafHash: toHex(leafHashOfStoredEvent(row)),
+    chain: !plan.failure && plan.permit ? plan.permit.chain : [], row, leafHash: leafHashHexOfStoredEvent(row),
   };
   return { statement, record: { ...record, audit_id: row.id } };
 }
