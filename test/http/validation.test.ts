@@ -20,3 +20,20 @@ test('illFormedString: deep nesting neither overflows the stack nor hides a culp
   for (let i = 0; i < 50_000; i++) bad = { k: bad };
   assert.equal(illFormedString(bad), '/k'.repeat(50_000));
 });
+
+test('string lengths count code points: an astral character is one, whether or not a surrogate is present elsewhere', async () => {
+  const { createRequire } = await import('node:module');
+  const { validatorCompiler } = await import('../../src/http/validation.ts');
+  const runtime = createRequire(import.meta.url)('ajv/dist/runtime/ucs2length') as { default: ((s: string) => number) & { walk?: unknown } };
+  assert.ok(runtime.default.walk, 'the validators compile against the counting that walks only strings with a surrogate');
+  const validate = (schema: object, part: 'body' | 'querystring') => validatorCompiler({ schema, httpPart: part, method: 'POST', url: '/x' } as never) as unknown as (d: unknown) => boolean;
+  const body = validate({ type: 'object', properties: { s: { type: 'string', minLength: 2, maxLength: 4 } } }, 'body');
+  for (const [s, ok] of [['abcd', true], ['abcde', false], ['a', false], ['🙂🙂🙂🙂', true], ['🙂🙂🙂🙂🙂', false], ['🙂', false], ['é漢字🙂', true], ['ab🙂cd', false]] as const) {
+    assert.equal(body({ s }), ok, `${JSON.stringify(s)} in a body`);
+  }
+  // Query strings are not checked for lone surrogates first: one counts as one code point.
+  const query = validate({ type: 'object', properties: { s: { type: 'string', maxLength: 2 } } }, 'querystring');
+  assert.equal(query({ s: '\ud800\ud800' }), true);
+  assert.equal(query({ s: '\ud800\ud800\ud800' }), false);
+  assert.equal(query({ s: '\ud83d\ude42\ud800' }), true, 'a pair, then a lone high surrogate');
+});
