@@ -1,4 +1,4 @@
-// The permit verification cache is keyed by the presented string, but a hit counts only for the
+// The permit verification cache is keyed by the presented string (filed by its tail, compared whole), but a hit counts only for the
 // project and project key it was verified under: another project, or a rotated key, verifies anew.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -40,4 +40,19 @@ test('permit cache: when full, the oldest entry not hit since it was last passed
   assert.equal(cache.cached(a!, PROJECT, f.projectKey), undefined, 'a went after its second chance was spent');
   assert.ok(cache.cached(c!, PROJECT, f.projectKey));
   assert.ok(cache.cached(d!, PROJECT, f.projectKey));
+});
+
+test('permit cache: a string that ends like a cached permit is no hit; it is verified anew, fails, and the entry stays', async () => {
+  const f = await fixture();
+  const cache = new PermitVerificationCache();
+  const first = await cache.verify(f.root, PROJECT, f.projectKey);
+  assert.equal(first.ok, true);
+  // The same signature under other claims: the same tail, another permit.
+  const [, payload, signature] = f.root.split('.') as [string, string, string];
+  const forged = `${Buffer.from(JSON.stringify({ alg: 'EdDSA', typ: 'JWT' })).toString('base64url')}.${payload}x.${signature}`;
+  assert.equal(forged.slice(-32), f.root.slice(-32));
+  assert.equal(cache.cached(forged, PROJECT, f.projectKey), undefined, 'a shared tail is not a hit');
+  assert.equal((await cache.verify(forged, PROJECT, f.projectKey)).ok, false);
+  assert.equal(cache.cached(f.root, PROJECT, f.projectKey), first, 'the cached permit still hits');
+  assert.equal(cache.size, 1);
 });
