@@ -4,14 +4,14 @@
 // REQUIRE_APPROVAL, the decision row and its audit event. A decision that would write only its
 // event is prepared here instead, event and all, and the writer runs its one statement
 // (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
-import { checkCoverage, checkPermitTime, liveLimits, type Money, type VerifiedPermit } from '../../domain/permit/index.ts';
+import { checkCoverage, checkPermitTime, liveLimits, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
 import { evaluate } from '../../domain/policy/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
 import type { ExecutionReservation } from '../executions/reserve.ts';
 import { permitKeyName } from '../permits/permits.ts';
-import { forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
+import { cachedActivePolicy, forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import type { DecisionPlan } from './commit.ts';
@@ -42,6 +42,8 @@ export interface DecisionRecord {
   permit_commitment: string | null;
 }
 
+type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string } | null };
+
 export class Authorizer {
   readonly #store: Store;
   readonly #signer: Signer;
@@ -61,11 +63,23 @@ export class Authorizer {
     return key;
   }
 
-  /** Checks of the permit that need no store: signatures (cached), time, subject, coverage. */
-  async #checkPermit(projectId: string, input: AuthorizeInput, now: Date): Promise<{ permit: VerifiedPermit | null; failure: { check: string; detail: string } | null }> {
-    // The hot path (a known project key, a permit verified before) takes no await.
+  /**
+   * Checks of the permit that need no store: signatures (cached), time, subject, coverage. The hot
+   * path (a known project key, a permit verified before) answers at once, not through a promise.
+   */
+  #checkPermit(projectId: string, input: AuthorizeInput, now: Date): PermitCheck | Promise<PermitCheck> {
+    const key = this.#keys.get(projectId);
+    const verified = key && this.#cache.cached(input.permit, projectId, key);
+    return verified ? this.#checkVerified(verified, input, now) : this.#verifyThenCheck(projectId, input, now);
+  }
+
+  async #verifyThenCheck(projectId: string, input: AuthorizeInput, now: Date): Promise<PermitCheck> {
     const key = this.#keys.get(projectId) ?? await this.#loadProjectKey(projectId);
     const verified = this.#cache.cached(input.permit, projectId, key) ?? await this.#cache.verify(input.permit, projectId, key);
+    return this.#checkVerified(verified, input, now);
+  }
+
+  #checkVerified(verified: VerifyResult, input: AuthorizeInput, now: Date): PermitCheck {
     if (!verified.ok) return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}` } };
     const permit = verified.permit;
     if (permit.agent !== input.agent) {
@@ -80,8 +94,9 @@ export class Authorizer {
 
   async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date; epoch?: ReadTag | undefined }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
     const { projectId, now } = ctx;
-    const { permit, failure } = await this.#checkPermit(projectId, input, now);
-    const active = await getActivePolicy(this.#store.db, projectId, this.#store, ctx.epoch);
+    const checked = this.#checkPermit(projectId, input, now);
+    const { permit, failure } = checked instanceof Promise ? await checked : checked;
+    const active = cachedActivePolicy(this.#store, projectId, ctx.epoch) ?? await getActivePolicy(this.#store.db, projectId, this.#store, ctx.epoch);
     const policy = active
       ? evaluate(active.compiled, {
         action: input.action, resource: input.resource, agent: input.agent,

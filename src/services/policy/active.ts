@@ -96,6 +96,16 @@ export async function getActivePolicy(db: Db, projectId: string, store?: Pick<St
   return active;
 }
 
+/**
+ * The active policy getActivePolicy would answer from its cache for this read tag, without a promise
+ * (the decision's hot path); undefined when it would have to read or compile.
+ */
+export function cachedActivePolicy(store: object, projectId: string, epoch: ReadTag | undefined): ActivePolicy | undefined {
+  if (epoch === undefined) return undefined;
+  const hit = pointers.get(store)?.get(projectId);
+  return hit && hit.epoch === epoch ? hit.active : undefined;
+}
+
 /** Drops a project's cached pointer: its decision found the pointer moved on (StaleReadEpoch). */
 export function forgetActivePolicy(store: object, projectId: string): void {
   pointers.get(store)?.delete(projectId);
