@@ -40,7 +40,7 @@ async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | und
 // epoch, so an entry is used only while nothing it was built from can have changed. Failures are
 // not cached. The context carries the epoch it was validated at, for the decision path's own cache.
 // PostgreSQL has no epoch: every call here looks the key up, and the cache keeps what it found,
-// tagged CHECKED_AT_COMMIT, for decisions alone (authenticateApiKeyDeferred).
+// tagged CHECKED_AT_COMMIT, for decisions alone (cachedApiKeyContext).
 const MAX_CACHED = 1024;
 const cached = new WeakMap<Store, Map<string, AuthContext>>();
 
@@ -77,14 +77,14 @@ export async function authenticateApiKey(store: Store, header: string | undefine
 }
 
 /**
- * As authenticateApiKey, except that a cached context is returned without validating it: only for
- * a caller whose own transaction checks it before it writes anything and asks again on a mismatch
- * (the decision: SQLite compares the context's epoch, PostgreSQL re-reads the key's validity;
- * store/read-epoch.ts, services/authorize/commit.ts).
+ * The cached context for this header, returned without validating it (undefined if none: then
+ * authenticateApiKey). Only for a caller whose own transaction checks it before it writes anything
+ * and asks again on a mismatch (the decision: SQLite compares the context's epoch, PostgreSQL
+ * re-reads the key's validity; store/read-epoch.ts, services/authorize/commit.ts). Synchronous, so
+ * the decision's hook passes without a promise.
  */
-export async function authenticateApiKeyDeferred(store: Store, header: string | undefined): Promise<AuthContext> {
-  const hit = header !== undefined ? cached.get(store)?.get(header) : undefined;
-  return hit ?? authenticateApiKey(store, header);
+export function cachedApiKeyContext(store: Store, header: string | undefined): AuthContext | undefined {
+  return header !== undefined ? cached.get(store)?.get(header) : undefined;
 }
 
 async function lookUpApiKey(store: Store, header: string | undefined): Promise<AuthContext> {

@@ -1,9 +1,9 @@
 // POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { authenticateApiKey, authenticateApiKeyDeferred } from '../auth/api-key.ts';
+import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
 import { Problem } from '../problem.ts';
-import type { AppDeps } from '../deps.ts';
+import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
@@ -89,7 +89,7 @@ async function decideAndAnswer(gavel: AppDeps, ctx: DecideContext, input: Author
   };
 }
 
-/** Requests whose API key context came from the cache unchecked (authenticateApiKeyDeferred). */
+/** Requests whose API key context came from the cache unchecked (cachedApiKeyContext). */
 const deferred = new WeakSet<object>();
 
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
@@ -100,15 +100,25 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       body: AuthorizeBody,
       response: { 200: AuthorizeResponse, ...errorResponses() },
     },
-    preValidation: async (request) => {
+    // Callback style: a plain decision whose key context is cached (the usual one) passes without a
+    // promise.
+    preValidation: (request, _reply, done) => {
       // A plain decision checks the key's cached context at its commit (store/read-epoch.ts); one
       // with an execution authenticates first, since a repeated nonce is answered before deciding.
       // Any valid key of a project may ask (the key names the project; no role is needed).
       const body = request.body as { execution?: unknown; chain_authorization?: unknown } | null | undefined;
       const deferEpoch = typeof body === 'object' && body !== null && body.execution === undefined && body.chain_authorization === undefined;
-      request.auth = await (deferEpoch ? authenticateApiKeyDeferred : authenticateApiKey)(app.gavel.store, request.headers.authorization);
-      if (deferEpoch) deferred.add(request);
-      refuseAmbiguousRequest(request.body);
+      const accept = (auth: AuthContext) => {
+        try {
+          request.auth = auth;
+          if (deferEpoch) deferred.add(request);
+          refuseAmbiguousRequest(request.body);
+        } catch (error) { done(error as Error); return; }
+        done();
+      };
+      const hit = deferEpoch ? cachedApiKeyContext(app.gavel.store, request.headers.authorization) : undefined;
+      if (hit) accept(hit);
+      else authenticateApiKey(app.gavel.store, request.headers.authorization).then(accept, (error: unknown) => done(error as Error));
     },
     // Validation errors come to the handler, so that a key whose context was taken from the cache is
     // checked afresh first: a revoked key gets 401 whatever its body.
