@@ -31,10 +31,12 @@ export type TextCodecs = Readonly<Record<string, TextCodec<any>>>;
 /** Separators of a calls message: between calls, between a call's id, name and arguments. */
 const CALL_SEP = '\u001d';
 const PART_SEP = '\u001e';
-/** Marks arguments written by the procedure's text codec; JSON text never starts with a control character. */
+/**
+ * Marks arguments written by the procedure's text codec; JSON text never starts with a control
+ * character. A codec's own text must hold none of U+001D–U+001F (JSON text holds no raw control
+ * character at all).
+ */
 const TEXT_MARK = '\u0001';
-/** The separators a codec's fields must not hold (JSON text holds no raw control character at all). */
-export const SEPARATORS = /[\u001d-\u001f]/;
 
 /**
  * A message of calls: text when every call is a JSON procedure's or has a text codec (each
