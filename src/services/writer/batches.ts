@@ -7,18 +7,13 @@ import type { Store, Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
 import { sequenceWork } from '../auditlog/sequencer.ts';
 import { installInlineSequencer } from '../auditlog/inline.ts';
-import { installDecisionChecks } from '../authorize/one-statement.ts';
 
 /** Bounds one batch's sequencing work; a backlog beyond it waits for the next batch or tick. */
 const SEQUENCE_PER_BATCH = 256;
 
 export interface WriterBatches {
-  /**
-   * `atomic`: the unit's one-statement form (store/group-commit.ts), tried first. `keepsChecks`:
-   * the unit is a prepared decision, which leaves the decision checks the batch has found standing
-   * (services/authorize/one-statement.ts); any other unit drops them before it runs.
-   */
-  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>, atomic?: (trx: Tx, env: SqlTarget) => Promise<T | undefined>, keepsChecks?: boolean): Promise<T>;
+  /** `atomic`: the unit's one-statement form (store/group-commit.ts), tried first. */
+  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>, atomic?: (trx: Tx, env: SqlTarget) => Promise<T | undefined>): Promise<T>;
   /** Batches committed, and how many of them sequenced inline. */
   readonly commits: number;
   readonly inlineBatches: number;
@@ -28,11 +23,10 @@ export function writerBatches(store: Store): WriterBatches {
   if (!store.raw) throw new Error('the writer thread runs on a SQLite connection');
   const env: SqlTarget = { dialect: store.dialect, raw: store.raw };
   const inline = installInlineSequencer(store.raw);
-  const checks = installDecisionChecks();
   let inlined = false;
   let inlineBatches = 0;
   const committer = createCommitter(store, {
-    beforeUnits: () => { inline.begin(); checks.clear(); },
+    beforeUnits: () => { inline.begin(); },
     finishUnits: async (trx) => { inlined = await inline.finish(trx, new Date()); if (inlined) inlineBatches++; },
     afterUnits: async (trx) => { if (!inlined) await sequenceWork(trx, env, SEQUENCE_PER_BATCH, new Date()); },
     onError: (error) => process.emitWarning(`sequencing inside a writer batch failed; the audit-log loop retries: ${String(error)}`),
@@ -40,11 +34,10 @@ export function writerBatches(store: Store): WriterBatches {
   return {
     get commits() { return committer.commits; },
     get inlineBatches() { return inlineBatches; },
-    run: (work, atomic, keepsChecks = false) => committer.run(async (trx) => {
-      if (!keepsChecks) checks.clear();
+    run: (work, atomic) => committer.run(async (trx) => {
       // A unit that fails is rolled back to its savepoint: so are the leaves it added.
       const mark = inline.mark();
       try { return await work(trx, env); } catch (error) { inline.rewind(mark); throw error; }
-    }, atomic && ((trx) => { if (!keepsChecks) checks.clear(); return atomic(trx as Tx, env); })),
+    }, atomic && ((trx) => atomic(trx as Tx, env))),
   };
 }
