@@ -13,7 +13,7 @@ import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
 import { localWriter } from './services/writer/writer.ts';
 import { threadWriter } from './services/writer/thread.ts';
-import { atomicProcedures, jsonProcedures, procedures, textProcedures, type GavelWriter } from './services/writer/procedures.ts';
+import { atomicProcedures, jsonProcedures, procedures, type GavelWriter } from './services/writer/procedures.ts';
 import { Authorizer } from './services/authorize/authorize.ts';
 import { loadMerchants, type MerchantRegistry } from './merchants/config.ts';
 import { Executions } from './services/executions/executions.ts';
@@ -29,7 +29,7 @@ export function storeOptions(config: Config): StoreOptions {
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
 function createWriter(store: Store, onError: (err: unknown) => void): GavelWriter {
-  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file, onError, json: jsonProcedures, text: textProcedures });
+  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file, onError, json: jsonProcedures });
   return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw }, atomicProcedures);
 }
 

@@ -10,7 +10,8 @@
 // next call starts a new thread.
 import { Worker } from 'node:worker_threads';
 import type { Procedures, Writer } from './writer.ts';
-import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type TextCodecs } from './wire.ts';
+import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
+import { textProcedures } from './procedures.ts';
 import { WalSync } from '../../store/sqlite/wal-sync.ts';
 import { PendingCalls } from './pending-calls.ts';
 
@@ -22,8 +23,6 @@ export interface ThreadWriterOptions {
   onError?: (err: unknown) => void;
   /** Procedures whose arguments and results are JSON values: their batches cross as JSON text. */
   json?: ReadonlySet<string>;
-  /** Procedures whose calls cross as text of their own (wire.ts); the thread decodes them with the same codecs. */
-  text?: TextCodecs;
 }
 
 /**
@@ -49,7 +48,6 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const durable = options.durable ?? (() => wal!.durable());
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
-  const text = options.text ?? {};
   let threadSyncs = 0;
   let messages = 0;
 
@@ -112,7 +110,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     try {
       worker ??= start();
       worker.ref();
-      worker.postMessage(encodeCalls(batch, json, text));
+      // The worker decodes with the same codecs (textProcedures): one list, so they cannot differ.
+      worker.postMessage(encodeCalls(batch, json, textProcedures));
       messages++;
     } catch (error) {
       // Not sent (arguments that cannot be cloned, a thread that cannot start): every call of the
