@@ -80,8 +80,8 @@ function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
 }
 
 /**
- * A decision ready for its one statement: the event's row and leaf hash (hex: it crosses to the
- * writer thread as JSON), and what the statement checks. Built where the decision was planned
+ * A decision ready for its one statement: the event's row and leaf hash (hex), and what the
+ * statement checks. It crosses to the SQLite writer thread as text (preparedDecisionText below). Built where the decision was planned
  * (prepareDecision, on the HTTP thread), so the writer thread, the one serial stage on SQLite,
  * only runs the statement (decision 0017).
  */
