@@ -8,10 +8,10 @@ import { StaleReadEpoch } from '../../store/read-epoch.ts';
 export interface CallMessage { id: number; name: string; args: unknown }
 
 /**
- * A batch crosses as JSON text when every member is plain JSON (calls of the procedures listed as
- * such, and their successful outcomes): V8 writes and parses JSON about twice as fast as it
- * structured-clones the same objects, and a decision's plan crosses twice per request. Anything
- * else (dates, bytes, errors) crosses by structured clone.
+ * A batch of outcomes crosses as JSON text when every member is plain JSON (successful outcomes of
+ * the procedures listed as such): V8 writes and parses JSON about twice as fast as it
+ * structured-clones the same objects. Anything else (dates, bytes, errors) crosses by structured
+ * clone. Calls cross by encodeCalls below.
  */
 export type WireBatch<T> = T[] | string;
 export const encodeBatch = <T>(batch: T[], json: boolean): WireBatch<T> => (json ? JSON.stringify(batch) : batch);
