@@ -74,6 +74,17 @@ test('a prepared decision with a separator or comma in a field crosses as JSON i
     preparedWith({ data: 'raw \u001e text' }),
   ];
   for (const p of odd) assert.equal(preparedDecisionText.encode(p), undefined);
+  // Every field is checked on its own: a separator in any one of them sends the call as JSON.
+  const tops = ['projectId', 'agent', 'actor', 'leafHash'] as const;
+  const rows = ['id', 'project_id', 'kind', 'actor', 'created_at'] as const;
+  for (const sep of ['\u001d', '\u001e', '\u001f']) {
+    for (const k of tops) assert.equal(preparedDecisionText.encode(preparedWith({ [k]: `x${sep}y` })), undefined, `${k} holding U+${sep.charCodeAt(0).toString(16)}`);
+    for (const k of rows) {
+      const p = preparedWith();
+      assert.equal(preparedDecisionText.encode({ ...p, row: { ...p.row, [k]: `x${sep}y` } }), undefined, `row.${k} holding U+${sep.charCodeAt(0).toString(16)}`);
+    }
+    assert.equal(preparedDecisionText.encode(preparedWith({ chain: ['a'.repeat(64), `b${sep}`] })), undefined, 'a later commitment of the chain');
+  }
   const calls = [
     ...odd.map((args, i) => ({ id: i, name: 'authorize.commitPrepared', args })),
     { id: 10, name: 'authorize.commitPrepared', args: preparedWith() },

@@ -6,6 +6,7 @@ import canonicalize from 'canonicalize';
 import { AuditLogError } from './errors.ts';
 import { leafHash, leafHashHexOfText, leafHashOfText } from './hash.ts';
 import { utf8 } from './bytes.ts';
+import { jsonString } from '../../lib/json-string.ts';
 
 export const LEAF_VERSION = 'gavel-audit-v1';
 
@@ -88,4 +89,4 @@ export function leafHashHexOfStoredEvent(e: StoredEvent): string {
 
 /** The leaf's canonical text: JCS orders members by UTF-16 code units (actor, created_at, data, id, kind, leaf_version, project_id). */
 const storedLeafText = (e: StoredEvent): string =>
-  `{"actor":${JSON.stringify(e.actor)},"created_at":${JSON.stringify(e.created_at)},"data":${e.data},"id":${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${JSON.stringify(e.project_id)}}`;
+  `{"actor":${jsonString(e.actor)},"created_at":${jsonString(e.created_at)},"data":${e.data},"id":${jsonString(e.id)},"kind":${jsonString(e.kind)},"leaf_version":"${LEAF_VERSION}","project_id":${jsonString(e.project_id)}}`;

@@ -3,6 +3,7 @@
 // walking and sorting an object for every decision. Equal to canonicalize(data) for every input
 // (tested as a property in test/domain/decision/event.test.ts).
 import type { Money } from '../money/index.ts';
+import { isPlainJsonString } from '../../lib/json-string.ts';
 
 export interface DecisionEventData {
   decision_id: string;
@@ -25,16 +26,19 @@ export interface DecisionEventData {
 
 // ECMAScript's JSON serialization of strings and finite numbers is exactly JCS's (RFC 8785 3.2.2).
 // A lone surrogate has no canonical form (the canonicalizer refuses it too; requests carrying one
-// are refused long before, http/validation.ts).
+// are refused long before, http/validation.ts). A string with nothing to escape is quoted as it is
+// (lib/json-string.ts): most members are ids, DIDs and codes.
 const str = (s: string | null) => {
   if (s === null) return 'null';
+  if (isPlainJsonString(s)) return `"${s}"`;
   if (!s.isWellFormed()) throw new TypeError('a decision event holds well-formed strings only');
   return JSON.stringify(s);
 };
 const num = (n: number | null) => {
   if (n === null) return 'null';
   if (!Number.isFinite(n)) throw new TypeError('a decision event holds finite numbers only');
-  return JSON.stringify(n);
+  // For a finite number, String(n) is JSON.stringify(n) (both Number::toString; -0 gives "0").
+  return String(n);
 };
 
 export function canonicalDecisionData(d: DecisionEventData): string {

@@ -121,14 +121,17 @@ const FIELD = '\u001f';
 /** What no field may hold: the message's separators, and in the fields but the event's text, the chain's comma. */
 const UNSAFE_FIELD = /[\u001d-\u001f,]/;
 const UNSAFE_TEXT = /[\u001d-\u001f]/;
+// Each field is tested alone: testing them joined cost 0.35 µs a decision more, for building and
+// flattening the joined string (session 14).
+const safe = (field: string) => !UNSAFE_FIELD.test(field);
 
 export const preparedDecisionText: TextCodec<PreparedDecision> = {
   encode(p) {
-    const { row } = p;
-    const chain = p.chain.join(',');
-    const short = `${p.projectId}${p.agent}${p.actor}${p.chain.join('')}${row.id}${row.project_id}${row.kind}${row.actor}${row.created_at}${p.leafHash}`;
-    if (UNSAFE_FIELD.test(short) || UNSAFE_TEXT.test(row.data) || p.chain.includes('')) return undefined;
-    return `${p.epoch}${FIELD}${p.projectId}${FIELD}${p.agent}${FIELD}${p.actor}${FIELD}${p.policyVersion}${FIELD}${chain}${FIELD}`
+    const { row, chain } = p;
+    for (const commitment of chain) if (commitment === '' || !safe(commitment)) return undefined;
+    if (!safe(p.projectId) || !safe(p.agent) || !safe(p.actor) || !safe(row.id) || !safe(row.project_id) || !safe(row.kind)
+      || !safe(row.actor) || !safe(row.created_at) || !safe(p.leafHash) || UNSAFE_TEXT.test(row.data)) return undefined;
+    return `${p.epoch}${FIELD}${p.projectId}${FIELD}${p.agent}${FIELD}${p.actor}${FIELD}${p.policyVersion}${FIELD}${chain.join(',')}${FIELD}`
       + `${row.id}${FIELD}${row.project_id}${FIELD}${row.kind}${FIELD}${row.actor}${FIELD}${row.created_at}${FIELD}${p.leafHash}${FIELD}${row.data}`;
   },
   decode(text) {

@@ -13,7 +13,7 @@ const text = fc.oneof({ weight: 20, arbitrary: fc.string({ unit: fc.oneof(fc.con
 const nullable = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
 const data: fc.Arbitrary<DecisionEventData> = fc.record({
   decision_id: text, request_id: text, agent: text, action: text, resource: text,
-  amount: nullable(fc.record({ minor: fc.oneof(fc.maxSafeNat(), fc.constantFrom(0, 1, 2 ** 53 - 1, 1e21)), currency: text })),
+  amount: nullable(fc.record({ minor: fc.oneof(fc.maxSafeNat(), fc.constantFrom(0, -0, 1, -1, 0.5, 2 ** 53 - 1, 1e21, 1e-7)), currency: text })),
   intent: nullable(text), decision: fc.constantFrom('ALLOW', 'DENY', 'REQUIRE_APPROVAL'), reason_code: text, detail: nullable(text),
   policy_version: nullable(fc.nat()), matched_rules: fc.array(text, { maxLength: 5 }), permit_commitment: nullable(text),
   delegation_depth: fc.nat({ max: 16 }), request_time: text, approval_request_id: nullable(text),
