@@ -44,6 +44,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
 
   app.decorate('gavel', deps);
   app.decorateRequest('auth', null);
+  // A property of every request rather than a WeakSet of some: a WeakSet entry per request is work for every scavenge.
+  app.decorateRequest('authFromCache', false);
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
   // Callback style, not async: it runs on every request, and a promise per request shows up at the maximum.

@@ -46,5 +46,10 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     auth: AuthContext | null;
+    /**
+     * True when `auth` came from the API key cache unchecked (cachedApiKeyContext): the decision
+     * checks it at its commit, and any other answer must check it afresh first.
+     */
+    authFromCache: boolean;
   }
 }

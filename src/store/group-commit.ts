@@ -44,6 +44,8 @@ export interface CommitterOptions {
    * batch still commits, and `onError` hears of it.
    */
   afterUnits?: (trx: Tx) => Promise<void>;
+  /** SQLite: asked after finishUnits; false skips afterUnits and its savepoint for this batch. */
+  wantsAfterUnits?: () => boolean;
   onError?: (error: unknown) => void;
 }
 
@@ -88,7 +90,7 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
           }
         }
         await options.finishUnits?.(trx);
-        if (options.afterUnits) {
+        if (options.afterUnits && (options.wantsAfterUnits?.() ?? true)) {
           await savepoint(trx, 'savepoint after_units');
           try {
             await options.afterUnits(trx);

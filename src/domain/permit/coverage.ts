@@ -25,6 +25,8 @@ export type CoverageResult = { ok: true } | { ok: false; check: CoverageCheck; d
 
 /** Dot segments (also percent-encoded) could make a prefix pattern match a path outside it downstream. */
 function hasDotSegment(resource: string): boolean {
+  // Without a dot or a percent sign past the scheme there is no dot segment: most resources, at no cost.
+  if (resource.indexOf('.', RESOURCE_SCHEME.length) === -1 && resource.indexOf('%', RESOURCE_SCHEME.length) === -1) return false;
   return resource
     .slice(RESOURCE_SCHEME.length)
     .split('/')

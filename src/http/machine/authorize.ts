@@ -89,9 +89,6 @@ async function decideAndAnswer(gavel: AppDeps, ctx: DecideContext, input: Author
   };
 }
 
-/** Requests whose API key context came from the cache unchecked (cachedApiKeyContext). */
-const deferred = new WeakSet<object>();
-
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/authorize', {
     schema: {
@@ -108,24 +105,24 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       // Any valid key of a project may ask (the key names the project; no role is needed).
       const body = request.body as { execution?: unknown; chain_authorization?: unknown } | null | undefined;
       const deferEpoch = typeof body === 'object' && body !== null && body.execution === undefined && body.chain_authorization === undefined;
-      const accept = (auth: AuthContext) => {
+      const accept = (auth: AuthContext, fromCache: boolean) => {
         try {
           request.auth = auth;
-          if (deferEpoch) deferred.add(request);
+          request.authFromCache = fromCache;
           refuseAmbiguousRequest(request.body);
         } catch (error) { done(error as Error); return; }
         done();
       };
       const hit = deferEpoch ? cachedApiKeyContext(app.gavel.store, request.headers.authorization) : undefined;
-      if (hit) accept(hit);
-      else authenticateApiKey(app.gavel.store, request.headers.authorization).then(accept, (error: unknown) => done(error as Error));
+      if (hit) accept(hit, true);
+      else authenticateApiKey(app.gavel.store, request.headers.authorization).then((auth) => accept(auth, false), (error: unknown) => done(error as Error));
     },
     // Validation errors come to the handler, so that a key whose context was taken from the cache is
     // checked afresh first: a revoked key gets 401 whatever its body.
     attachValidation: true,
   }, async (request) => {
     if (request.validationError) {
-      if (deferred.has(request)) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
+      if (request.authFromCache) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
       throw request.validationError;
     }
     const body = request.body as AuthorizeBodyT;

@@ -28,7 +28,9 @@ export function writerBatches(store: Store): WriterBatches {
   const committer = createCommitter(store, {
     beforeUnits: () => { inline.begin(); },
     finishUnits: async (trx) => { inlined = await inline.finish(trx, new Date()); if (inlined) inlineBatches++; },
-    afterUnits: async (trx) => { if (!inlined) await sequenceWork(trx, env, SEQUENCE_PER_BATCH, new Date()); },
+    // A batch that went inline has nothing left to sequence: no savepoint for nothing.
+    wantsAfterUnits: () => !inlined,
+    afterUnits: async (trx) => { await sequenceWork(trx, env, SEQUENCE_PER_BATCH, new Date()); },
     onError: (error) => process.emitWarning(`sequencing inside a writer batch failed; the audit-log loop retries: ${String(error)}`),
   });
   return {
