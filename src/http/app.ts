@@ -10,6 +10,7 @@ import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
+import { lazyChildLogger } from './request-logger.ts';
 import { ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
 
@@ -24,6 +25,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     logger: options.logger ?? { level: deps.config.logLevel, redact: REDACT },
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: () => newId('req'),
+    // Each request's logger is made when it first logs at an enabled level (http/request-logger.ts).
+    childLoggerFactory: lazyChildLogger,
     onProtoPoisoning: 'error',
     // Requests that arrive while closing get a problem+json 503 from the hook below instead.
     return503OnClosing: false,
