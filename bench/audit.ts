@@ -1,9 +1,10 @@
 // npm run bench:audit — the verifiable audit log (not a test).
 // 1. Append: events written by recordAudit (as every mutation writes them), then sequenced and
 //    integrated into the tree by the real sequencer; beside it, raw SHA-256 of the same leaf bytes.
-// 2. Inclusion proofs at 10^4 … 10^7 leaves through the real proof path (one query for the
-//    O(log n) nodes + assembly). The big trees are generated straight into audit_nodes (only
-//    complete subtree nodes, exactly what the sequencer would have written) because sequencing
+// 2. Inclusion proofs at 10^4 … 10^7 leaves through the real proof path (a query for the
+//    O(log n) nodes, one more for a single leaf's hash, kept in its event's row since decision
+//    0603; then assembly). The big trees are generated straight into audit_nodes and stand-in
+//    audit_events rows (exactly what the sequencer would have written) because sequencing
 //    10^7 events one by one on a 2-core machine would not fit the time budget; the tree grows
 //    in place, so each size is measured on a table holding exactly that tree.
 // Env: BENCH_MAX_LEAVES (default 1e7), BENCH_EVENTS (default 20000), BENCH_DATABASE_URL (adds a
@@ -64,7 +65,8 @@ async function proofBench(): Promise<void> {
   let insert!: Database.Statement;
   let insertMany!: Database.Statement;
   const ROWS = 200;
-  let readPeak!: Database.Statement;
+  let readPeak!: { get(level: number, index: number): unknown };
+  let insertLeaf!: Database.Statement;
   const openRaw = () => {
     raw = new Database(file);
     raw.pragma('journal_mode = OFF');
@@ -72,7 +74,11 @@ async function proofBench(): Promise<void> {
     // Keyed (pos, level) since migration 0602: pos is the last leaf a node covers.
     insert = raw.prepare('insert into audit_nodes (pos, level, idx, hash) values (?, ?, ?, ?)');
     insertMany = raw.prepare(`insert into audit_nodes (pos, level, idx, hash) values ${Array(ROWS).fill('(?, ?, ?, ?)').join(', ')}`);
-    readPeak = raw.prepare('select hash from audit_nodes where level = ? and idx = ?');
+    // A single leaf's hash lives in its event's row (decision 0603): a stand-in event per leaf.
+    insertLeaf = raw.prepare(`insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash) values (?, 'prj_bench', 'bench', 'system', '2026-01-01T00:00:00.000Z', '{}', ?, ?)`);
+    const peakNode = raw.prepare('select hash from audit_nodes where level = ? and idx = ?');
+    const peakLeaf = raw.prepare('select leaf_hash as hash from audit_events where leaf_index = ?');
+    readPeak = { get: (level: number, index: number) => (level === 0 ? peakLeaf.get(index) : peakNode.get(level, index)) };
   };
   openRaw();
   let size = 0;
@@ -96,9 +102,11 @@ async function proofBench(): Promise<void> {
       const r = appendLeaves(size, leaves, readerFromNodes(peaks));
       raw.transaction(() => {
         const params = (node: StoredNode) => [nodePos(node.level, node.index), node.level, node.index, Buffer.from(node.hash.buffer, node.hash.byteOffset, 32)];
+        const subtrees = r.nodes.filter((node) => node.level > 0);
+        for (const leaf of r.nodes) if (leaf.level === 0) insertLeaf.run(`aud_${leaf.index}`, leaf.index, Buffer.from(leaf.hash.buffer, leaf.hash.byteOffset, 32));
         let i = 0;
-        for (; i + ROWS <= r.nodes.length; i += ROWS) insertMany.run(r.nodes.slice(i, i + ROWS).flatMap(params));
-        for (; i < r.nodes.length; i++) insert.run(...params(r.nodes[i]!));
+        for (; i + ROWS <= subtrees.length; i += ROWS) insertMany.run(subtrees.slice(i, i + ROWS).flatMap(params));
+        for (; i < subtrees.length; i++) insert.run(...params(subtrees[i]!));
       })();
       size = r.size;
     }

@@ -29,14 +29,13 @@ export class CanonicalJson {
   constructor(text: string) { this.text = text; }
 }
 
-// The event's columns, in the order its row's values are bound. leaf_index is null unless the
-// SQLite writer's inline sequencer assigns it here; it then has the leaf hash already (it appends
-// it to the tree at the batch's end) and stores none.
-const INTO = 'insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index';
-const INSERT = fixedSql(`${INTO}) values (?, ?, ?, ?, ?, ?, ?)`);
-/** The head of an INSERT of events written with their leaf hash (hashedEventValues' order). */
-export const INSERT_HASHED_INTO = `${INTO}, leaf_hash)`;
-// Any other event is written with its leaf hash, so the sequencer need not read its text back.
+// The event's columns, in the order its row's values are bound. Every event is written with its
+// leaf hash: the sequencer need not read its text back, and the tree keeps no node of a single
+// leaf (decision 0603). leaf_index is null unless the SQLite writer's inline sequencer assigns it
+// as the event is written.
+/** The head of an INSERT of events (hashedEventValues' order, leaf_index before leaf_hash). */
+export const INSERT_HASHED_INTO = 'insert into audit_events (id, project_id, kind, actor, created_at, data, leaf_index, leaf_hash)';
+const INSERT_INLINE = `${INSERT_HASHED_INTO} values (?, ?, ?, ?, ?, ?, ?, ?)`;
 const INSERT_HASHED = fixedSql(`${INSERT_HASHED_INTO} values (?, ?, ?, ?, ?, ?, null, ?)`);
 
 /** An event's values for INSERT_HASHED_INTO, leaf_index aside: its six columns, then its leaf hash. */
@@ -55,7 +54,7 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
   const inline = inlineSequencer();
   if (inline?.active) {
     // The SQLite writer thread: the event takes its leaf index now (services/auditlog/inline.ts).
-    insertSqlite((text) => inline.statement(text), INSERT.sqlite, event, []);
+    insertSqlite((text) => inline.statement(text), INSERT_INLINE, event, []);
     return id;
   }
   await execFixed(trx, target, INSERT_HASHED, hashedEventValues(event));
@@ -63,16 +62,17 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
 }
 
 /**
- * SQLite: runs `text` (the event's seven columns, then `params`) and reports whether it inserted;
+ * SQLite: runs `text` (the event's eight columns, then `params`) and reports whether it inserted;
  * on the writer thread the event takes its leaf index as it is written.
  */
 function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[], leafHash?: Uint8Array): boolean {
   const inline = inlineSequencer();
   const leafIndex = inline?.active ? inline.nextLeafIndex() : null;
+  const hash = leafHash ?? leafHashOfStoredEvent(event);
   const { changes, lastInsertRowid } = prepare(text)
-    .run(event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, leafIndex, ...params);
+    .run(event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, leafIndex, blob(hash), ...params);
   if (changes === 0) return false;
-  if (inline?.active) inline.added(Number(lastInsertRowid), leafHash ?? leafHashOfStoredEvent(event));
+  if (inline?.active) inline.added(Number(lastInsertRowid), hash);
   return true;
 }
 
@@ -87,7 +87,7 @@ export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof aud
   if (text === undefined) INSERT_IF.set(condition, text = `${INSERT_SELECT} where ${condition}`);
   return insertSqlite((sql) => raw.prepare(sql), text, event, params, leafHash);
 }
-const INSERT_SELECT = `${INTO}) select ?, ?, ?, ?, ?, ?, ?`;
+const INSERT_SELECT = `${INSERT_HASHED_INTO} select ?, ?, ?, ?, ?, ?, ?, ?`;
 
 /**
  * PostgreSQL, outside any transaction: one statement that runs `change` (a data-modifying statement

@@ -33,7 +33,8 @@ export const LOCK_STATE = {
 };
 const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
 // SQLite: a batch's nodes go in multi-row statements of fixed sizes (each prepared once), one
-// statement per 32 nodes instead of one per node (a batch of 26 decisions completes about 52).
+// statement per 32 nodes instead of one per node (a batch of 26 decisions completes about 26 of
+// two leaves or more).
 const NODE_ROWS = [32, 8, 1] as const;
 const insertNodes = (rows: number) => `insert into audit_nodes (pos, level, idx, hash) values ${Array(rows).fill('(?, ?, ?, ?)').join(', ')}`;
 const INSERT_NODES = new Map(NODE_ROWS.map((n) => [n, insertNodes(n)]));
@@ -48,8 +49,9 @@ const INSERT_NODES_AND_SET_STATE_POSTGRES = fixedSql(`with nodes as (
  */
 export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks: StoredNode[], leaves: Uint8Array[], now: Date, lastSeq?: number): Promise<AppendResult> {
   const result = appendLeaves(size, leaves, readerFromNodes(peaks));
+  // A single leaf's hash lives in its event's row (leaf_hash), not here: decision 0603.
+  const nodes = result.nodes.filter((n) => n.level > 0);
   if (env.raw) {
-    const nodes = result.nodes;
     for (let i = 0; i < nodes.length;) {
       const rows = NODE_ROWS.find((n) => n <= nodes.length - i)!;
       const params: unknown[] = [];
@@ -61,7 +63,6 @@ export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks:
   } else {
     // PostgreSQL: the nodes (parallel arrays, without the query builder: a batch of 512 events
     // completes about a thousand) and the state row in one statement, one round trip.
-    const nodes = result.nodes;
     await execFixed(trx, env, INSERT_NODES_AND_SET_STATE_POSTGRES, [
       nodes.map((n) => nodePos(n.level, n.index)), nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => blob(n.hash)),
       result.size, blob(result.root), now.toISOString(),

@@ -1,9 +1,9 @@
 // What every audit-log service shares: the log's identity (origin, key), the event record a leaf
-// hashes, and node reads in one query.
+// hashes, and node reads.
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
-import type { AuditEventRecord, JsonValue } from '../../domain/auditlog/leaf.ts';
+import { leafHashOfStoredEvent, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
 import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519, type NoteSigner } from '../../domain/auditlog/note.ts';
 import { nodePos, type NodeAddress, type StoredNode } from '../../domain/auditlog/tree.ts';
 import type { Signer } from '../../signer/signer.ts';
@@ -66,11 +66,27 @@ export function eventRecord(row: Pick<AuditEventsTable, 'id' | 'project_id' | 'k
   return { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data };
 }
 
-/** Fetches the given nodes in one query (`WHERE (level, idx) IN (VALUES …)`). */
+/**
+ * Fetches the given nodes: a single leaf's hash from its event (level 0 is not stored in
+ * audit_nodes, decision 0603), every larger subtree from audit_nodes, one query each.
+ */
 export async function readNodes(db: Db | Tx, addresses: readonly NodeAddress[]): Promise<StoredNode[]> {
-  if (addresses.length === 0) return [];
-  // By the table's key (pos, level): migration 0602.
-  const values = sql.join(addresses.map((a) => sql`(cast(${nodePos(a.level, a.index)} as bigint), cast(${a.level} as bigint))`));
-  const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (pos, level) in (values ${values})`.execute(db);
-  return rows.rows.map((r) => ({ level: Number(r.level), index: Number(r.idx), hash: bytes(r.hash) }));
+  const leaves = addresses.filter((a) => a.level === 0);
+  const subtrees = addresses.filter((a) => a.level > 0);
+  const out: StoredNode[] = [];
+  if (leaves.length > 0) {
+    // An event written before its row carried its leaf hash is hashed from its text, as the
+    // sequencer does (the stored text is canonical: leafHashOfStoredEvent).
+    const rows = await db.selectFrom('audit_events')
+      .select(['leaf_index', 'leaf_hash', 'id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
+      .where('leaf_index', 'in', leaves.map((a) => a.index)).execute();
+    for (const r of rows) out.push({ level: 0, index: Number(r.leaf_index), hash: r.leaf_hash ? bytes(r.leaf_hash) : leafHashOfStoredEvent(r) });
+  }
+  if (subtrees.length > 0) {
+    // By the table's key (pos, level): migration 0602.
+    const values = sql.join(subtrees.map((a) => sql`(cast(${nodePos(a.level, a.index)} as bigint), cast(${a.level} as bigint))`));
+    const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (pos, level) in (values ${values})`.execute(db);
+    for (const r of rows.rows) out.push({ level: Number(r.level), index: Number(r.idx), hash: bytes(r.hash) });
+  }
+  return out;
 }

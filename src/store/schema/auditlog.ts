@@ -1,5 +1,6 @@
 // Storage of the verifiable audit log (one log per installation; events carry project_id).
-// audit_nodes holds every complete subtree hash of the RFC 6962 tree, written once, never changed.
+// audit_nodes holds every complete subtree hash of two leaves or more of the RFC 6962 tree, written
+// once, never changed; a single leaf's hash is its event's leaf_hash (decision 0603).
 // audit_log_state is the single row that linearizes sequencing: its size is the next leaf index.
 // audit_checkpoints holds the signed checkpoints and the witness's cosignature lines.
 
