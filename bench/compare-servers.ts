@@ -8,7 +8,7 @@
 //   ARGS_A, ARGS_B: extra node flags; DIR_A, DIR_B: checkouts (default: this one);
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3).
 import { load, startChild, gavelNodeArgs, threadCpu } from './lib/harness.ts';
-import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
+import type * as Fixtures from './lib/fixtures.ts';
 
 const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 const variants = {
@@ -21,6 +21,9 @@ const rounds = Number(process.env.ROUNDS ?? 6);
 const win = Number(process.env.WIN ?? 3);
 
 async function measure(v: { dir: string; args: string }): Promise<Window> {
+  // The variant's own code prepares its project: a checkout may store things another cannot read
+  // (its migrations, decision 0603), and an older server refuses a newer database.
+  const { prepareProject, authorizeRequest } = await import(`${v.dir}/bench/lib/fixtures.ts`) as typeof Fixtures;
   const project = await prepareProject();
   const server = await startChild(`${v.dir}/src/cli/main.ts`, { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' },
     ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/, [...gavelNodeArgs(), ...v.args.split(' ').filter(Boolean)]);
