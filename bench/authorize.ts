@@ -26,8 +26,8 @@ const rssMb = (pid: number) => {
 /** Bytes the process has caused to be written to storage (WAL, database, checkpoints). */
 const writeBytes = (pid: number) => Number(/write_bytes:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 
-/** Client connections of the throughput sweep (BENCH_CONNECTIONS=20,64,128 by default). */
-const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128').split(',').map(Number);
+/** Client connections of the throughput sweep (BENCH_CONNECTIONS=20,64,128,256 by default; 256 since session 14, decision 0009). */
+const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128,256').split(',').map(Number);
 /**
  * Connections of the open-loop half-max run: enough that a request never waits client-side for a
  * free connection (rate x worst latency), or a stall would turn the open loop into a closed one.
