@@ -5,27 +5,29 @@
 // the median of the per-round B/A ratios. Fresh servers per window, because two long-lived
 // servers side by side were not comparable on these VMs: in two runs of three, whichever started
 // first served 30% less at the same code (session 12, docs/performance.md).
-//   ARGS_A, ARGS_B: extra node flags; DIR_A, DIR_B: checkouts (default: this one);
+//   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
+//   DIR_A, DIR_B: checkouts (default: this one);
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3).
 import { load, startChild, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
 
 const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
+const envOf = (spec = '') => Object.fromEntries(spec.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const variants = {
-  A: { dir: process.env.DIR_A ?? here, args: process.env.ARGS_A ?? '' },
-  B: { dir: process.env.DIR_B ?? here, args: process.env.ARGS_B ?? '' },
+  A: { dir: process.env.DIR_A ?? here, args: process.env.ARGS_A ?? '', env: envOf(process.env.ENV_A) },
+  B: { dir: process.env.DIR_B ?? here, args: process.env.ARGS_B ?? '', env: envOf(process.env.ENV_B) },
 };
 type Window = { rps: number; cpu: number; main: number; writer: number };
 const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
 const rounds = Number(process.env.ROUNDS ?? 6);
 const win = Number(process.env.WIN ?? 3);
 
-async function measure(v: { dir: string; args: string }): Promise<Window> {
+async function measure(v: { dir: string; args: string; env: Record<string, string> }): Promise<Window> {
   // The variant's own code prepares its project: a checkout may store things another cannot read
   // (its migrations, decision 0603), and an older server refuses a newer database.
   const { prepareProject, authorizeRequest } = await import(`${v.dir}/bench/lib/fixtures.ts`) as typeof Fixtures;
   const project = await prepareProject();
-  const server = await startChild(`${v.dir}/src/cli/main.ts`, { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn' },
+  const server = await startChild(`${v.dir}/src/cli/main.ts`, { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn', ...v.env },
     ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/, [...gavelNodeArgs(), ...v.args.split(' ').filter(Boolean)]);
   try {
     const opts = authorizeRequest(server.url, project);
@@ -47,7 +49,7 @@ for (let i = 0; i < rounds; i++) {
 const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]!; };
 for (const name of ['A', 'B'] as const) {
   const w = results[name];
-  console.log(`${name} (${variants[name].dir} ${variants[name].args}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}); windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
+  console.log(`${name} (${variants[name].dir} ${variants[name].args} ${process.env[`ENV_${name}`] ?? ''}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}); windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
 }
 const ratios = results.A.map((a, i) => results.B[i]!.rps / a.rps);
 console.log(`B/A: median of the rounds' ratios ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`);
