@@ -90,6 +90,15 @@ export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof aud
 const INSERT_SELECT = `${INSERT_HASHED_INTO} select ?, ?, ?, ?, ?, ?, ?, ?`;
 
 /**
+ * SQLite, on the connection the transaction holds: inserts `event` unconditionally, for a caller
+ * that has made its checks in this transaction already (services/authorize/one-statement.ts).
+ * On the writer thread the event takes its leaf index as recordAudit's do.
+ */
+export function recordAuditChecked(raw: StatementSource, event: ReturnType<typeof auditEventRow>, leafHash?: Uint8Array): void {
+  insertSqlite((sql) => raw.prepare(sql), INSERT_INLINE, event, [], leafHash);
+}
+
+/**
  * PostgreSQL, outside any transaction: one statement that runs `change` (a data-modifying statement
  * with RETURNING; its parameters come first) and inserts the event only if it returned a row, so
  * the change and its audit event commit together or not at all. Returns whether it did.

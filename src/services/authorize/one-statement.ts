@@ -29,7 +29,7 @@ import { BatchedStatement } from '../../store/batched-statement.ts';
 import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS, type ReadTag } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
-import { auditEventRow, INSERT_HASHED_INTO, recordAuditIf } from '../audit/record.ts';
+import { auditEventRow, INSERT_HASHED_INTO, recordAuditChecked, recordAuditIf } from '../audit/record.ts';
 import { fromHex } from '../../domain/auditlog/bytes.ts';
 import { leafHashHexOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
@@ -70,6 +70,26 @@ const SQLITE: string[] = [];
 const sqliteCondition = (n: number) => (SQLITE[n] ??= `${EPOCH_IS} = ?
   and exists (select 1 from agents where project_id = ? and did = ? and frozen_at is null)${n ? `
   and not ${revokedExists(n)}` : ''}`);
+
+/**
+ * The SQLite writer thread: what the one statement's checks found in the current transaction, by
+ * (read tag, project, agent, chain). Decisions of one batch usually share them, and nothing a
+ * prepared decision writes changes them; while the writer holds the write lock no other
+ * connection can (a freeze, a revocation and the read epoch all commit between batches). So the
+ * checks run once per batch and the rest of its decisions insert plainly: the conditional INSERT
+ * cost 1.4 µs more than a plain one (decision 0020). Cleared when a batch begins and before any
+ * other unit runs in it (services/writer/batches.ts): the transaction creates agents.
+ */
+let checks: Map<string, boolean> | undefined;
+/** Statements that answer whether the checks hold, by the chain's length. */
+const CHECKS_HOLD: string[] = [];
+
+/** The writer thread keeps the checks of its transaction; elsewhere each statement makes its own. */
+export function installDecisionChecks(): { clear(): void } {
+  const found = new Map<string, boolean>();
+  checks = found;
+  return { clear: () => found.clear() };
+}
 
 /** The plan's outcome if every check under the commit passes, when nothing but its event would be written. */
 function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
@@ -174,7 +194,17 @@ export const sharedStatementOf = (db: Db | Tx): BatchedStatement<PreparedDecisio
 export async function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): Promise<boolean> {
   if (env.raw) {
     if (typeof p.epoch !== 'number') return false;
-    return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), [p.epoch, p.projectId, p.agent, ...p.chain], fromHex(p.leafHash));
+    const params = [p.epoch, p.projectId, p.agent, ...p.chain];
+    if (!checks) return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), params, fromHex(p.leafHash));
+    const key = `${p.epoch}\u0000${p.projectId}\u0000${p.agent}\u0000${p.chain.join(',')}`;
+    let holds = checks.get(key);
+    if (holds === undefined) {
+      holds = (env.raw.prepare(CHECKS_HOLD[p.chain.length] ??= `select (${sqliteCondition(p.chain.length)}) as ok`).get(params) as { ok: number }).ok === 1;
+      checks.set(key, holds);
+    }
+    if (!holds) return false;
+    recordAuditChecked(env.raw, p.row, fromHex(p.leafHash));
+    return true;
   }
   if (p.epoch !== CHECKED_AT_COMMIT) return false;
   return sharedStatementOf(db).submit(p);
