@@ -19,7 +19,8 @@ type Unit = { work: (trx: Tx) => Promise<unknown>; atomic: Atomic<unknown> | und
  * nothing and returns undefined (then the work runs). SQLite runs it inside the batch's transaction
  * without a savepoint (one statement is atomic); PostgreSQL outside any transaction (autocommit).
  */
-export type Atomic<T> = (db: Db | Tx) => Promise<T | undefined>;
+// On SQLite it may answer synchronously: a batch then runs it without a turn of the microtask queue.
+export type Atomic<T> = (db: Db | Tx) => T | undefined | Promise<T | undefined>;
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown; retry: boolean };
 
 export interface Committer {
@@ -76,7 +77,8 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
         for (const unit of batch) {
           // A failure of the one statement fails the batch (its transaction rolls back): it is
           // not expected, and no savepoint would undo what it may have written.
-          const value = unit.atomic ? await unit.atomic(trx) : undefined;
+          const answer = unit.atomic?.(trx);
+          const value = answer instanceof Promise ? await answer : answer;
           if (value !== undefined) { outcomes.push({ ok: true, value }); continue; }
           await savepoint(trx, 'savepoint unit');
           try {
@@ -163,7 +165,7 @@ function perUnit(store: Store): Committer {
     async run<T>(work: (trx: Tx) => Promise<T>, atomic?: Atomic<T>): Promise<T> {
       if (atomic) {
         // A deadlock or serialization failure of the one statement: the transaction (which retries) decides.
-        const value = await atomic(store.db).catch((error: unknown) => { if (isRetryable(error)) return undefined; throw error; });
+        const value = await (async () => atomic(store.db))().catch((error: unknown) => { if (isRetryable(error)) return undefined; throw error; });
         if (value !== undefined) { commits++; return value; }
       }
       for (let attempt = 1; ; attempt++) {

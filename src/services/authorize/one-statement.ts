@@ -189,9 +189,9 @@ export const sharedStatementOf = (db: Db | Tx): BatchedStatement<PreparedDecisio
  * Runs a prepared decision's one statement: true if its event was inserted, false if a check
  * differs or the plan's read tag is not this engine's (nothing was written; the transaction decides).
  * PostgreSQL: `db` outside any transaction, shared with the decisions submitted in the same turn.
- * SQLite: `env.raw`, inside the writer's transaction.
+ * SQLite: `env.raw`, inside the writer's transaction, answered synchronously.
  */
-export async function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): Promise<boolean> {
+export function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): boolean | Promise<boolean> {
   if (env.raw) {
     if (typeof p.epoch !== 'number') return false;
     const params = [p.epoch, p.projectId, p.agent, ...p.chain];

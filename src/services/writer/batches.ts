@@ -18,7 +18,7 @@ export interface WriterBatches {
    * the unit is a prepared decision, which leaves the decision checks the batch has found standing
    * (services/authorize/one-statement.ts); any other unit drops them before it runs.
    */
-  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>, atomic?: (trx: Tx, env: SqlTarget) => Promise<T | undefined>, keepsChecks?: boolean): Promise<T>;
+  run<T>(work: (trx: Tx, env: SqlTarget) => Promise<T>, atomic?: (trx: Tx, env: SqlTarget) => T | undefined | Promise<T | undefined>, keepsChecks?: boolean): Promise<T>;
   /** Batches committed, and how many of them sequenced inline. */
   readonly commits: number;
   readonly inlineBatches: number;

@@ -12,7 +12,7 @@ import type { TextCodecs } from './wire.ts';
 export const procedures = {
   'authorize.commit': ((trx, plan: DecisionPlan, env) => commitDecision(trx, plan, env)),
   // The one statement of a decision prepared by the caller (one-statement.ts); false: nothing written.
-  'authorize.commitPrepared': ((trx, prepared: PreparedDecision, env) => commitPrepared(trx, env, prepared)),
+  'authorize.commitPrepared': (async (trx, prepared: PreparedDecision, env) => commitPrepared(trx, env, prepared)),
   'audit.record': ((trx, input: AuditInput) => recordAudit(trx, input)),
   'executions.record': recordOutcome,
   'auditlog.sequence': ((trx, args: { max: number; now: Date }, env) => sequenceWork(trx, env, args.max, args.now)),
@@ -22,8 +22,8 @@ export const procedures = {
  * Procedures with a one-statement form (store/group-commit.ts, Atomic): tried before the procedure
  * itself, which runs only if the one statement wrote nothing.
  */
-export const atomicProcedures: { [K in keyof typeof procedures]?: (db: Db | Tx, args: Parameters<(typeof procedures)[K]>[1], env: ProcedureEnv) => Promise<Awaited<ReturnType<(typeof procedures)[K]>> | undefined> } = {
-  // Always an answer (true or false), so on SQLite it runs in the batch without a savepoint.
+export const atomicProcedures: { [K in keyof typeof procedures]?: (db: Db | Tx, args: Parameters<(typeof procedures)[K]>[1], env: ProcedureEnv) => Awaited<ReturnType<(typeof procedures)[K]>> | undefined | Promise<Awaited<ReturnType<(typeof procedures)[K]>> | undefined> } = {
+  // Always an answer (true or false), so on SQLite it runs in the batch without a savepoint (and at once).
   'authorize.commitPrepared': (db, prepared, env) => commitPrepared(db, env, prepared),
   'executions.record': (db, args, env) => recordOutcomeInOneStatement(db, args, env),
 };

@@ -77,9 +77,10 @@ function onMessage(message: WireBatch<CallMessage> | 'close'): void {
     if (!proc) { reply({ id, ok: false, error: toWire(new Error(`unknown writer procedure ${name}`)) }, false); continue; }
     inFlight++;
     const atomic = atomicProcedures[name as keyof typeof atomicProcedures] as AtomicProcedures[string];
+    const done = () => { inFlight--; void closeWhenIdle(); };
     batches.run((trx, env) => proc(trx, args, env), atomic && ((trx, env) => atomic(trx, args, env)), name === 'authorize.commitPrepared').then(
-      (value) => reply({ id, ok: true, value }, jsonProcedures.has(name)),
-      (error: unknown) => reply({ id, ok: false, error: toWire(error) }, false),
-    ).finally(() => { inFlight--; void closeWhenIdle(); });
+      (value) => { try { reply({ id, ok: true, value }, jsonProcedures.has(name)); } finally { done(); } },
+      (error: unknown) => { try { reply({ id, ok: false, error: toWire(error) }, false); } finally { done(); } },
+    );
   }
 }

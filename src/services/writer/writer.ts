@@ -24,7 +24,7 @@ export interface Writer<P extends Procedures> {
 
 /** A procedure's one-statement form (store/group-commit.ts, Atomic), if it has one. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AtomicProcedures = Record<string, ((db: Db | Tx, args: any, env: ProcedureEnv) => Promise<unknown>) | undefined>;
+export type AtomicProcedures = Record<string, ((db: Db | Tx, args: any, env: ProcedureEnv) => unknown) | undefined>;
 
 /** Runs procedures in this thread through `committer` (PostgreSQL, or SQLite without a file). */
 export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv, atomics: AtomicProcedures = {}): Writer<P> {
