@@ -9,6 +9,7 @@
 // reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
 // next call starts a new thread.
 import { Worker } from 'node:worker_threads';
+import { setFlagsFromString, type HeapInfo } from 'node:v8';
 import type { Procedures, Writer } from './writer.ts';
 import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
 import { textProcedures } from './procedures.ts';
@@ -37,7 +38,7 @@ type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 /** fdatasyncs of the WAL that made outcomes durable: by the writer thread, and by WalSync here. */
 export interface WriterSyncs { thread: number; pool: number }
 
-export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs; readonly messages: number } {
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs; readonly messages: number; heapStatistics(): Promise<HeapInfo> | undefined } {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
   const pending = new PendingCalls<Pending>();
@@ -64,6 +65,11 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   const failAll = (ids: Iterable<number>, error: unknown) => { for (const id of ids) settle(id, (p) => p.reject(error)); };
 
   function start(): Worker {
+    // The launch lines' --max-semi-space-size (16 MiB, for the HTTP thread) is a process-wide V8
+    // flag, and a set flag overrides a worker's resourceLimits: the writer's young generation grew
+    // to 34 MB instead of 8. Cleared before the thread starts, the limits below apply; the HTTP
+    // thread's heap was sized when it started and keeps its own (decision 0005, session 14).
+    setFlagsFromString('--max-semi-space-size=0');
     const w = new Worker(new URL('./worker.ts', import.meta.url), {
       // An injected `durable` (tests) decides every flush, so the thread then makes none itself.
       workerData: { file: options.file, syncHere: wal !== undefined },
@@ -125,6 +131,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     get syncs() { return { thread: threadSyncs, pool: wal?.syncs ?? 0 }; },
     /** Messages of calls posted to the thread. */
     get messages() { return messages; },
+    /** The writer thread's V8 heap, if it runs. */
+    heapStatistics: () => worker?.getHeapStatistics(),
     call(name, args) {
       if (closed) return Promise.reject(new Error('the writer is closed'));
       return new Promise((resolve, reject) => {
