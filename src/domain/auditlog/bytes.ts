@@ -22,11 +22,15 @@ export function toHex(bytes: Uint8Array): string {
 
 const HEX_RE = /^(?:[0-9a-f]{2})*$/;
 
+/**
+ * The same bytes as a plain Uint8Array, without a copy: a Buffer from Node's pool, or a BLOB a
+ * driver read back. (Copying into an ArrayBuffer of its own allocates a backing store each time.)
+ */
+export const plainView = (b: Uint8Array): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+
 export function fromHex(text: string): Uint8Array {
   if (!HEX_RE.test(text)) throw new AuditLogError('malformed_note', 'invalid hex');
-  // A view of Node's pooled buffer: copying into an ArrayBuffer of its own allocates a backing store.
-  const b = Buffer.from(text, 'hex');
-  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  return plainView(Buffer.from(text, 'hex'));
 }
 
 export function concat(...parts: Uint8Array[]): Uint8Array {

@@ -1,6 +1,7 @@
 // RFC 6962 §2.1 / RFC 9162 §2.1.1 hashing with SHA-256 and domain-separation prefixes,
 // so a leaf can never be passed off as an interior node (second-preimage defence).
 import { createHash, hash } from 'node:crypto';
+import { plainView } from './bytes.ts';
 
 export const HASH_SIZE = 32;
 
@@ -13,8 +14,7 @@ export const EMPTY_ROOT: Uint8Array = new Uint8Array(createHash('sha256').digest
  * hash, about 0.8 µs more here, and the log hashes several times per decision.
  */
 export function sha256(data: string | Uint8Array): Uint8Array {
-  const b = Buffer.from(hash('sha256', data, 'binary'), 'binary');
-  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  return plainView(Buffer.from(hash('sha256', data, 'binary'), 'binary'));
 }
 
 /** SHA-256(0x00 || data) */

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
+import { plainView } from '../../domain/auditlog/bytes.ts';
 import { leafHashOfStoredEvent, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
 import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519, type NoteSigner } from '../../domain/auditlog/note.ts';
 import { nodePos, type NodeAddress, type StoredNode } from '../../domain/auditlog/tree.ts';
@@ -19,7 +20,7 @@ export interface LogState {
   root: Uint8Array;
 }
 
-const bytes = (b: Uint8Array): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+const bytes = plainView;
 /** A hash as both drivers bind it (better-sqlite3 binds Buffers, not bare Uint8Arrays). */
 export const blob = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 /** A BLOB/BYTEA read back as a plain Uint8Array view. */
