@@ -6,15 +6,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'fastify/types/logger.js';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-type Parent = FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
+/** pino's loggers say which levels are enabled; Fastify's type does not promise it. */
+type LevelAware = FastifyBaseLogger & { isLevelEnabled(level: string): boolean };
 
 class LazyChildLogger {
-  readonly #parent: Parent & { isLevelEnabled: (level: string) => boolean };
+  readonly #parent: LevelAware;
   readonly #bindings: Bindings;
   readonly #options: ChildLoggerOptions;
   #child: FastifyBaseLogger | undefined;
 
-  constructor(parent: Parent & { isLevelEnabled: (level: string) => boolean }, bindings: Bindings, options: ChildLoggerOptions) {
+  constructor(parent: LevelAware, bindings: Bindings, options: ChildLoggerOptions) {
     this.#parent = parent;
     this.#bindings = bindings;
     this.#options = options;
@@ -46,7 +47,7 @@ class LazyChildLogger {
  * `logLevel`), or of a logger that cannot say which levels are enabled, is made at once.
  */
 export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  const parent = logger as Parent;
+  const parent = logger as Partial<LevelAware>;
   if (typeof parent.isLevelEnabled !== 'function' || options.level !== undefined || options.serializers !== undefined) return logger.child(bindings, options);
-  return new LazyChildLogger(parent as Parent & { isLevelEnabled: (level: string) => boolean }, bindings, options) as unknown as FastifyBaseLogger;
+  return new LazyChildLogger(logger as LevelAware, bindings, options) as unknown as FastifyBaseLogger;
 }
