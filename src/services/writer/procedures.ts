@@ -37,5 +37,11 @@ export type GavelWriter = Writer<GavelProcedures>;
  */
 export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commit', 'authorize.commitPrepared']);
 
+/**
+ * Procedures that leave a writer batch's decision checks standing (batches.ts, decision 0020): a
+ * prepared decision writes only its event. Any other unit makes the rest of its batch check afresh.
+ */
+export const checkKeepingProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commitPrepared']);
+
 /** Procedures whose calls cross as text of their own (wire.ts, TextCodec): the hot one. */
 export const textProcedures: TextCodecs = { 'authorize.commitPrepared': preparedDecisionText };

@@ -10,7 +10,7 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { WalSyncNow } from '../../store/sqlite/wal-sync.ts';
 import { openStore } from '../../store/store.ts';
-import { atomicProcedures, jsonProcedures, procedures, textProcedures } from './procedures.ts';
+import { atomicProcedures, checkKeepingProcedures, jsonProcedures, procedures, textProcedures } from './procedures.ts';
 import { writerBatches } from './batches.ts';
 import type { AtomicProcedures, Procedure } from './writer.ts';
 import { decodeCalls, encodeBatch, toWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type WireBatch } from './wire.ts';
@@ -78,7 +78,7 @@ function onMessage(message: WireBatch<CallMessage> | 'close'): void {
     inFlight++;
     const atomic = atomicProcedures[name as keyof typeof atomicProcedures] as AtomicProcedures[string];
     const done = () => { inFlight--; void closeWhenIdle(); };
-    batches.run((trx, env) => proc(trx, args, env), atomic && ((trx, env) => atomic(trx, args, env)), name === 'authorize.commitPrepared').then(
+    batches.run((trx, env) => proc(trx, args, env), atomic && ((trx, env) => atomic(trx, args, env)), checkKeepingProcedures.has(name)).then(
       (value) => { try { reply({ id, ok: true, value }, jsonProcedures.has(name)); } finally { done(); } },
       (error: unknown) => { try { reply({ id, ok: false, error: toWire(error) }, false); } finally { done(); } },
     );
