@@ -83,6 +83,8 @@ const sqliteCondition = (n: number) => (SQLITE[n] ??= `${EPOCH_IS} = ?
 let checks: Map<string, boolean> | undefined;
 /** Statements that answer whether the checks hold, by the chain's length. */
 const CHECKS_HOLD: string[] = [];
+/** What sqliteCondition's placeholders take, in order. */
+const conditionParams = (p: PreparedDecision): unknown[] => [p.epoch, p.projectId, p.agent, ...p.chain];
 
 /** The writer thread keeps the checks of its transaction; elsewhere each statement makes its own. */
 export function installDecisionChecks(): { clear(): void } {
@@ -194,12 +196,11 @@ export const sharedStatementOf = (db: Db | Tx): BatchedStatement<PreparedDecisio
 export function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): boolean | Promise<boolean> {
   if (env.raw) {
     if (typeof p.epoch !== 'number') return false;
-    const params = [p.epoch, p.projectId, p.agent, ...p.chain];
-    if (!checks) return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), params, fromHex(p.leafHash));
+    if (!checks) return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), conditionParams(p), fromHex(p.leafHash));
     const key = `${p.epoch}\u0000${p.projectId}\u0000${p.agent}\u0000${p.chain.join(',')}`;
     let holds = checks.get(key);
     if (holds === undefined) {
-      holds = (env.raw.prepare(CHECKS_HOLD[p.chain.length] ??= `select (${sqliteCondition(p.chain.length)}) as ok`).get(params) as { ok: number }).ok === 1;
+      holds = (env.raw.prepare(CHECKS_HOLD[p.chain.length] ??= `select (${sqliteCondition(p.chain.length)}) as ok`).get(conditionParams(p)) as { ok: number }).ok === 1;
       checks.set(key, holds);
     }
     if (!holds) return false;
