@@ -8,7 +8,7 @@
 //   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
 //   DIR_A, DIR_B: checkouts (default: this one);
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3).
-import { load, startChild, gavelNodeArgs, threadCpu } from './lib/harness.ts';
+import { load, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
 
 const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
@@ -27,7 +27,7 @@ async function measure(v: { dir: string; args: string; env: Record<string, strin
   // (its migrations, decision 0603), and an older server refuses a newer database.
   const { prepareProject, authorizeRequest } = await import(`${v.dir}/bench/lib/fixtures.ts`) as typeof Fixtures;
   const project = await prepareProject();
-  const server = await startChild(`${v.dir}/src/cli/main.ts`, { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn', ...v.env },
+  const server = await startChild(gavelEntry(v.dir), { GAVEL_PORT: '0', GAVEL_DATA_DIR: project.dataDir, GAVEL_LOG_LEVEL: 'warn', ...v.env },
     ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/, [...gavelNodeArgs(), ...v.args.split(' ').filter(Boolean)]);
   try {
     const opts = authorizeRequest(server.url, project);

@@ -1,8 +1,8 @@
 // Shared benchmark plumbing: start servers as child processes on loopback, load them with
 // autocannon from this process, and print each figure beside its peer measured in the same run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { scratchDir } from './scratch-dir.ts';
 import autocannon from 'autocannon';
 
@@ -34,10 +34,25 @@ export const startBaseline = () => startChild(new URL('./baseline-server.ts', im
 export const gavelNodeArgs = (): string[] =>
   ['--max-semi-space-size=16', '--max-old-space-size=256', '--v8-pool-size=1', '--no-allocation-site-pretenuring', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
 
+const built = new Set<string>();
+/**
+ * The entry of the Gavel checkout at `dir` as `npm start` runs it: its built JavaScript (decision
+ * 0021), built once per benchmark process; a checkout from before the build ran its TypeScript.
+ */
+export function gavelEntry(dir = new URL('../..', import.meta.url).pathname.replace(/\/$/, '')): string {
+  if (!existsSync(`${dir}/scripts/build.ts`)) return `${dir}/src/cli/main.ts`;
+  if (!built.has(dir)) {
+    const b = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', `${dir}/scripts/build.ts`], { stdio: 'inherit' });
+    if (b.status !== 0) throw new Error(`building ${dir} failed`);
+    built.add(dir);
+  }
+  return `${dir}/dist/cli/main.js`;
+}
+
 /** Starts `gavel serve` on an ephemeral port with a fresh data directory (SQLite unless env says otherwise). */
 export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dataDir: string }> {
   const dataDir = env.GAVEL_DATA_DIR ?? scratchDir('gavel-bench-');
-  return startChild(new URL('../../src/cli/main.ts', import.meta.url).pathname,
+  return startChild(gavelEntry(),
     { GAVEL_PORT: '0', GAVEL_DATA_DIR: dataDir, GAVEL_LOG_LEVEL: 'warn', ...env }, ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/,
     gavelNodeArgs())
     .then((s) => ({ ...s, dataDir }));

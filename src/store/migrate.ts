@@ -6,17 +6,19 @@ import { Migrator, type Migration, type MigrationProvider, type MigrationResultS
 import type { Store } from './store.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+/** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
+const MIGRATION_FILE = /^(\d{4}_[a-z0-9_]+)\.[jt]s$/;
 
 class FolderProvider implements MigrationProvider {
   readonly #dialect: Store['dialect'];
   constructor(dialect: Store['dialect']) { this.#dialect = dialect; }
   async getMigrations(): Promise<Record<string, Migration>> {
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f)).sort();
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => MIGRATION_FILE.test(f)).sort();
     const migrations: Record<string, Migration> = {};
     for (const file of files) {
       const mod = await import(new URL(file, MIGRATIONS_DIR).href);
       const dialect = this.#dialect;
-      migrations[file.replace(/\.ts$/, '')] = { up: (db) => mod.up(db, dialect) };
+      migrations[MIGRATION_FILE.exec(file)![1]!] = { up: (db) => mod.up(db, dialect) };
     }
     return migrations;
   }

@@ -20,8 +20,9 @@ export function databaseUrl(options: StoreOptions): string | undefined {
 const children = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
 
-export async function spawnGavel(env: Record<string, string | undefined>): Promise<GavelProcess> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
+/** `main`: another entry (the built one, test/build); `nodeArgs`: flags for its node. */
+export async function spawnGavel(env: Record<string, string | undefined>, { main = MAIN, nodeArgs = [] as string[] } = {}): Promise<GavelProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, main, 'serve'], {
     env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: process.env.GAVEL_TEST_CHILD_LOG ?? 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
