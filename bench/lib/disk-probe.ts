@@ -5,8 +5,11 @@
 import { Worker } from 'node:worker_threads';
 
 export interface DiskProbe {
-  /** Stops the probe; flush latencies in ms: p50, p99, max, and how many took over 20 ms. */
-  stop(): Promise<{ n: number; p50: number; p99: number; max: number; over20: number }>;
+  /**
+   * Stops the probe; flush latencies in ms: p50, p99, max, how many took over 20 ms, and when each
+   * flush over 4 ms began (ms since the Unix epoch, for a timeline: bench/tail-episodes.ts).
+   */
+  stop(): Promise<{ n: number; p50: number; p99: number; max: number; over20: number; slow: { at: number; ms: number }[] }>;
 }
 
 const body = `
@@ -15,14 +18,17 @@ const { openSync, writeSync, fdatasyncSync, closeSync, rmSync } = require('node:
 const fd = openSync(workerData.file, 'w');
 const page = Buffer.alloc(4096, 7);
 const lat = [];
+const slow = [];
 let stop = false;
 parentPort.on('message', () => { stop = true; });
 const tick = () => {
-  if (stop) { closeSync(fd); rmSync(workerData.file, { force: true }); parentPort.postMessage(lat); return; }
+  if (stop) { closeSync(fd); rmSync(workerData.file, { force: true }); parentPort.postMessage({ lat, slow }); return; }
   writeSync(fd, page, 0, page.length, 0);
   const t = performance.now();
   fdatasyncSync(fd);
-  lat.push(performance.now() - t);
+  const ms = performance.now() - t;
+  lat.push(ms);
+  if (ms > 4) slow.push({ at: performance.timeOrigin + t, ms });
   setTimeout(tick, 10);
 };
 tick();
@@ -34,11 +40,11 @@ export function startDiskProbe(dir: string): DiskProbe {
   return {
     stop: () => new Promise((resolve, reject) => {
       worker.once('error', reject);
-      worker.once('message', (lat: number[]) => {
+      worker.once('message', ({ lat, slow }: { lat: number[]; slow: { at: number; ms: number }[] }) => {
         void worker.terminate();
         lat.sort((a, b) => a - b);
         const at = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN;
-        resolve({ n: lat.length, p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? NaN, over20: lat.filter((x) => x > 20).length });
+        resolve({ n: lat.length, p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? NaN, over20: lat.filter((x) => x > 20).length, slow });
       });
       worker.postMessage('stop');
     }),

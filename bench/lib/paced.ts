@@ -12,19 +12,29 @@ import type { Load } from './harness.ts';
 
 interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
 
-export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; connections?: number; onResponse?: (due: number, latencyMs: number) => void }): Promise<Load & { sendLagP99: number }> {
+/**
+ * `leadIn` (seconds, default 0): the loop runs that long at the same rate before the measured
+ * `duration`, on the same connections, so that what is measured is the server settled at this rate,
+ * not its transition from whatever ran before (decision 0009, session 15). The lead-in's own p99 is
+ * returned beside the measured one; `onResponse` hears only measured requests.
+ */
+export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number; onResponse?: (due: number, latencyMs: number) => void }): Promise<Load & { sendLagP99: number; leadInP99: number }> {
   const u = new URL(opts.url);
   const body = Buffer.from(opts.body ?? '');
   const head = [`${opts.method} ${u.pathname}${u.search} HTTP/1.1`, `host: ${u.host}`, 'connection: keep-alive',
     ...Object.entries(opts.headers ?? {}).map(([k, v]) => `${k}: ${v}`), ...(body.length ? [`content-length: ${body.length}`] : []), '', ''].join('\r\n');
   const request = Buffer.concat([Buffer.from(head), body]);
   const histogram = createHistogram();
+  const leadHistogram = createHistogram();
+  const leadIn = (opts.leadIn ?? 0) * 1000;
+  let measuredFrom = Infinity; // set when the loop starts
   // How late the generator itself sent requests it had a free connection for: on a 2-vCPU machine it
   // shares the CPUs with the server, and its own lateness is counted in the latencies above.
   const sendLag = createHistogram();
   let non2xx = 0;
   let errors = 0;
   let completed = 0;
+  let measured = 0;
   const queue: number[] = []; // due times (ms, performance.now) of requests waiting for a connection
   const conns: Conn[] = [];
 
@@ -42,8 +52,8 @@ export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; hea
       const status = Number(header.slice(9, 12));
       if (status < 200 || status >= 300) non2xx++;
       const latency = performance.now() - c.due;
-      histogram.record(Math.max(1, Math.round(latency * 1000)));
-      opts.onResponse?.(c.due, latency);
+      if (c.due < measuredFrom) leadHistogram.record(Math.max(1, Math.round(latency * 1000)));
+      else { histogram.record(Math.max(1, Math.round(latency * 1000))); opts.onResponse?.(c.due, latency); measured++; }
       completed++;
       c.busy = false;
       const next = queue.shift();
@@ -60,7 +70,8 @@ export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; hea
   }
 
   const start = performance.now();
-  const total = Math.floor(opts.rate * opts.duration);
+  measuredFrom = start + leadIn;
+  const total = Math.floor(opts.rate * (opts.duration + leadIn / 1000));
   let issued = 0;
   await new Promise<void>((resolve) => {
     const tick = () => {
@@ -72,12 +83,12 @@ export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; hea
         if (free) { sendLag.record(Math.max(1, Math.round((now - at) * 1000))); send(free, at); } else queue.push(at);
       }
       if (issued >= total && completed >= total) { resolve(); return; }
-      if (now - start > opts.duration * 1000 + 10_000) { errors += total - completed; resolve(); return; }
+      if (now - start > leadIn + opts.duration * 1000 + 10_000) { errors += total - completed; resolve(); return; }
       setTimeout(tick, 1);
     };
     tick();
   });
   for (const c of conns) c.socket.destroy();
   const ms = (p: number) => histogram.percentile(p) / 1000;
-  return { rps: completed / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000 };
+  return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN };
 }

@@ -1,0 +1,43 @@
+// The benchmark's open loop with a lead-in (bench/lib/paced.ts, decision 0009): requests due during
+// the lead-in are sent at the same rate but counted apart, and only the rest are measured.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pacedLoad } from '../../bench/lib/paced.ts';
+
+test('a lead-in runs at the rate but is not measured; its own p99 is reported apart', async () => {
+  // The first 40 requests are answered 30 ms late: all of them are due in the lead-in.
+  let seen = 0;
+  const server = createServer((req, res) => {
+    const late = seen++ < 40;
+    req.resume();
+    req.on('end', () => setTimeout(() => res.end('ok'), late ? 30 : 0));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    const dues: number[] = [];
+    const before = performance.now();
+    const r = await pacedLoad({ url, method: 'GET', rate: 100, leadIn: 1, duration: 1, connections: 8, onResponse: (due) => dues.push(due) });
+    assert.equal(seen, 200, 'lead-in and measured requests were all sent');
+    assert.equal(dues.length, 100, 'only the measured second is heard');
+    assert.equal(r.rps, 100);
+    const boundary = Math.min(...dues);
+    assert.ok(boundary - before >= 1000, 'every measured request was due after the lead-in');
+    assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
+    assert.equal(r.errors, 0);
+  } finally { server.close(); }
+});
+
+test('without a lead-in every request is measured', async () => {
+  const server = createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    let heard = 0;
+    const r = await pacedLoad({ url, method: 'GET', rate: 200, duration: 0.5, connections: 4, onResponse: () => { heard++; } });
+    assert.equal(heard, 100);
+    assert.ok(Number.isNaN(r.leadInP99));
+  } finally { server.close(); }
+});
