@@ -5,7 +5,7 @@
 // and column of dist is the line and column of src: stack traces need no source map. Relative
 // specifiers are the one rewrite: './x.ts' becomes './x.js'.
 import { stripTypeScriptTypes } from 'node:module';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,7 +28,7 @@ function sources(dir: string): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-/** Builds `srcDir` into `outDir`, replacing it whole (written beside it, then renamed). */
+/** Builds `srcDir` into `outDir`, replacing it whole (written beside it, then swapped in). */
 export function build(srcDir: string, outDir: string): number {
   const staging = `${outDir}.building-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
@@ -40,8 +40,11 @@ export function build(srcDir: string, outDir: string): number {
     writeFileSync(out, buildModule(source, relative(srcDir, file)));
     if (source.startsWith('#!')) chmodSync(out, 0o755);
   }
-  rmSync(outDir, { recursive: true, force: true });
+  // Two renames, so a process starting meanwhile finds a whole tree, old or new, almost always.
+  const old = `${outDir}.old-${process.pid}`;
+  if (existsSync(outDir)) renameSync(outDir, old);
   renameSync(staging, outDir);
+  rmSync(old, { recursive: true, force: true });
   return files.length;
 }
 
