@@ -10,6 +10,7 @@ import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
+import { sharedSerializers } from './serializers.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
@@ -33,6 +34,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // Path parameters carry DIDs of up to 512 characters (percent-encoded in the URL); the
     // router's default limit of 100 would answer a valid agent DID with 414.
     routerOptions: { maxParamLength: 2048 },
+    // One response serializer per distinct schema, not per route and status (http/serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
     // Errors the router raises before any route or hook runs (a malformed percent-escape, an
     // over-long parameter) are problems like every other refusal, with a request id.
     frameworkErrors: (error, request, reply) => {
