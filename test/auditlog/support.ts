@@ -37,6 +37,11 @@ export async function startAuditService(backend: Backend, witness: 'own' | 'fore
     w = await startWitness({ dataDir: witnessDir, logs: [{ origin: witness === 'own' ? id.origin : 'other.example/log', vkeys: [id.vkey] }] });
     return { witnessUrl: w.url, witnessVkey: w.publicKeyVkey };
   });
+  // The loop's first tick is due at once (a zero timer set as the service started). Wait until it
+  // has run, so that it cannot sequence and checkpoint events a test adds next: a timer of ours
+  // fires after it, and a tick of ours is chained behind it. The next is a minute away.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  await svc.auditLog.tick();
   return {
     svc, witness: w, logVkey, origin,
     async stop() {
