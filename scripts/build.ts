@@ -33,12 +33,18 @@ export function build(srcDir: string, outDir: string): number {
   const staging = `${outDir}.building-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   const files = sources(srcDir);
-  for (const file of files) {
-    const out = join(staging, relative(srcDir, file)).replace(/\.ts$/, '.js');
-    mkdirSync(dirname(out), { recursive: true });
-    const source = readFileSync(file, 'utf8');
-    writeFileSync(out, buildModule(source, relative(srcDir, file)));
-    if (source.startsWith('#!')) chmodSync(out, 0o755);
+  try {
+    for (const file of files) {
+      const out = join(staging, relative(srcDir, file)).replace(/\.ts$/, '.js');
+      mkdirSync(dirname(out), { recursive: true });
+      const source = readFileSync(file, 'utf8');
+      writeFileSync(out, buildModule(source, relative(srcDir, file)));
+      if (source.startsWith('#!')) chmodSync(out, 0o755);
+    }
+  } catch (error) {
+    // A failed build leaves the previous tree as it was, and nothing half written beside it.
+    rmSync(staging, { recursive: true, force: true });
+    throw error;
   }
   // Two renames, so a process starting meanwhile finds a whole tree, old or new, almost always.
   const old = `${outDir}.old-${process.pid}`;

@@ -82,3 +82,16 @@ test('npm ci, npm start, npm run serve and npm run migrate build before they run
   }
   assert.equal(pkg.bin.gavel, './dist/cli/main.js');
 });
+
+test('a build that fails leaves the previous tree as it was and nothing half written', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-build-fail-'));
+  try {
+    writeFileSync(join(dir, 'good.ts'), "export const a: number = 1;\n");
+    const n = build(dir, join(dir, 'out'));
+    assert.equal(n, 1);
+    writeFileSync(join(dir, 'bad.ts'), "export const f = './elsewhere.ts';\n");
+    assert.throws(() => build(dir, join(dir, 'out')), /bad\.ts: '\.\/elsewhere\.ts'/);
+    assert.deepEqual(readdirSync(join(dir, 'out')), ['good.js'], 'the previous build stands');
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('out.')), [], 'no staging tree is left');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
