@@ -20,11 +20,10 @@ export interface LogState {
   root: Uint8Array;
 }
 
-const bytes = plainView;
 /** A hash as both drivers bind it (better-sqlite3 binds Buffers, not bare Uint8Arrays). */
 export const blob = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 /** A BLOB/BYTEA read back as a plain Uint8Array view. */
-export const fromBlob = bytes;
+export const fromBlob = plainView;
 
 /**
  * The log's state row, created on first use with a fresh installation origin
@@ -32,7 +31,7 @@ export const fromBlob = bytes;
  */
 export async function ensureLogState(store: Store): Promise<LogState> {
   const row = await store.db.selectFrom('audit_log_state').select(['origin', 'size', 'root']).where('id', '=', 1).executeTakeFirst();
-  if (row) return { origin: row.origin, size: Number(row.size), root: bytes(row.root) };
+  if (row) return { origin: row.origin, size: Number(row.size), root: fromBlob(row.root) };
   const origin = `gavel.local/${randomBytes(8).toString('hex')}/log`;
   await store.db.insertInto('audit_log_state')
     .values({ id: 1, origin, size: 0, root: blob(EMPTY_ROOT), updated_at: new Date().toISOString() })
@@ -40,7 +39,7 @@ export async function ensureLogState(store: Store): Promise<LogState> {
     .execute();
   // Another instance may have won the insert: read back whatever is there.
   const won = await store.db.selectFrom('audit_log_state').select(['origin', 'size', 'root']).where('id', '=', 1).executeTakeFirstOrThrow();
-  return { origin: won.origin, size: Number(won.size), root: bytes(won.root) };
+  return { origin: won.origin, size: Number(won.size), root: fromBlob(won.root) };
 }
 
 export interface LogIdentity {
@@ -81,13 +80,13 @@ export async function readNodes(db: Db | Tx, addresses: readonly NodeAddress[]):
     const rows = await db.selectFrom('audit_events')
       .select(['leaf_index', 'leaf_hash', 'id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
       .where('leaf_index', 'in', leaves.map((a) => a.index)).execute();
-    for (const r of rows) out.push({ level: 0, index: Number(r.leaf_index), hash: r.leaf_hash ? bytes(r.leaf_hash) : leafHashOfStoredEvent(r) });
+    for (const r of rows) out.push({ level: 0, index: Number(r.leaf_index), hash: r.leaf_hash ? fromBlob(r.leaf_hash) : leafHashOfStoredEvent(r) });
   }
   if (subtrees.length > 0) {
     // By the table's key (pos, level): migration 0602.
     const values = sql.join(subtrees.map((a) => sql`(cast(${nodePos(a.level, a.index)} as bigint), cast(${a.level} as bigint))`));
     const rows = await sql<{ level: number; idx: number; hash: Uint8Array }>`select level, idx, hash from audit_nodes where (pos, level) in (values ${values})`.execute(db);
-    for (const r of rows.rows) out.push({ level: Number(r.level), index: Number(r.idx), hash: bytes(r.hash) });
+    for (const r of rows.rows) out.push({ level: Number(r.level), index: Number(r.idx), hash: fromBlob(r.hash) });
   }
   return out;
 }
