@@ -6,18 +6,16 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 
 type Factory = ReturnType<typeof SerializerSelector>;
 
-/** Fastify's default serializer factory, remembering each serializer by its schema's JSON. */
-export function sharedSerializers(inner: Factory = SerializerSelector()): Factory & { readonly compiled: () => number } {
-  let compiled = 0;
-  const factory: Factory = (externalSchemas, options) => {
+/** Fastify's default serializer factory (or `inner`), remembering each serializer by its schema's JSON. */
+export function sharedSerializers(inner: Factory = SerializerSelector()): Factory {
+  return (externalSchemas, options) => {
     const compile = inner(externalSchemas, options);
     const byJson = new Map<string, ReturnType<typeof compile>>();
     return (route) => {
       const key = JSON.stringify(route.schema);
       let serializer = byJson.get(key);
-      if (!serializer) { serializer = compile(route); compiled++; byJson.set(key, serializer); }
+      if (!serializer) { serializer = compile(route); byJson.set(key, serializer); }
       return serializer;
     };
   };
-  return Object.assign(factory, { compiled: () => compiled });
 }

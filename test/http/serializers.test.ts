@@ -8,15 +8,23 @@ import { sharedSerializers } from '../../src/http/serializers.ts';
 const problem = () => ({ type: 'object', properties: { status: { type: 'integer' }, code: { type: 'string' } } });
 const route = (schema: unknown, url: string, httpStatus = '400') => ({ schema, url, method: 'POST', httpStatus });
 
+/** The default factory, counting what it compiles. */
+function counting() {
+  let compiled = 0;
+  const inner = SerializerSelector();
+  const factory: typeof inner = (external, options) => { const compile = inner(external, options); return (route) => { compiled++; return compile(route); }; };
+  return { factory, compiled: () => compiled };
+}
+
 test('equal schemas share one serializer; different schemas get their own', () => {
-  const factory = sharedSerializers();
-  const compile = factory({}, {});
+  const count = counting();
+  const compile = sharedSerializers(count.factory)({}, {});
   const a = compile(route(problem(), '/v1/a'));
   const b = compile(route(problem(), '/v1/b', '409'));
   assert.equal(a, b, 'the same schema on another route and status is not compiled again');
   const other = compile(route({ type: 'object', properties: { id: { type: 'string' } } }, '/v1/a', '200'));
   assert.notEqual(other, a);
-  assert.equal(factory.compiled(), 2);
+  assert.equal(count.compiled(), 2);
   // What each writes is what fast-json-stringify writes for that schema.
   assert.equal(a({ status: 400, code: 'invalid_request', extra: 1 }), '{"status":400,"code":"invalid_request"}');
   assert.equal(other({ id: 'x', status: 1 }), '{"id":"x"}');
