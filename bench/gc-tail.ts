@@ -9,6 +9,7 @@
 import { load, startGavel } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
+import { eachLine, parseGcLine } from './lib/trace-gc.ts';
 
 const RATE = Number(process.env.RATE ?? 7000);
 const SECS = Number(process.env.SECS ?? 8);
@@ -19,17 +20,10 @@ const onPostgres = PG_URL ? await preparePostgresProject(PG_URL) : undefined;
 const project = onPostgres?.project ?? await prepareProject();
 process.env.GAVEL_BENCH_NODE_ARGS = `--trace-gc ${process.env.GAVEL_BENCH_NODE_ARGS ?? ''}`;
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, GAVEL_DATABASE_URL: project.databaseUrl });
-// --trace-gc writes to stdout: `[pid:isolate] <ms> ms: <kind> <before> (<committed>) -> <after> ...`.
 const gc: { at: number; isolate: string; kind: string; after: number }[] = [];
-let lineBuffer = '';
-gavel.child.stdout!.on('data', (chunk: Buffer) => {
-  lineBuffer += chunk.toString('latin1');
-  const lines = lineBuffer.split('\n');
-  lineBuffer = lines.pop()!;
-  for (const line of lines) {
-    const m = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: (Scavenge|Mark-Compact)[^\d]*[\d.]+ \([\d.]+\) -> ([\d.]+)/.exec(line);
-    if (m) gc.push({ at: performance.now(), isolate: m[1]!, kind: m[2]!, after: Number(m[3]) });
-  }
+eachLine(gavel.child.stdout!, (line) => {
+  const g = parseGcLine(line);
+  if (g) gc.push({ at: performance.now(), isolate: g.isolate, kind: g.kind, after: g.after });
 });
 
 const opts = authorizeRequest(gavel.url, project);

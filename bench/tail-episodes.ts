@@ -18,6 +18,7 @@ import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
 import { startHiccupProbe } from './lib/hiccup-probe.ts';
+import { eachLine, parseGcLine } from './lib/trace-gc.ts';
 
 const SECS = Number(process.env.SECS ?? 24);
 const SLOW_MS = Number(process.env.SLOW_MS ?? 8);
@@ -36,25 +37,17 @@ process.env.GAVEL_BENCH_NODE_ARGS = `--trace-gc --import=data:text/javascript,${
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir });
 const pid = gavel.child.pid!;
 
-// --trace-gc: `[pid:isolate] <ms> ms: <kind> <before> (<committed>) -> <after> (<committed>) MB, [pooled: n MB, ]<pause> / ...`
 let mainIsolate = '';
-let pending = '';
-gavel.child.stdout!.on('data', (chunk: Buffer) => {
-  const now = epoch();
-  pending += chunk.toString('latin1');
-  const lines = pending.split('\n');
-  pending = lines.pop()!;
-  for (const line of lines) {
-    const lag = /^loop-lag ([\d.]+) ([\d.]+)/.exec(line);
-    if (lag) { events.push({ at: Number(lag[1]), kind: 'loop lag', text: `loop lag ${Number(lag[2]).toFixed(1)}` }); continue; }
-    const gc = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: (Scavenge|Mark-Compact)\S* ([\d.]+) .*?MB, (?:pooled: \d+ MB, )?([\d.]+) \//.exec(line);
-    if (!gc) continue;
-    // The HTTP thread's isolate is the one holding more than 30 MB: the writer's holds about 15.
-    if (!mainIsolate && Number(gc[3]) > 30) mainIsolate = gc[1]!;
-    const thread = gc[1] === mainIsolate ? 'HTTP' : 'writer';
-    const pause = Number(gc[4]);
-    if (gc[2] === 'Mark-Compact' || pause > 2) events.push({ at: now - pause, kind: `${thread} ${gc[2]}`, text: `${thread} ${gc[2] === 'Mark-Compact' ? 'mark-compact' : 'scavenge'} ${pause.toFixed(1)}` });
-  }
+eachLine(gavel.child.stdout!, (line) => {
+  const lag = /^loop-lag ([\d.]+) ([\d.]+)/.exec(line);
+  if (lag) { events.push({ at: Number(lag[1]), kind: 'loop lag', text: `loop lag ${Number(lag[2]).toFixed(1)}` }); return; }
+  const gc = parseGcLine(line);
+  if (!gc) return;
+  // The HTTP thread's isolate is the one holding more than 30 MB: the writer's holds about 15.
+  if (!mainIsolate && gc.before > 30) mainIsolate = gc.isolate;
+  const thread = gc.isolate === mainIsolate ? 'HTTP' : 'writer';
+  // The line is written as the pause ends.
+  if (gc.kind === 'Mark-Compact' || gc.pause > 2) events.push({ at: epoch() - gc.pause, kind: `${thread} ${gc.kind}`, text: `${thread} ${gc.kind === 'Mark-Compact' ? 'mark-compact' : 'scavenge'} ${gc.pause.toFixed(1)}` });
 });
 
 // The server's flushes, by file. perf's timestamps are aligned to ours by flushes of our own.
