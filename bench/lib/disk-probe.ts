@@ -2,7 +2,7 @@
 // a file beside the database every 10 ms, so a latency figure can be read beside what the disk did
 // meanwhile. On the VMs used so far a flush now and then takes 100-500 ms (the host stalls a write),
 // and every durable answer in flight waits for it: docs/performance.md, "Where the tail comes from".
-import { Worker } from 'node:worker_threads';
+import { startProbeWorker } from './probe-worker.ts';
 
 export interface DiskProbe {
   /**
@@ -36,17 +36,13 @@ tick();
 
 /** Starts probing the file system that holds `dir`. */
 export function startDiskProbe(dir: string): DiskProbe {
-  const worker = new Worker(body, { eval: true, workerData: { file: `${dir}/disk-probe.bin` } });
+  const probe = startProbeWorker<{ lat: number[]; slow: { at: number; ms: number }[] }>(body, { file: `${dir}/disk-probe.bin` });
   return {
-    stop: () => new Promise((resolve, reject) => {
-      worker.once('error', reject);
-      worker.once('message', ({ lat, slow }: { lat: number[]; slow: { at: number; ms: number }[] }) => {
-        void worker.terminate();
-        lat.sort((a, b) => a - b);
-        const at = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN;
-        resolve({ n: lat.length, p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? NaN, over20: lat.filter((x) => x > 20).length, slow });
-      });
-      worker.postMessage('stop');
-    }),
+    stop: async () => {
+      const { lat, slow } = await probe.stop();
+      lat.sort((a, b) => a - b);
+      const at = (p: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN;
+      return { n: lat.length, p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? NaN, over20: lat.filter((x) => x > 20).length, slow };
+    },
   };
 }

@@ -1,7 +1,7 @@
 // The machine's own stalls while a benchmark runs: a worker thread sleeps 1 ms at a time and notes
 // every wake-up more than 3 ms late. Nothing else runs on that thread, so lateness there is the
 // hypervisor or the scheduler holding a vCPU, not anything the server did (bench/tail-episodes.ts).
-import { Worker } from 'node:worker_threads';
+import { startProbeWorker } from './probe-worker.ts';
 
 export interface HiccupProbe {
   /** Stops the probe: each late wake-up, when it was due (ms since the Unix epoch) and how late. */
@@ -25,13 +25,4 @@ parentPort.on('message', () => { stop = true; });
 })();
 `;
 
-export function startHiccupProbe(): HiccupProbe {
-  const worker = new Worker(body, { eval: true });
-  return {
-    stop: () => new Promise((resolve, reject) => {
-      worker.once('error', reject);
-      worker.once('message', (late: { at: number; ms: number }[]) => { void worker.terminate(); resolve(late); });
-      worker.postMessage('stop');
-    }),
-  };
-}
+export const startHiccupProbe = (): HiccupProbe => startProbeWorker<{ at: number; ms: number }[]>(body);
