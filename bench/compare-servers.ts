@@ -7,7 +7,7 @@
 // first served 30% less at the same code (session 12, docs/performance.md).
 //   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
 //   DIR_A, DIR_B: checkouts (default: this one);
-//   ROUNDS (default 6), WIN (seconds measured per window, default 3).
+//   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128).
 import { load, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
 
@@ -21,6 +21,7 @@ type Window = { rps: number; cpu: number; main: number; writer: number };
 const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
 const rounds = Number(process.env.ROUNDS ?? 6);
 const win = Number(process.env.WIN ?? 3);
+const connections = Number(process.env.CONNS ?? 128);
 
 async function measure(v: { dir: string; args: string; env: Record<string, string> }): Promise<Window> {
   // The variant's own code prepares its project: a checkout may store things another cannot read
@@ -31,10 +32,10 @@ async function measure(v: { dir: string; args: string; env: Record<string, strin
     ['serve'], /API:\s+http:\/\/[^:]+:(\d+)\/v1/, [...gavelNodeArgs(), ...v.args.split(' ').filter(Boolean)]);
   try {
     const opts = authorizeRequest(server.url, project);
-    await load({ ...opts, duration: 1.5, connections: 128 });
+    await load({ ...opts, duration: 1.5, connections });
     const pid = server.child.pid!;
     const before = threadCpu(pid);
-    const r = await load({ ...opts, duration: win, connections: 128 });
+    const r = await load({ ...opts, duration: win, connections });
     const after = threadCpu(pid);
     const n = r.rps * win;
     const of = (thread: string) => ((after.get(thread) ?? 0) - (before.get(thread) ?? 0)) / n;

@@ -38,7 +38,7 @@ export interface Store {
 /**
  * SQLite durability (dialect.ts): `flush` (default) commits with synchronous=NORMAL and resolves a
  * committed write only after an fdatasync of the WAL (WalSync, off this thread); `caller` commits
- * with NORMAL and leaves the flush to the caller (the writer thread); `full` is SQLite's own
+ * with NORMAL and leaves the flush to the caller (the writer thread, which flushes each batch); `full` is SQLite's own
  * blocking synchronous=FULL.
  */
 export type SqliteDurability = 'flush' | 'caller' | 'full';

@@ -1,10 +1,8 @@
 // The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
 // the event loop leave as one message (one per 32 calls in a long turn); outcomes come back the
-// same way, as soon as their batch has committed without fsync. They settle only once an
-// fdatasync of the WAL that began after their commit has finished: the writer thread's own, when
-// no call was waiting for it (worker.ts), or else one that began after their arrival here
-// (WalSync, on libuv's pool), whose completion lands on this thread, where the answer leaves; one
-// such flush covers every batch that arrived before it.
+// same way, once their batch has committed and the writer thread has fdatasynced the WAL after
+// that commit (worker.ts, decision 0022), so they settle on arrival (invariant 1). With an injected
+// `durable` (tests), the thread makes no flush and outcomes settle once that resolves.
 // If the thread dies, what was pending fails (its transaction never committed, or committed and is
 // reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
 // next call starts a new thread.
@@ -13,13 +11,15 @@ import { setFlagsFromString, type HeapInfo } from 'node:v8';
 import type { Procedures, Writer } from './writer.ts';
 import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
 import { textProcedures } from './procedures.ts';
-import { WalSync } from '../../store/sqlite/wal-sync.ts';
 import { PendingCalls } from './pending-calls.ts';
 
 export interface ThreadWriterOptions {
   /** The SQLite database file the thread opens for writing. */
   file: string;
-  /** Resolves once every commit made before the call is on disk; by default WalSync on the file's WAL. */
+  /**
+   * Tests: resolves once every commit made before the call is on disk. The writer thread then
+   * makes no flush of its own; by default it flushes every batch before posting its outcomes.
+   */
   durable?: () => Promise<void>;
   onError?: (err: unknown) => void;
   /** Procedures whose arguments and results are JSON values: their batches cross as JSON text. */
@@ -38,21 +38,20 @@ export const WRITER_YOUNG_GENERATION_MB = 48;
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-/** fdatasyncs of the WAL that made outcomes durable: by the writer thread, and by WalSync here. */
-export interface WriterSyncs { thread: number; pool: number }
-
-export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: WriterSyncs; readonly messages: number; heapStatistics(): Promise<HeapInfo> | undefined } {
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: number; readonly answers: number; readonly messages: number; heapStatistics(): Promise<HeapInfo> | undefined } {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
   const pending = new PendingCalls<Pending>();
   let outbox: CallMessage[] = [];
   let flushScheduled = false;
   let closed = false;
-  const wal = options.durable ? undefined : new WalSync(options.file);
-  const durable = options.durable ?? (() => wal!.durable());
+  const durable = options.durable;
+  /** A flush of the writer thread failed: its pages may be lost, so nothing is acknowledged again. */
+  let flushFailed: unknown;
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
   let threadSyncs = 0;
+  let answers = 0;
   let messages = 0;
 
   const settle = (id: number, fn: (p: Pending) => void) => {
@@ -74,20 +73,22 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     setFlagsFromString('--max-semi-space-size=0');
     const w = new Worker(new URL('./worker.ts', import.meta.url), {
       // An injected `durable` (tests) decides every flush, so the thread then makes none itself.
-      workerData: { file: options.file, syncHere: wal !== undefined },
+      workerData: { file: options.file, syncHere: durable === undefined },
       // 16 MiB semi-spaces, as the HTTP thread's (what the process flag gave it since session 12).
       // 8 MiB, as decision 0005 meant, saved 22 MB of resident memory but cost 0.98x and more
       // mark-compacts at half load (seven in 24 s against four, session 14).
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: 256 },
     });
     w.on('message', (message: OutcomeBatch) => {
+      answers++;
       const batch = decodeBatch(message.outcomes);
       const settleAll = () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); };
+      if (message.syncError) flushFailed ??= fromWire(message.syncError);
+      if (flushFailed !== undefined) { failAll(batch.map((m) => m.id), flushFailed); return; }
       // On disk already: the writer thread flushed after their commit.
       if (message.synced) { threadSyncs++; settleAll(); return; }
-      // Its flush failed: the pages may be lost, so nothing is acknowledged again (WalSync.fail).
-      if (message.syncError) wal?.fail(fromWire(message.syncError));
-      // Committed, maybe not yet on disk: nothing is answered before the flush (invariant 1).
+      // Committed, not yet on disk: only with an injected flush, which decides (invariant 1).
+      if (!durable) { failAll(batch.map((m) => m.id), new Error('the writer thread answered without flushing')); return; }
       durable().then(settleAll, (error: unknown) => failAll(batch.map((m) => m.id), error));
     });
     const lost = (err: unknown) => {
@@ -131,7 +132,10 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
 
   return {
     get pending() { return pending.size; },
-    get syncs() { return { thread: threadSyncs, pool: wal?.syncs ?? 0 }; },
+    /** fdatasyncs of the WAL the writer thread made before posting outcomes. */
+    get syncs() { return threadSyncs; },
+    /** Messages of outcomes received from the thread. */
+    get answers() { return answers; },
     /** Messages of calls posted to the thread. */
     get messages() { return messages; },
     /** The writer thread's V8 heap, if it runs. */
@@ -154,7 +158,6 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     async close() {
       closed = true;
       if (pending.size > 0) await new Promise<void>((resolve) => idle.push(resolve));
-      await wal?.close();
       const w = worker;
       if (!w) return;
       worker = undefined;

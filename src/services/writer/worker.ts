@@ -1,13 +1,12 @@
 // Entry of the SQLite writer thread: owns a write connection to the database file and runs the
 // procedures it is sent through the group committer, so concurrent units share one transaction.
-// Outcomes are posted as soon as their transaction has committed (synchronous=NORMAL: written to
-// the WAL, not yet synced), and nothing is answered before they are on disk (invariant 1):
-// - if calls are already waiting, they start their batch at once and the calling thread makes the
-//   outcomes durable meanwhile (WalSync on libuv's pool, thread.ts);
-// - if none is, nothing would run here meanwhile, so this thread fdatasyncs the WAL itself before
-//   posting them. At moderate load that spares each batch two thread wake-ups (the pool's and its
-//   completion's): about a tenth of a decision's CPU at 4,000-5,000 decisions/s, measured.
-import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+// A batch commits with synchronous=NORMAL (written to the WAL, not yet synced); this thread then
+// fdatasyncs the WAL itself and only then posts the batch's outcomes, so nothing is answered before
+// it is on disk (invariant 1). Calls that arrive meanwhile gather in the port and make the next
+// batch: at the maximum that doubles as group commit's gathering window, and each batch then
+// spares the HTTP thread a flush through libuv's pool and its completion (decision 0022; before
+// it, batches that found calls waiting were flushed there, decision 0015).
+import { parentPort, workerData } from 'node:worker_threads';
 import { WalSyncNow } from '../../store/sqlite/wal-sync.ts';
 import { openStore } from '../../store/store.ts';
 import { atomicProcedures, checkKeepingProcedures, jsonProcedures, procedures, textProcedures } from './procedures.ts';
@@ -41,9 +40,8 @@ function flushOutbox(): void {
   outboxJson = true;
   if (b.length === 0) return;
   const message: OutcomeBatch = { outcomes: encodeBatch(b, json), synced: false };
-  // Flush here only if no call is waiting: no unit accepted and unanswered (a batch queued), and no
-  // message arrived since this turn's poll (taken now, it starts its batch instead).
-  if (syncHere && inFlight === 0 && !takeWaitingMessage()) {
+  // An injected flush (tests, `durable`) is the caller's to make; otherwise every batch is flushed here.
+  if (syncHere) {
     try {
       wal.sync();
       message.synced = true;
@@ -56,11 +54,6 @@ function flushOutbox(): void {
 
 let inFlight = 0;
 let closing = false;
-function takeWaitingMessage(): boolean {
-  const waiting = receiveMessageOnPort(port);
-  if (waiting) onMessage(waiting.message as WireBatch<CallMessage> | 'close');
-  return waiting !== undefined;
-}
 async function closeWhenIdle(): Promise<void> {
   if (!closing || inFlight > 0) return;
   flushOutbox();

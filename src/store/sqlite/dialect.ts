@@ -3,7 +3,7 @@
 // synchronous=NORMAL, and on the store's own connection a statement that leaves the database
 // outside a transaction after writing (COMMIT, or a write in autocommit mode) resolves only once an
 // fdatasync of the WAL begun after it has finished (WalSync, on libuv's pool). The writer thread's
-// connection does not wait: its caller flushes before answering (services/writer/thread.ts).
+// connection does not wait: that thread flushes each batch itself before answering (services/writer/worker.ts).
 //
 // Waiting for the write lock never blocks the thread: SQLite's own busy handler sleeps in place
 // (1, 2, 5 … ms) and would stall every request on this event loop while the writer thread commits.

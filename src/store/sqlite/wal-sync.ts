@@ -1,11 +1,12 @@
-// Durability off the committing thread. The writer thread's connection commits with
-// synchronous=NORMAL: the commit's WAL frames are written (page cache) but not fsynced, so COMMIT
-// returns in microseconds. `durable()` then resolves once an fdatasync of the WAL file that began
-// after that commit has finished. fdatasync runs on libuv's thread pool, so the next batch's
-// statements run while the disk works, and one fdatasync covers every commit made before it began.
-// Frames reach the WAL in commit order, so a synced commit implies every earlier one is synced.
-// Checkpoints keep SQLite's own ordering (NORMAL syncs the WAL before copying it and the database
-// after). Nothing is acknowledged before its frames are on disk: invariant 1 holds as with FULL.
+// Durability off the committing thread, for a store whose own connection writes (`flush`
+// durability, store.ts): it commits with synchronous=NORMAL, so the commit's WAL frames are
+// written (page cache) but not fsynced and COMMIT returns in microseconds. `durable()` then resolves
+// once an fdatasync of the WAL file that began after that commit has finished. fdatasync runs on
+// libuv's pool, so the event loop goes on meanwhile, and one fdatasync covers every commit made
+// before it began. Frames reach the WAL in commit order, so a synced commit implies every earlier
+// one is synced. Checkpoints keep SQLite's own ordering (NORMAL syncs the WAL before copying it and
+// the database after). Nothing is acknowledged before its frames are on disk: invariant 1 holds as
+// with FULL. The SQLite writer thread flushes with WalSyncNow, below, before it answers.
 import { closeSync, fdatasyncSync, openSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
@@ -62,15 +63,6 @@ export class WalSync {
     }
   }
 
-  /**
-   * Another thread's flush of this file failed (WalSyncNow): the kernel may have dropped the dirty
-   * pages, so nothing is acknowledged again until a restart, as after a failure here.
-   */
-  fail(error: unknown): void {
-    if (this.#failed !== undefined) return;
-    this.#failed = error;
-    this.#settle(() => true, (w) => w.reject(error));
-  }
 
   #settle(match: (w: Waiter) => boolean, fn: (w: Waiter) => void): void {
     const keep: Waiter[] = [];
@@ -89,9 +81,9 @@ export class WalSync {
 }
 
 /**
- * The same flush, synchronous, for the writer thread when no call is waiting for it
- * (services/writer/worker.ts): it would sleep through the fdatasync anyway, and doing it there spares
- * the HTTP thread a round trip through libuv's pool. After a failure it refuses for good.
+ * The same flush, synchronous, for the writer thread, which makes every batch durable before it
+ * posts the batch's outcomes (services/writer/worker.ts, decision 0022): calls that arrive
+ * meanwhile gather into its next batch. After a failure it refuses for good.
  */
 export class WalSyncNow {
   readonly #walFile: string;
