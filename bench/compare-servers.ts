@@ -1,6 +1,7 @@
 // Ad-hoc (not part of the bench suite): A/B two Gavel servers that differ in node flags or in code
-// (another checkout), at the maximum (128 connections). Each window starts a fresh server on a
-// fresh project, warms it, measures, and stops it; the order alternates every round. Prints the
+// (another checkout), at the maximum (128 connections unless CONNS says otherwise). Each window
+// starts a fresh server on a fresh project, warms it, measures, and stops it; the order alternates
+// every round. Prints the
 // median decisions/s, server CPU per decision (all threads, the HTTP and the writer thread), and
 // the median of the per-round B/A ratios. Fresh servers per window, because two long-lived
 // servers side by side were not comparable on these VMs: in two runs of three, whichever started

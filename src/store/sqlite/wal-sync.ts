@@ -63,7 +63,6 @@ export class WalSync {
     }
   }
 
-
   #settle(match: (w: Waiter) => boolean, fn: (w: Waiter) => void): void {
     const keep: Waiter[] = [];
     for (const w of this.#waiters) {
