@@ -2,9 +2,10 @@
 // (another checkout), at the maximum (128 connections unless CONNS says otherwise). Each window
 // starts a fresh server on a fresh project, warms it, measures, and stops it; the order alternates
 // every round. Prints the median decisions/s, server CPU per decision (all threads, the HTTP and
-// the writer thread), and the median of the per-round B/A ratios. Fresh servers per window, because two long-lived
-// servers side by side were not comparable on these VMs: in two runs of three, whichever started
-// first served 30% less at the same code (session 12, docs/performance.md).
+// the writer thread), and the median of the per-round B/A ratios. Fresh servers per window,
+// because two long-lived servers side by side were not comparable on these VMs: in two runs of
+// three, whichever started first served 30% less at the same code (session 12,
+// docs/performance.md).
 //   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
 //   DIR_A, DIR_B: checkouts (default: this one);
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128).
