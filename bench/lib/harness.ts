@@ -28,11 +28,11 @@ export async function startChild(script: string, env: NodeJS.ProcessEnv = {}, ar
 export const startBaseline = () => startChild(new URL('./baseline-server.ts', import.meta.url).pathname);
 
 /**
- * Node flags of a Gavel server process: as `npm run serve` and the executable's shebang start it
- * (decisions 0005, 0006); for experiments, GAVEL_BENCH_NODE_ARGS adds flags (space-separated).
+ * Node flags of a Gavel server process: as `npm start` and `npm run serve` start it (decisions
+ * 0005, 0006, 0018, 0023); for experiments, GAVEL_BENCH_NODE_ARGS adds flags (space-separated).
  */
 export const gavelNodeArgs = (): string[] =>
-  ['--max-semi-space-size=16', '--max-old-space-size=256', '--v8-pool-size=1', '--no-allocation-site-pretenuring', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+  ['--max-semi-space-size=16', '--max-old-space-size=256', '--v8-pool-size=1', '--no-allocation-site-pretenuring', '--no-incremental-marking-task', ...(process.env.GAVEL_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
 
 const built = new Set<string>();
 /**
