@@ -46,7 +46,10 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
   let flushScheduled = false;
   let closed = false;
   const durable = options.durable;
-  /** A flush of the writer thread failed: its pages may be lost, so nothing is acknowledged again. */
+  /**
+   * A flush of the writer thread failed: its pages may be lost, so nothing is acknowledged again,
+   * not even by a restarted thread, whose own WalSyncNow would start afresh.
+   */
   let flushFailed: unknown;
   const idle: (() => void)[] = [];
   const json = options.json ?? new Set<string>();
