@@ -50,19 +50,38 @@ const HALF_LEAD_SECONDS = Number(process.env.BENCH_HALF_LEAD_SECONDS ?? 3);
 
 type Opts = Parameters<typeof load>[0];
 
-type Swept = { points: { connections: number; load: Load }[]; best: { connections: number; load: Load } };
+type Point = { connections: number; round: number; load: Load };
+type Swept = { points: Point[]; best: Point };
+
+/**
+ * Interleaved sweeps of the throughput run (BENCH_SWEEP_ROUNDS, default 2; session 17): each
+ * peer's maximum is its best point of every round. One window per point let one slow spell of the
+ * VM (a fifth slower for the same code, for seconds to minutes) decide a peer's maximum.
+ */
+const SWEEP_ROUNDS = Math.max(1, Number(process.env.BENCH_SWEEP_ROUNDS ?? 2));
 
 /**
  * Each peer's sweep, interleaved: at each connection count every peer runs in turn, so that the
  * VM's drift over minutes (±25% here) falls on all of them alike instead of on whichever peer ran
- * during a slow spell. Each peer's best point is its maximum.
+ * during a slow spell. The whole sweep runs SWEEP_ROUNDS times; each peer's best point is its maximum.
  */
 async function sweepTogether(peers: Opts[]): Promise<Swept[]> {
-  const points: Swept['points'][] = peers.map(() => []);
-  for (const connections of SWEEP) {
-    for (const [i, opts] of peers.entries()) points[i]!.push({ connections, load: await load({ ...opts, connections }) });
+  const points: Point[][] = peers.map(() => []);
+  for (let round = 1; round <= SWEEP_ROUNDS; round++) {
+    for (const connections of SWEEP) {
+      for (const [i, opts] of peers.entries()) points[i]!.push({ connections, round, load: await load({ ...opts, connections }) });
+    }
   }
   return points.map((p) => ({ points: p, best: p.reduce((a, b) => (b.load.rps > a.load.rps ? b : a)) }));
+}
+
+/** How a point is named in the table: its connections, and its round when there are several. */
+const pointName = (p: Point) => `${p.connections} conn.${SWEEP_ROUNDS > 1 ? `, round ${p.round}` : ''}`;
+
+/** Each round's best of a peer against the baseline's best of the same round: the spread the maximum hides. */
+function roundRatios(peer: Swept, baseline: Swept): string {
+  const bestOf = (s: Swept, round: number) => Math.max(...s.points.filter((p) => p.round === round).map((p) => p.load.rps));
+  return Array.from({ length: SWEEP_ROUNDS }, (_, i) => `${((bestOf(peer, i + 1) / bestOf(baseline, i + 1)) * 100).toFixed(1)}%`).join(', ');
 }
 
 /** A Gavel server under test, warmed up, with a local merchant that answers at once (so the execution variant measures Gavel's own cost). */
@@ -107,7 +126,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
     const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
     return { targets, max: max.rps, best: max, rows: [
-      ...swept.points.map((p) => ({ name: `${name}: authorize, ${p.connections} connections${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
+      ...swept.points.map((p) => ({ name: `${name}: authorize, ${pointName(p)}${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
       { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
       { name: `baseline: bare Fastify at that rate (open loop)`, load: baseHalf },
       { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
@@ -191,12 +210,13 @@ try {
   }
   const [baseSweep, ceiling, sqliteSweep] = swept as [Swept, Swept, Swept];
   const base = baseSweep.best.load;
-  const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${p.connections} connections${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
+  const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${pointName(p)}${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
-  rows.push(...ceiling.points.map((p) => ({ name: `ceiling: the route, constant decision, ${p.connections} conn.${p === ceiling.best ? ' (max)' : ''}`, load: p.load, baseline: base })));
+  rows.push(...ceiling.points.map((p) => ({ name: `ceiling: the route, constant decision, ${pointName(p)}${p === ceiling.best ? ' (max)' : ''}`, load: p.load, baseline: base })));
   const sqlite = await measure('SQLite', sqlitePeer, sqliteSweep, base, baseOpts);
   rows.push(...sqlite.rows);
-  notes.push('Bare Fastify, the route ceiling and SQLite were swept interleaved: at each connection count, each in turn (decision 0009, session 11)',
+  notes.push(`Bare Fastify, the route ceiling and SQLite were swept interleaved: at each connection count, each in turn (decision 0009, session 11), in ${SWEEP_ROUNDS} round${SWEEP_ROUNDS > 1 ? 's' : ''}; each peer's maximum is its best point of all (session 17)`,
+    `SQLite's best of each round against bare Fastify's best of the same round: ${roundRatios(sqliteSweep, baseSweep)} (the ratio above is best against best)`,
     sqlite.note, `SQLite server RSS: ${sqlite.rss}`, sqlite.targets,
     `The route alone (its plugins, hooks, validation, API key and serializer, with a constant decision: bench/lib/route-ceiling-server.ts) peaked at ${((ceiling.best.load.rps / base.rps) * 100).toFixed(1)}% of the baseline; the SQLite decision ran at ${((sqlite.max / ceiling.best.load.rps) * 100).toFixed(1)}% of that ceiling`,
     cpuNote([['bare Fastify', base], ['the route ceiling', ceiling.best.load], ['SQLite', sqlite.best]]));

@@ -115,11 +115,13 @@ export function table(rows: { name: string; load: Load; baseline?: Load }[]): vo
   const fmt = (n: number, d = 0) => n.toFixed(d).padStart(10);
   const withCpu = rows.some((r) => r.load.cpu);
   const cpuHead = withCpu ? `${'server µs'.padStart(11)}${'client µs'.padStart(11)}` : '';
-  process.stdout.write(`${'workload'.padEnd(52)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}${cpuHead}\n`);
+  // At least 52 wide, so tables of earlier runs line up with these; wider for longer names.
+  const width = Math.max(52, ...rows.map((r) => r.name.length + 1));
+  process.stdout.write(`${'workload'.padEnd(width)}${'req/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'non-2xx'.padStart(10)}${'vs base'.padStart(10)}${cpuHead}\n`);
   for (const r of rows) {
     const ratio = r.baseline ? `${((r.load.rps / r.baseline.rps) * 100).toFixed(1)}%` : '';
     const cpu = withCpu ? (r.load.cpu ? `${r.load.cpu.server.toFixed(0).padStart(11)}${r.load.cpu.client.toFixed(0).padStart(11)}` : ''.padStart(22)) : '';
-    process.stdout.write(`${r.name.padEnd(52)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}${cpu}\n`);
+    process.stdout.write(`${r.name.padEnd(width)}${fmt(r.load.rps)}${fmt(r.load.p50, 1)}${fmt(r.load.p99, 1)}${fmt(r.load.non2xx + r.load.errors)}${ratio.padStart(10)}${cpu}\n`);
   }
   if (withCpu) process.stdout.write('server µs, client µs: CPU time per request of the server (all its threads) and of the load generator, during that load\n');
 }
