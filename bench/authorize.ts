@@ -48,6 +48,14 @@ const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
  */
 const HALF_LEAD_SECONDS = Number(process.env.BENCH_HALF_LEAD_SECONDS ?? 3);
 
+/** Issue 5's tail target: p99 under this at half the maximum. */
+const P99_TARGET_MS = 10;
+/**
+ * Half-max pairs (Gavel, then bare Fastify at the same rate) measured at most, while bare Fastify's
+ * own p99 is over the target (BENCH_HALF_ATTEMPTS; session 17, decision 0009).
+ */
+const HALF_ATTEMPTS = Math.max(1, Number(process.env.BENCH_HALF_ATTEMPTS ?? 3));
+
 type Opts = Parameters<typeof load>[0];
 
 type Point = { connections: number; round: number; load: Load };
@@ -106,15 +114,28 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, leadIn: HALF_LEAD_SECONDS, connections: PACED_CONNECTIONS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
     // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it.
-    const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
-    const written = writeBytes(gavel.child.pid!);
-    const half = await pacedLoad({ ...opts, ...paced });
-    const perDecision = (writeBytes(gavel.child.pid!) - written) / (paced.rate * (paced.leadIn + paced.duration));
-    const disk = await probe?.stop();
-    // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
-    // What it shows is the floor of this machine and this generator (they share the CPUs), and the
-    // generator's own lateness is printed for both.
-    const baseHalf = await pacedLoad({ ...baseOpts, method: 'POST', ...paced });
+    const halfMax = async () => {
+      const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
+      const written = writeBytes(gavel.child.pid!);
+      const half = await pacedLoad({ ...opts, ...paced });
+      const perDecision = (writeBytes(gavel.child.pid!) - written) / (paced.rate * (paced.leadIn + paced.duration));
+      const disk = await probe?.stop();
+      // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
+      // What it shows is the floor of this machine and this generator (they share the CPUs), and the
+      // generator's own lateness is printed for both.
+      const baseHalf = await pacedLoad({ ...baseOpts, method: 'POST', ...paced });
+      return { half, perDecision, disk, baseHalf };
+    };
+    // A pair whose control, bare Fastify, itself misses the tail target says that the machine could
+    // not meet it then, nothing about Gavel: such a pair is set aside (and printed) and measured
+    // again, at most HALF_ATTEMPTS times in all; the last pair stands whatever it shows.
+    const setAside: string[] = [];
+    let pair = await halfMax();
+    while (pair.baseHalf.p99 >= P99_TARGET_MS && setAside.length < HALF_ATTEMPTS - 1) {
+      setAside.push(`${name} ${pair.half.p99.toFixed(1)} ms, bare Fastify ${pair.baseHalf.p99.toFixed(1)} ms`);
+      pair = await halfMax();
+    }
+    const { half, perDecision, disk, baseHalf } = pair;
     const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
@@ -124,7 +145,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const exec = await load({ ...opts, connections: swept.best.connections, requests: requests as never, serverPid: gavel.child.pid });
     const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
-    const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < 10 ms: ${half.p99 < 10 ? 'met' : 'not met'}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
+    const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ 35%: ${max.rps / baseline.rps >= 0.35 ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < ${P99_TARGET_MS} ms: ${half.p99 < P99_TARGET_MS ? 'met' : 'not met'}${baseHalf.p99 >= P99_TARGET_MS ? `; bare Fastify's own p99 at that rate was ${baseHalf.p99.toFixed(1)} ms` : ''}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < 300 MB: ${rssPlain < 300 ? 'met' : 'not met'})`;
     return { targets, max: max.rps, best: max, rows: [
       ...swept.points.map((p) => ({ name: `${name}: authorize, ${pointName(p)}${p === swept.best ? ' (max)' : ''}`, load: p.load, baseline })),
       { name: `${name}: authorize at half max (open loop)`, load: half, baseline },
@@ -132,6 +153,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       { name: `${name}: authorize + execution, ${swept.best.connections} conn.`, load: exec, baseline },
     ], rss, note: `${name}: execution overhead per request (same run): p50 +${(exec.p50 - max.p50).toFixed(1)} ms, mean latency at saturation +${overheadMs.toFixed(1)} ms (${swept.best.connections} connections), throughput ${((exec.rps / max.rps) * 100).toFixed(0)}% of plain authorize; merchant calls ${merchant.totalCalls()}, bad signatures ${merchant.badSignatures}`
       + (disk ? `\n${name}: at half max, ${(perDecision / 1024).toFixed(1)} KiB written to disk per decision (its audit event: ${eventBytes(project.dataDir)} bytes of JSON); the disk meanwhile (4 KiB fdatasync every 10 ms beside the database): p50 ${disk.p50.toFixed(2)} ms, p99 ${disk.p99.toFixed(1)} ms, max ${disk.max.toFixed(0)} ms, ${disk.over20} of ${disk.n} over 20 ms` : '')
+      + (setAside.length ? `\n${name}: half-max pairs set aside because bare Fastify's own p99 at that rate was over ${P99_TARGET_MS} ms (the machine's floor was above the target), before the pair above: ${setAside.join('; ')}` : '')
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), measured for ${paced.duration} s after a ${paced.leadIn} s lead-in at that rate, whose own p99 was ${half.leadInP99.toFixed(1)} ms (bare Fastify's: ${baseHalf.leadInP99.toFixed(1)} ms)`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
