@@ -49,13 +49,22 @@ const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
  */
 const HALF_LEAD_SECONDS = Number(process.env.BENCH_HALF_LEAD_SECONDS ?? 3);
 
+/** A count from the environment: a whole number of at least 1, or the run stops here saying which is wrong. */
+function countFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1, not ${JSON.stringify(raw)}`);
+  return n;
+}
+
 /** Issue 5's tail target: p99 under this at half the maximum. */
 const P99_TARGET_MS = 10;
 /**
  * Half-max pairs (Gavel, then bare Fastify at the same rate) measured at most, while bare Fastify's
  * own p99 is over the target (BENCH_HALF_ATTEMPTS; session 17, decision 0009).
  */
-const HALF_ATTEMPTS = Math.max(1, Number(process.env.BENCH_HALF_ATTEMPTS ?? 3));
+const HALF_ATTEMPTS = countFromEnv('BENCH_HALF_ATTEMPTS', 3);
 
 type Opts = Parameters<typeof load>[0];
 
@@ -67,7 +76,7 @@ type Swept = { points: Point[]; best: Point };
  * peer's maximum is its best point of every round. One window per point let one slow spell of the
  * VM (a fifth slower for the same code, for seconds to minutes) decide a peer's maximum.
  */
-const SWEEP_ROUNDS = Math.max(1, Number(process.env.BENCH_SWEEP_ROUNDS ?? 2));
+const SWEEP_ROUNDS = countFromEnv('BENCH_SWEEP_ROUNDS', 2);
 
 /**
  * Each peer's sweep, interleaved: at each connection count every peer runs in turn, so that the
