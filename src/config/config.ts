@@ -40,7 +40,8 @@ type Spec = { env: string; file: string; parse: (raw: string) => unknown };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-const integer = (min: number, max: number) => (raw: string): number => {
+/** A parser of a whole number within [min, max], as the settings below and the benchmarks' counts take it. */
+export const integer = (min: number, max: number) => (raw: string): number => {
   if (!/^\d+$/.test(raw)) throw new Error(`must be an integer between ${min} and ${max}, got "${raw}"`);
   const n = Number(raw);
   if (n < min || n > max) throw new Error(`must be an integer between ${min} and ${max}, got ${n}`);
