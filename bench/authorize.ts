@@ -14,7 +14,7 @@ import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
-import { integer } from '../src/config/config.ts';
+import { countFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
 import BetterSqlite3 from 'better-sqlite3';
@@ -49,13 +49,6 @@ const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
  * is the server settled at half its maximum; the lead-in's own p99 is printed beside it.
  */
 const HALF_LEAD_SECONDS = Number(process.env.BENCH_HALF_LEAD_SECONDS ?? 3);
-
-/** A count from the environment (the settings' own parser, src/config/config.ts); the run stops on a bad one. */
-function countFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  try { return integer(1, 1000)(raw); } catch (error) { throw new Error(`${name} ${(error as Error).message}`); }
-}
 
 /** Issue 5's targets: at least this share of bare Fastify's throughput, p99 under this at half the maximum, resident memory under this. */
 const TARGET = { ratio: 0.35, p99Ms: 10, rssMb: 300 };

@@ -11,13 +11,13 @@ import { statSync } from 'node:fs';
 import { load, startGavel, threadCpu } from './lib/harness.ts';
 import { authorizeRequest, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
+import { countFromEnv } from './lib/env-count.ts';
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const RATE = env('RATE', 10_000);
-const TRIALS = env('TRIALS', 3);
-const WARM = env('WARM_SECS', 5);
-const FILL = env('FILL_SECS', 100);
-const HISTORY = env('HISTORY_SECS', 64);
+const RATE = countFromEnv('RATE', 10_000, { max: 1_000_000 });
+const TRIALS = countFromEnv('TRIALS', 3);
+const WARM = countFromEnv('WARM_SECS', 5);
+const FILL = countFromEnv('FILL_SECS', 100);
+const HISTORY = countFromEnv('HISTORY_SECS', 64);
 
 const big = await prepareProject();
 {
