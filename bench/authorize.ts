@@ -14,7 +14,7 @@ import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
-import { countFromEnv } from './lib/env-count.ts';
+import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
 import BetterSqlite3 from 'better-sqlite3';
@@ -29,7 +29,7 @@ const rssMb = (pid: number) => {
 const writeBytes = (pid: number) => Number(/write_bytes:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 
 /** Client connections of the throughput sweep (BENCH_CONNECTIONS=20,64,128,256 by default; 256 since session 14, decision 0009). */
-const SWEEP = (process.env.BENCH_CONNECTIONS ?? '20,64,128,256').split(',').map(Number);
+const SWEEP = countsFromEnv('BENCH_CONNECTIONS', [20, 64, 128, 256], { max: 10_000 });
 /**
  * Connections of the open-loop half-max run: enough that a request never waits client-side for a
  * free connection (rate x worst latency), or a stall would turn the open loop into a closed one.
@@ -40,7 +40,7 @@ const PACED_CONNECTIONS = 128;
  * stall of the VM's disk (100 ms or more, now and then) is not 1% of them by itself: in 8 s at
  * 5,500/s a single 100 ms stall delays about 1.3% of the requests; in 24 s, about 0.4%.
  */
-const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
+const HALF_SECONDS = countFromEnv('BENCH_HALF_SECONDS', 24);
 /**
  * Lead-in before the measured half-max window (BENCH_HALF_LEAD_SECONDS): the same open loop, same
  * rate and connections, not counted. Right after the sweep the server is still leaving the
@@ -48,7 +48,7 @@ const HALF_SECONDS = Number(process.env.BENCH_HALF_SECONDS ?? 24);
  * second (session 15: 400-1,500 requests over 8 ms there, in three runs of three). What is measured
  * is the server settled at half its maximum; the lead-in's own p99 is printed beside it.
  */
-const HALF_LEAD_SECONDS = Number(process.env.BENCH_HALF_LEAD_SECONDS ?? 3);
+const HALF_LEAD_SECONDS = countFromEnv('BENCH_HALF_LEAD_SECONDS', 3, { min: 0 });
 
 /** Issue 5's targets: at least this share of bare Fastify's throughput, p99 under this at half the maximum, resident memory under this. */
 const TARGET = { ratio: 0.35, p99Ms: 10, rssMb: 300 };

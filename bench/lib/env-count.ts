@@ -2,9 +2,20 @@
 // (src/config/config.ts): a typo stops the run with the variable's name, never becomes NaN.
 import { integer } from '../../src/config/config.ts';
 
-/** The whole number in `name` (from `min` to `max`), or `fallback` when it is unset or empty. */
-export function countFromEnv(name: string, fallback: number, range: { min?: number; max?: number } = {}): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
+type Range = { min?: number; max?: number };
+
+const parse = (name: string, raw: string, range: Range): number => {
   try { return integer(range.min ?? 1, range.max ?? 1000)(raw); } catch (error) { throw new Error(`${name} ${(error as Error).message}`); }
+};
+
+/** The whole number in `name` (from `min` to `max`), or `fallback` when it is unset or empty. */
+export function countFromEnv(name: string, fallback: number, range: Range = {}): number {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? fallback : parse(name, raw, range);
+}
+
+/** A comma-separated list of such numbers in `name`, or `fallback` when it is unset or empty. */
+export function countsFromEnv(name: string, fallback: number[], range: Range = {}): number[] {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? fallback : raw.split(',').map((item) => parse(name, item.trim(), range));
 }

@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { scratchDir } from './scratch-dir.ts';
+import { countFromEnv } from './env-count.ts';
 import autocannon from 'autocannon';
 
 export interface Started { url: string; child: ChildProcess; stop(): Promise<void> }
@@ -64,6 +65,9 @@ export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dat
  * libuv-worker the pool) and the load generator's (this process). Unlike req/s, which moves
  * ±10–25% with this VM's speed, CPU per request compares peers and code across runs.
  */
+/** Length of a closed-loop load window unless the caller sets one (BENCH_SECONDS). */
+const LOAD_SECONDS = countFromEnv('BENCH_SECONDS', 8);
+
 export interface CpuPerRequest { server: number; client: number; threads: Record<string, number> }
 
 export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpu?: CpuPerRequest }
@@ -103,7 +107,7 @@ export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers
   const clientBefore = process.cpuUsage();
   const r = await autocannon({
     url: opts.url, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body,
-    connections: opts.connections ?? 20, duration: opts.duration ?? Number(process.env.BENCH_SECONDS ?? 8),
+    connections: opts.connections ?? 20, duration: opts.duration ?? LOAD_SECONDS,
     ...(opts.requests ? { requests: opts.requests } : {}),
     ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
   });
