@@ -19,6 +19,9 @@ const WARM = countFromEnv('WARM_SECS', 5);
 const FILL = countFromEnv('FILL_SECS', 100);
 const HISTORY = countFromEnv('HISTORY_SECS', 64);
 
+/** The measured open loop, as bench:authorize's half-max run (decision 0009). */
+const OPEN_LOOP = { duration: 24, leadIn: 3 };
+
 const big = await prepareProject();
 {
   const gavel = await startGavel({ GAVEL_DATA_DIR: big.dataDir });
@@ -44,10 +47,10 @@ for (let trial = 0; trial < TRIALS; trial++) {
     const request = authorizeRequest(gavel.url, project, pid);
     const max = await load({ ...request, connections: 128, duration: condition.maxSecs });
     const before = threadCpu(pid);
-    const half = await pacedLoad({ ...request, rate: RATE, duration: 24, leadIn: 3 });
+    const half = await pacedLoad({ ...request, rate: RATE, ...OPEN_LOOP });
     const after = threadCpu(pid);
     await gavel.stop();
-    const perDecision = (thread: string) => ((after.get(thread)! - before.get(thread)!) / (RATE * 27)).toFixed(1);
+    const perDecision = (thread: string) => ((after.get(thread)! - before.get(thread)!) / (RATE * (OPEN_LOOP.duration + OPEN_LOOP.leadIn))).toFixed(1);
     p99s.get(condition.name)!.push(half.p99);
     console.log(`trial ${trial + 1}, ${condition.name.padEnd(7)} (${String(condition.maxSecs).padStart(3)} s at the maximum, ${max.rps.toFixed(0)}/s; file ${megabytes(project)} MB): ` +
       `p99 ${half.p99.toFixed(1)} ms (lead-in ${half.leadInP99.toFixed(1)}), CPU µs a decision: HTTP thread ${perDecision('MainThread')}, writer ${perDecision('WorkerThread')}`);
