@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
-import { pacedLoad } from './lib/paced.ts';
+import { pacedLoadFresh } from './lib/paced.ts';
 import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
@@ -119,13 +119,13 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const halfMax = async () => {
       const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
       const written = writeBytes(gavel.child.pid!);
-      const half = await pacedLoad({ ...opts, ...paced });
+      const half = await pacedLoadFresh({ ...opts, ...paced });
       const perDecision = (writeBytes(gavel.child.pid!) - written) / (paced.rate * (paced.leadIn + paced.duration));
       const disk = await probe?.stop();
       // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
       // What it shows is the floor of this machine and this generator (they share the CPUs), and the
       // generator's own lateness is printed for both.
-      const baseHalf = await pacedLoad({ ...baseOpts, method: 'POST', ...paced });
+      const baseHalf = await pacedLoadFresh({ ...baseOpts, method: 'POST', ...paced });
       return { half, perDecision, disk, baseHalf };
     };
     // A pair whose control, bare Fastify, itself misses the tail target says that the machine could

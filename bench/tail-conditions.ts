@@ -10,7 +10,7 @@
 import { statSync } from 'node:fs';
 import { load, startGavel, threadCpu } from './lib/harness.ts';
 import { authorizeRequest, prepareProject, type Project } from './lib/fixtures.ts';
-import { pacedLoad } from './lib/paced.ts';
+import { pacedLoadFresh } from './lib/paced.ts';
 import { countFromEnv } from './lib/env-count.ts';
 
 const RATE = countFromEnv('RATE', 10_000, { max: 1_000_000 });
@@ -47,7 +47,7 @@ for (let trial = 0; trial < TRIALS; trial++) {
     const request = authorizeRequest(gavel.url, project, pid);
     const max = await load({ ...request, connections: 128, duration: condition.maxSecs });
     const before = threadCpu(pid);
-    const half = await pacedLoad({ ...request, rate: RATE, ...OPEN_LOOP });
+    const half = await pacedLoadFresh({ ...request, rate: RATE, ...OPEN_LOOP });
     const after = threadCpu(pid);
     await gavel.stop();
     const perDecision = (thread: string) => ((after.get(thread)! - before.get(thread)!) / (RATE * (OPEN_LOOP.duration + OPEN_LOOP.leadIn))).toFixed(1);

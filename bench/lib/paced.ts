@@ -6,11 +6,15 @@
 // (httpClient.js: reqsMadeThisSecond, reset by a 1 s interval), so "half of the maximum" runs at
 // the maximum for half of each second; and its correction then adds synthetic samples as if
 // requests had been spaced 1 ms apart on each connection.
+import { execFile } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { createHistogram } from 'node:perf_hooks';
 import type { Load } from './harness.ts';
 
 interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
+
+export interface PacedOptions { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number }
+export type PacedResult = Load & { sendLagP99: number; leadInP99: number };
 
 /**
  * `leadIn` (seconds, default 0): the loop runs that long at the same rate before the measured
@@ -18,7 +22,7 @@ interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
  * not its transition from whatever ran before (decision 0009, session 15). The lead-in's own p99 is
  * returned beside the measured one; `onResponse` hears only measured requests.
  */
-export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number; onResponse?: (due: number, latencyMs: number) => void }): Promise<Load & { sendLagP99: number; leadInP99: number }> {
+export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number, latencyMs: number) => void }): Promise<PacedResult> {
   const u = new URL(opts.url);
   const body = Buffer.from(opts.body ?? '');
   const head = [`${opts.method} ${u.pathname}${u.search} HTTP/1.1`, `host: ${u.host}`, 'connection: keep-alive',
@@ -91,4 +95,20 @@ export async function pacedLoad(opts: { url: string; method: 'GET' | 'POST'; hea
   for (const c of conns) c.socket.destroy();
   const ms = (p: number) => histogram.percentile(p) / 1000;
   return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN };
+}
+
+/**
+ * pacedLoad in a fresh process (bench/lib/paced-child.ts), so that the generator's heap is its own
+ * and small: a process that ran the throughput sweeps first pauses for its garbage while it paces.
+ */
+export function pacedLoadFresh(opts: PacedOptions): Promise<PacedResult> {
+  const script = new URL('./paced-child.ts', import.meta.url).pathname;
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, JSON.stringify(opts)], { maxBuffer: 1 << 20 }, (error, stdout) => {
+      if (error) { reject(error); return; }
+      // JSON has no NaN: a run without a lead-in reports its lead-in p99 as null.
+      const result = JSON.parse(stdout) as PacedResult & { leadInP99: number | null };
+      resolve({ ...result, leadInP99: result.leadInP99 ?? NaN });
+    });
+  });
 }
