@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pacedLoad } from '../../bench/lib/paced.ts';
+import { pacedLoad, pacedLoadFresh } from '../../bench/lib/paced.ts';
 
 test('a lead-in runs at the rate but is not measured; its own p99 is reported apart', async () => {
   // The first 40 requests are answered 30 ms late: all of them are due in the lead-in.
@@ -40,4 +40,36 @@ test('without a lead-in every request is measured', async () => {
     assert.equal(heard, 100);
     assert.ok(Number.isNaN(r.leadInP99));
   } finally { server.close(); }
+});
+
+test('pacedLoadFresh returns the figures of a loop run in another process, lead-in apart', async () => {
+  const peers = new Set<number>();
+  let seen = 0;
+  const server = createServer((req, res) => {
+    peers.add(req.socket.remotePort!);
+    const late = seen++ < 20;
+    req.resume();
+    req.on('end', () => setTimeout(() => res.end('ok'), late ? 30 : 0));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    const r = await pacedLoadFresh({ url, method: 'POST', body: '{}', rate: 100, leadIn: 0.5, duration: 1, connections: 4 });
+    assert.equal(seen, 150, 'lead-in and measured requests were all sent');
+    assert.equal(r.rps, 100);
+    assert.equal(r.errors, 0);
+    assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
+    assert.ok(r.p99 < 30, 'and not in the measured one');
+    assert.equal(peers.size, 4, 'the connections asked for');
+    const none = await pacedLoadFresh({ url, method: 'GET', rate: 100, duration: 0.2, connections: 1 });
+    assert.ok(Number.isNaN(none.leadInP99), 'no lead-in: NaN, as pacedLoad says it (JSON carries it as null)');
+  } finally { server.close(); }
+});
+
+test('pacedLoadFresh fails when its process fails (nothing listening)', async () => {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  await assert.rejects(pacedLoadFresh({ url: `http://127.0.0.1:${port}/`, method: 'GET', rate: 10, duration: 0.1, connections: 1 }));
 });
