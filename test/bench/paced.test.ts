@@ -6,21 +6,29 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pacedLoad, pacedLoadFresh } from '../../bench/lib/paced.ts';
 
-test('a lead-in runs at the rate but is not measured; its own p99 is reported apart', async () => {
-  // The first 40 requests are answered 30 ms late: all of them are due in the lead-in.
+/** A server on loopback whose first `late` answers come 30 ms late; it counts requests and their source ports. */
+async function lateServer(late: number) {
   let seen = 0;
+  const peers = new Set<number>();
   const server = createServer((req, res) => {
-    const late = seen++ < 40;
+    peers.add(req.socket.remotePort!);
+    const slow = seen++ < late;
     req.resume();
-    req.on('end', () => setTimeout(() => res.end('ok'), late ? 30 : 0));
+    req.on('end', () => setTimeout(() => res.end('ok'), slow ? 30 : 0));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, seen: () => seen, peers, close: () => server.close() };
+}
+
+test('a lead-in runs at the rate but is not measured; its own p99 is reported apart', async () => {
+  // The first 40 requests are answered 30 ms late: all of them are due in the lead-in.
+  const server = await lateServer(40);
+  const { url } = server;
   try {
     const dues: number[] = [];
     const before = performance.now();
     const r = await pacedLoad({ url, method: 'GET', rate: 100, leadIn: 1, duration: 1, connections: 8, onResponse: (due) => dues.push(due) });
-    assert.equal(seen, 200, 'lead-in and measured requests were all sent');
+    assert.equal(server.seen(), 200, 'lead-in and measured requests were all sent');
     assert.equal(dues.length, 100, 'only the measured second is heard');
     assert.equal(r.rps, 100);
     const boundary = Math.min(...dues);
@@ -31,9 +39,8 @@ test('a lead-in runs at the rate but is not measured; its own p99 is reported ap
 });
 
 test('without a lead-in every request is measured', async () => {
-  const server = createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const server = await lateServer(0);
+  const { url } = server;
   try {
     let heard = 0;
     const r = await pacedLoad({ url, method: 'GET', rate: 200, duration: 0.5, connections: 4, onResponse: () => { heard++; } });
@@ -43,24 +50,16 @@ test('without a lead-in every request is measured', async () => {
 });
 
 test('pacedLoadFresh returns the figures of a loop run in another process, lead-in apart', async () => {
-  const peers = new Set<number>();
-  let seen = 0;
-  const server = createServer((req, res) => {
-    peers.add(req.socket.remotePort!);
-    const late = seen++ < 20;
-    req.resume();
-    req.on('end', () => setTimeout(() => res.end('ok'), late ? 30 : 0));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const server = await lateServer(20);
+  const { url } = server;
   try {
     const r = await pacedLoadFresh({ url, method: 'POST', body: '{}', rate: 100, leadIn: 0.5, duration: 1, connections: 4 });
-    assert.equal(seen, 150, 'lead-in and measured requests were all sent');
+    assert.equal(server.seen(), 150, 'lead-in and measured requests were all sent');
     assert.equal(r.rps, 100);
     assert.equal(r.errors, 0);
     assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
     assert.ok(r.p99 < 30, 'and not in the measured one');
-    assert.equal(peers.size, 4, 'the connections asked for');
+    assert.equal(server.peers.size, 4, 'the connections asked for');
     const none = await pacedLoadFresh({ url, method: 'GET', rate: 100, duration: 0.2, connections: 1 });
     assert.ok(Number.isNaN(none.leadInP99), 'no lead-in: NaN, as pacedLoad says it (JSON carries it as null)');
   } finally { server.close(); }
