@@ -103,8 +103,11 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
  */
 export function pacedLoadFresh(opts: PacedOptions): Promise<PacedResult> {
   const script = new URL('./paced-child.ts', import.meta.url).pathname;
+  // Only the loop's own options cross (a caller's request may carry others, such as serverPid).
+  const { url, method, headers, body, rate, duration, leadIn, connections } = opts;
+  const options: PacedOptions = { url, method, headers, body, rate, duration, leadIn, connections };
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, JSON.stringify(opts)], { maxBuffer: 1 << 20 }, (error, stdout) => {
+    execFile(process.execPath, [...process.execArgv, script, JSON.stringify(options)], { maxBuffer: 1 << 20 }, (error, stdout) => {
       if (error) { reject(error); return; }
       // JSON has no NaN: a run without a lead-in reports its lead-in p99 as null.
       const result = JSON.parse(stdout) as PacedResult & { leadInP99: number | null };
