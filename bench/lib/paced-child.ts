@@ -4,6 +4,8 @@
 // every such pause leaves responses unread and counts in the latency it records (session 19).
 import { pacedLoad, type PacedOptions } from './paced.ts';
 
-const options = JSON.parse(process.argv[2] ?? '') as PacedOptions;
+const [argument] = process.argv.slice(2);
+if (argument === undefined) throw new Error('usage: paced-child.ts <pacedLoad options as JSON>');
+const options = JSON.parse(argument) as PacedOptions;
 const result = await pacedLoad(options);
 process.stdout.write(JSON.stringify(result) + '\n');
