@@ -6,8 +6,8 @@
 // group commit shares one commit and one fsync among the requests in flight, so Gavel's throughput
 // grows with concurrency where bare Fastify's is flat; every point of the sweep is printed. The
 // baseline, the route ceiling and SQLite are swept interleaved, each in turn at each connection
-// count, in two rounds; a half-max pair whose bare Fastify misses the tail target is measured
-// again (docs/decisions/0009-benchmark-method.md).
+// count, in two rounds; the half-max loops run in a process of their own, and a half-max pair
+// whose bare Fastify misses the tail target is measured again (docs/decisions/0009-benchmark-method.md).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
