@@ -1,6 +1,6 @@
 // Runs one open loop (pacedLoad) in a process of its own and prints its result as one JSON line.
 // The benchmark's own process has driven minutes of autocannon sweeps before its half-max run, and
-// the garbage they leave makes its collector pause for 5–14 ms at a time while it paces requests:
+// the garbage they leave makes its collector pause for 3–14 ms at a time while it paces requests:
 // every such pause leaves responses unread and counts in the latency it records (session 19).
 import { pacedLoad, type PacedOptions } from './paced.ts';
 
