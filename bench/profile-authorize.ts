@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { load, startGavel, threadCpu } from './lib/harness.ts';
 import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
-import { pacedLoad } from './lib/paced.ts';
+import { pacedLoadFresh } from './lib/paced.ts';
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const project = await prepareProject();
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, NODE_OPTIONS: process.env.PROF ? `--cpu-prof --cpu-prof-dir=/work/prof` : (process.env.NODEOPTS ?? '') });
@@ -22,7 +22,7 @@ const total = split.reduce((s, [, v]) => s + v, 0);
 console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${rss(pid).toFixed(0)} MB`);
 if (process.env.HALF) {
   const c1 = threadCpu(pid);
-  const paced = await pacedLoad({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: Number(process.env.PACED_CONNS ?? 128) });
+  const paced = await pacedLoadFresh({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: Number(process.env.PACED_CONNS ?? 128) });
   const c2 = threadCpu(pid);
   const cpuPaced = [...c2].reduce((s, [k, v]) => s + v - (c1.get(k) ?? 0), 0) / (paced.rps * 6);
   console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request`);
