@@ -59,15 +59,15 @@ export function startGavel(env: NodeJS.ProcessEnv = {}): Promise<Started & { dat
     .then((s) => ({ ...s, dataDir }));
 }
 
+/** Length of a closed-loop load window unless the caller sets one (BENCH_SECONDS). */
+const LOAD_SECONDS = countFromEnv('BENCH_SECONDS', 8);
+
 /**
  * CPU time per request during a load, in µs: the server's (every thread of `pid`, and by thread
  * name: MainThread answers HTTP, WorkerThread is the SQLite writer, V8Worker GC and compiler,
  * libuv-worker the pool) and the load generator's (this process). Unlike req/s, which moves
  * ±10–25% with this VM's speed, CPU per request compares peers and code across runs.
  */
-/** Length of a closed-loop load window unless the caller sets one (BENCH_SECONDS). */
-const LOAD_SECONDS = countFromEnv('BENCH_SECONDS', 8);
-
 export interface CpuPerRequest { server: number; client: number; threads: Record<string, number> }
 
 export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpu?: CpuPerRequest }
