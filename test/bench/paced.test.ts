@@ -3,21 +3,40 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { pacedLoad, pacedLoadFresh } from '../../bench/lib/paced.ts';
 
-/** A server on loopback whose first `late` answers come 30 ms late; it counts requests and their source ports. */
+/**
+ * Whether the client end of a loopback connection from `port` is a socket of this process (Linux:
+ * its inode in /proc/net/tcp, among this process's open descriptors).
+ */
+function clientIsThisProcess(port: number): boolean {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const row = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/)).find((f) => f[1]?.endsWith(local));
+  if (!row) throw new Error(`no TCP socket has local port ${port}`);
+  const socket = `socket:[${row[9]}]`;
+  return readdirSync('/proc/self/fd').some((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`) === socket; } catch { return false; } });
+}
+
+/**
+ * A server on loopback whose first `late` answers come 30 ms late; it counts requests, their
+ * source ports, and the connections whose client end is in this process.
+ */
 async function lateServer(late: number) {
   let seen = 0;
   const peers = new Set<number>();
+  const fromHere = new Set<number>();
   const server = createServer((req, res) => {
-    peers.add(req.socket.remotePort!);
+    const port = req.socket.remotePort!;
+    if (!peers.has(port) && clientIsThisProcess(port)) fromHere.add(port);
+    peers.add(port);
     const slow = seen++ < late;
     req.resume();
     req.on('end', () => setTimeout(() => res.end('ok'), slow ? 30 : 0));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, seen: () => seen, peers, close: () => server.close() };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, seen: () => seen, peers, fromHere, close: () => server.close() };
 }
 
 test('a lead-in runs at the rate but is not measured; its own p99 is reported apart', async () => {
@@ -35,6 +54,9 @@ test('a lead-in runs at the rate but is not measured; its own p99 is reported ap
     assert.ok(boundary - before >= 1000, 'every measured request was due after the lead-in');
     assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
     assert.equal(r.errors, 0);
+    // (A free connection is reused first, so fewer than eight may have carried a request.)
+    assert.ok(server.peers.size > 0 && server.fromHere.size === server.peers.size,
+      `pacedLoad connects from this process (${server.fromHere.size} of ${server.peers.size}): what the test of pacedLoadFresh tells apart`);
   } finally { server.close(); }
 });
 
@@ -60,6 +82,7 @@ test('pacedLoadFresh returns the figures of a loop run in another process, lead-
     assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
     assert.ok(r.p99 < 30, 'and not in the measured one');
     assert.equal(server.peers.size, 4, 'the connections asked for');
+    assert.equal(server.fromHere.size, 0, 'none of them from this process');
     const none = await pacedLoadFresh({ url, method: 'GET', rate: 100, duration: 0.2, connections: 1 });
     assert.ok(Number.isNaN(none.leadInP99), 'no lead-in: NaN, as pacedLoad says it (JSON carries it as null)');
   } finally { server.close(); }
