@@ -24,9 +24,10 @@ import { sequencePending } from '../src/services/auditlog/sequencer.ts';
 import { migrateToLatest } from '../src/store/migrate.ts';
 import { openStore, type StoreOptions } from '../src/store/store.ts';
 import { scratchDir } from './lib/scratch-dir.ts';
+import { countFromEnv } from './lib/env-count.ts';
 
-const MAX = Number(process.env.BENCH_MAX_LEAVES ?? 1e7);
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 20_000);
+const MAX = countFromEnv('BENCH_MAX_LEAVES', 1e7, { max: 2 ** 40 });
+const EVENTS = countFromEnv('BENCH_EVENTS', 20_000, { max: 10_000_000 });
 const dir = scratchDir('gavel-bench-audit-');
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 

@@ -11,6 +11,7 @@
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128).
 import { load, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
+import { countFromEnv } from './lib/env-count.ts';
 
 const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 const envOf = (spec = '') => Object.fromEntries(spec.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -20,9 +21,9 @@ const variants = {
 };
 type Window = { rps: number; cpu: number; main: number; writer: number };
 const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
-const rounds = Number(process.env.ROUNDS ?? 6);
-const win = Number(process.env.WIN ?? 3);
-const connections = Number(process.env.CONNS ?? 128);
+const rounds = countFromEnv('ROUNDS', 6);
+const win = countFromEnv('WIN', 3);
+const connections = countFromEnv('CONNS', 128, { max: 10_000 });
 
 async function measure(v: { dir: string; args: string; env: Record<string, string> }): Promise<Window> {
   // The variant's own code prepares its project: a checkout may store things another cannot read

@@ -10,10 +10,13 @@ import { load, startGavel } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject } from './lib/fixtures.ts';
 import { pacedLoad } from './lib/paced.ts';
 import { eachLine, parseGcLine } from './lib/trace-gc.ts';
+import { countFromEnv } from './lib/env-count.ts';
 
-const RATE = Number(process.env.RATE ?? 7000);
-const SECS = Number(process.env.SECS ?? 8);
-const SLOW_MS = Number(process.env.SLOW_MS ?? 10);
+// Read before anything starts, so a bad value leaves no server behind.
+const RATE = countFromEnv('RATE', 7000, { max: 1_000_000 });
+const SECS = countFromEnv('SECS', 8);
+const SLOW_MS = countFromEnv('SLOW_MS', 10);
+const WARM_SECS = countFromEnv('WARM_SECS', 4);
 
 const PG_URL = process.env.PG_URL;
 const onPostgres = PG_URL ? await preparePostgresProject(PG_URL) : undefined;
@@ -28,7 +31,7 @@ eachLine(gavel.child.stdout!, (line) => {
 
 const opts = authorizeRequest(gavel.url, project);
 await load({ ...opts, duration: 2 });
-await load({ ...opts, duration: Number(process.env.WARM_SECS ?? 4), connections: 128 });
+await load({ ...opts, duration: WARM_SECS, connections: 128 });
 
 const start = performance.now();
 const slow: number[] = [];

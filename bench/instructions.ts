@@ -21,11 +21,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { prepareProject } from './lib/fixtures.ts';
 import { gavelNodeArgs } from './lib/harness.ts';
+import { countFromEnv } from './lib/env-count.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createService } from '../src/service.ts';
 
-const DECISIONS = Number(process.env.DECISIONS ?? 1000);
-const WARMUP = Number(process.env.WARMUP ?? 300);
+const DECISIONS = countFromEnv('DECISIONS', 1000, { max: 1_000_000 });
+const WARMUP = countFromEnv('WARMUP', 300, { min: 0, max: 1_000_000 });
 const IN_FLIGHT = 32;
 
 if (process.argv[2] === '--run') {

@@ -3,12 +3,13 @@
 // Gavel alone at 10 to 10,000 rules. Run: node bench/policy.ts
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { compilePolicy, evaluate, validatePolicy, type PolicyDocument, type PolicyInput } from '../src/domain/policy/index.ts';
+import { secondsFromEnv } from './lib/env-count.ts';
 
 const FROM = '2025-01-01T00:00:00Z';
 const UNTIL = '2025-07-01T00:00:00Z';
 const FROM_MS = Date.parse(FROM);
 const UNTIL_MS = Date.parse(UNTIL);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 1.5);
+const SECONDS = secondsFromEnv('BENCH_SECONDS', 1.5);
 
 // Deterministic pseudo-random numbers (mulberry32) so every run measures the same requests.
 function rng(seed: number): () => number {

@@ -19,9 +19,15 @@ import { pacedLoad } from './lib/paced.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
 import { startHiccupProbe } from './lib/hiccup-probe.ts';
 import { eachLine, parseGcLine } from './lib/trace-gc.ts';
+import { countFromEnv } from './lib/env-count.ts';
 
-const SECS = Number(process.env.SECS ?? 24);
-const SLOW_MS = Number(process.env.SLOW_MS ?? 8);
+// Read before anything starts, so a bad value leaves no server behind.
+const SECS = countFromEnv('SECS', 24);
+const SLOW_MS = countFromEnv('SLOW_MS', 8);
+const WARM_SECS = countFromEnv('WARM_SECS', 20);
+/** The open loop's rate; 0 (unset): half of what the warm-up reached. */
+const FIXED_RATE = countFromEnv('RATE', 0, { min: 1, max: 1_000_000 });
+const TOP = countFromEnv('TOP', 20);
 const epoch = () => performance.timeOrigin + performance.now();
 
 type Event = { at: number; kind: string; text: string };
@@ -64,8 +70,8 @@ for (let i = 0; i < 5; i++) { writeSync(calibrationFd, Buffer.alloc(512)); calib
 closeSync(calibrationFd);
 
 const opts = authorizeRequest(gavel.url, project);
-const max = await load({ ...opts, duration: Number(process.env.WARM_SECS ?? 20), connections: 128 });
-const RATE = process.env.RATE ? Number(process.env.RATE) : Math.round(max.rps / 2);
+const max = await load({ ...opts, duration: WARM_SECS, connections: 128 });
+const RATE = FIXED_RATE || Math.round(max.rps / 2);
 const disk = startDiskProbe(project.dataDir);
 const hiccups = startHiccupProbe();
 const requests: { due: number; ms: number }[] = [];
@@ -115,7 +121,7 @@ console.log(`maximum ${max.rps.toFixed(0)}/s; open loop at ${RATE}/s for ${SECS}
 const early = slow.filter((r) => r.due - start < 1000).length;
 console.log(`in the loop's first second: ${early} of the slow requests; without it, p99 would be ${(() => { const rest = requests.filter((r) => r.due - start >= 1000).map((r) => r.ms).sort((a, b) => a - b); return rest[Math.floor(rest.length * 0.99)]!.toFixed(1); })()} ms`);
 console.log('largest episodes (offset into the loop, length, requests, slowest; what happened from 30 ms before):');
-for (const e of [...episodes].sort((a, b) => b.n - a.n).slice(0, Number(process.env.TOP ?? 20))) {
+for (const e of [...episodes].sort((a, b) => b.n - a.n).slice(0, TOP)) {
   const what = near(e).map((v) => `${v.text} @${(v.at - e.start).toFixed(0)}`).join(', ') || 'nothing recorded';
   console.log(`  ${((e.start - start) / 1000).toFixed(2)} s, ${(e.last - e.start).toFixed(0)} ms, ${e.n} requests, ${e.max.toFixed(0)} ms: ${what}`);
 }

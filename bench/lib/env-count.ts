@@ -14,6 +14,20 @@ export function countFromEnv(name: string, fallback: number, range: Range = {}):
   return raw === undefined || raw === '' ? fallback : parse(name, raw, range);
 }
 
+/**
+ * The seconds in `name`, a positive decimal (`1.5`) from `min` to `max`, or `fallback` when it is
+ * unset or empty: for durations a benchmark may want shorter than a second.
+ */
+export function secondsFromEnv(name: string, fallback: number, range: Range = {}): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const min = range.min ?? 0.1;
+  const max = range.max ?? 3600;
+  const n = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || n < min || n > max) throw new Error(`${name} must be a number of seconds between ${min} and ${max}, got "${raw}"`);
+  return n;
+}
+
 /** A comma-separated list of such numbers in `name`, or `fallback` when it is unset or empty. */
 export function countsFromEnv(name: string, fallback: number[], range: Range = {}): number[] {
   const raw = process.env[name];
