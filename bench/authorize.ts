@@ -17,6 +17,7 @@ import { pacedLoadFresh } from './lib/paced.ts';
 import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
+import { startHiccupProbe, stallsWithin } from './lib/hiccup-probe.ts';
 import BetterSqlite3 from 'better-sqlite3';
 
 const PG_URL = process.env.GAVEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -115,18 +116,24 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, leadIn: HALF_LEAD_SECONDS, connections: PACED_CONNECTIONS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
-    // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it.
+    // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it. Both engines:
+    // the machine's own stalls during each measured window (bench/lib/hiccup-probe.ts), which a
+    // tail on a VM can start with (session 20).
     const halfMax = async () => {
       const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
+      const hiccups = startHiccupProbe();
       const written = writeBytes(gavel.child.pid!);
       const half = await pacedLoadFresh({ ...opts, ...paced });
       const perDecision = (writeBytes(gavel.child.pid!) - written) / (paced.rate * (paced.leadIn + paced.duration));
       const disk = await probe?.stop();
+      const stalls = stallsWithin(await hiccups.stop(), half.window);
       // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
       // What it shows is the floor of this machine and this generator (they share the CPUs), and the
       // generator's own lateness is printed for both.
+      const baseHiccups = startHiccupProbe();
       const baseHalf = await pacedLoadFresh({ ...baseOpts, method: 'POST', ...paced });
-      return { half, perDecision, disk, baseHalf };
+      const baseStalls = stallsWithin(await baseHiccups.stop(), baseHalf.window);
+      return { half, perDecision, disk, stalls, baseHalf, baseStalls };
     };
     // A pair whose control, bare Fastify, itself misses the tail target says that the machine could
     // not meet it then, nothing about Gavel: such a pair is set aside (and printed) and measured
@@ -137,7 +144,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       setAside.push(`${name} ${pair.half.p99.toFixed(1)} ms, bare Fastify ${pair.baseHalf.p99.toFixed(1)} ms`);
       pair = await halfMax();
     }
-    const { half, perDecision, disk, baseHalf } = pair;
+    const { half, perDecision, disk, stalls, baseHalf, baseStalls } = pair;
     const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
@@ -158,9 +165,12 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       + (setAside.length ? `\n${name}: half-max pairs set aside because bare Fastify's own p99 at that rate was over ${TARGET.p99Ms} ms (the machine's floor was above the target), before the pair above: ${setAside.join('; ')}` : '')
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), measured for ${paced.duration} s after a ${paced.leadIn} s lead-in at that rate, whose own p99 was ${half.leadInP99.toFixed(1)} ms (bare Fastify's: ${baseHalf.leadInP99.toFixed(1)} ms)`
-      + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late` };
+      + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late`
+      + `\n${name}: at half max, the machine's own stalls over 3 ms (a thread of the benchmark that sleeps 1 ms at a time, woken late) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}` };
   } finally { await peer.stop(); }
 }
+
+const stallSummary = (s: { n: number; longestMs: number }) => (s.n ? `${s.n}, the longest ${s.longestMs.toFixed(1)} ms` : 'none');
 
 /** Audit events not yet given a leaf index, on either engine. */
 async function unsequenced(project: Project): Promise<number> {

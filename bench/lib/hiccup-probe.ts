@@ -25,4 +25,10 @@ parentPort.on('message', () => { stop = true; });
 })();
 `;
 
+/** The stalls of a probe that fell within `window` (ms since the Unix epoch): how many, and the longest (0 if none). */
+export function stallsWithin(stalls: readonly { at: number; ms: number }[], window: { from: number; until: number }): { n: number; longestMs: number } {
+  const inside = stalls.filter((s) => s.at >= window.from && s.at <= window.until);
+  return { n: inside.length, longestMs: inside.reduce((m, s) => Math.max(m, s.ms), 0) };
+}
+
 export const startHiccupProbe = (): HiccupProbe => startProbeWorker<{ at: number; ms: number }[]>(body);

@@ -14,7 +14,11 @@ import type { Load } from './harness.ts';
 interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
 
 export interface PacedOptions { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number }
-export type PacedResult = Load & { sendLagP99: number; leadInP99: number };
+/**
+ * `window`: when the measured part ran, in milliseconds since the Unix epoch (from the end of the
+ * lead-in to the last answer), so what other probes saw meanwhile can be matched to it.
+ */
+export type PacedResult = Load & { sendLagP99: number; leadInP99: number; window: { from: number; until: number } };
 
 /**
  * `leadIn` (seconds, default 0): the loop runs that long at the same rate before the measured
@@ -94,7 +98,8 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
   });
   for (const c of conns) c.socket.destroy();
   const ms = (p: number) => histogram.percentile(p) / 1000;
-  return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN };
+  const window = { from: performance.timeOrigin + measuredFrom, until: performance.timeOrigin + performance.now() };
+  return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN, window };
 }
 
 /**

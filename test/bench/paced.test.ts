@@ -52,6 +52,10 @@ test('a lead-in runs at the rate but is not measured; its own p99 is reported ap
     assert.equal(r.rps, 100);
     const boundary = Math.min(...dues);
     assert.ok(boundary - before >= 1000, 'every measured request was due after the lead-in');
+    // The measured window, in epoch milliseconds: from the lead-in's end to the last answer.
+    const epoch = (t: number) => performance.timeOrigin + t;
+    assert.ok(Math.abs(r.window.from - epoch(boundary)) < 20, `the window opens when the first measured request was due (${r.window.from - epoch(boundary)} ms apart)`);
+    assert.ok(r.window.until >= epoch(Math.max(...dues)) && r.window.until <= Date.now() + 1, 'and closes after the last one, before pacedLoad returned');
     assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
     assert.equal(r.errors, 0);
     // (A free connection is reused first, so fewer than eight may have carried a request.)
@@ -75,6 +79,7 @@ test('pacedLoadFresh returns the figures of a loop run in another process, lead-
   const server = await lateServer(20);
   const { url } = server;
   try {
+    const started = Date.now();
     const r = await pacedLoadFresh({ url, method: 'POST', body: '{}', rate: 100, leadIn: 0.5, duration: 1, connections: 4 });
     assert.equal(server.seen(), 150, 'lead-in and measured requests were all sent');
     assert.equal(r.rps, 100);
@@ -83,6 +88,8 @@ test('pacedLoadFresh returns the figures of a loop run in another process, lead-
     assert.ok(r.p99 < 30, 'and not in the measured one');
     assert.equal(server.peers.size, 4, 'the connections asked for');
     assert.equal(server.fromHere.size, 0, 'none of them from this process');
+    assert.ok(r.window.from >= started + 500 && r.window.until - r.window.from >= 990 && r.window.until <= Date.now() + 1,
+      `the measured window crosses too, in epoch milliseconds (${JSON.stringify(r.window)}, called at ${started})`);
     const none = await pacedLoadFresh({ url, method: 'GET', rate: 100, duration: 0.2, connections: 1 });
     assert.ok(Number.isNaN(none.leadInP99), 'no lead-in: NaN, as pacedLoad says it (JSON carries it as null)');
   } finally { server.close(); }
