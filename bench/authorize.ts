@@ -166,7 +166,7 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), measured for ${paced.duration} s after a ${paced.leadIn} s lead-in at that rate, whose own p99 was ${half.leadInP99.toFixed(1)} ms (bare Fastify's: ${baseHalf.leadInP99.toFixed(1)} ms)`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late`
-      + `\n${name}: at half max, the machine's own stalls over 3 ms (a thread of the benchmark that sleeps 1 ms at a time, woken late) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}` };
+      + `\n${name}: at half max, a thread of the benchmark that sleeps 1 ms at a time woke over 3 ms late (the VM stalling, or every CPU busy) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}` };
   } finally { await peer.stop(); }
 }
 
