@@ -117,8 +117,8 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, leadIn: HALF_LEAD_SECONDS, connections: PACED_CONNECTIONS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
     // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it. Both engines:
-    // the machine's own stalls during each measured window (bench/lib/hiccup-probe.ts), which a
-    // tail on a VM can start with (session 20).
+    // an idle thread's late wake-ups during each measured window (bench/lib/hiccup-probe.ts): the
+    // VM stalling, with which a tail here can start (session 20), or every CPU busy.
     const halfMax = async () => {
       const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
       const hiccups = startHiccupProbe();
