@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
-import { pacedLoadFresh } from './lib/paced.ts';
+import { pacedLoadFresh, type PacedOptions } from './lib/paced.ts';
 import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
@@ -121,18 +121,14 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
     // VM stalling, with which a tail here can start (session 20), or every CPU busy.
     const halfMax = async () => {
       const probe = project.databaseUrl === undefined ? startDiskProbe(project.dataDir) : undefined;
-      const hiccups = startHiccupProbe();
       const written = writeBytes(gavel.child.pid!);
-      const half = await pacedLoadFresh({ ...opts, ...paced });
+      const { result: half, stalls } = await pacedWithStalls({ ...opts, ...paced });
       const perDecision = (writeBytes(gavel.child.pid!) - written) / (paced.rate * (paced.leadIn + paced.duration));
       const disk = await probe?.stop();
-      const stalls = stallsWithin(await hiccups.stop(), half.window);
       // The peer of the tail: bare Fastify under the same open loop at the same rate, in the same run.
       // What it shows is the floor of this machine and this generator (they share the CPUs), and the
       // generator's own lateness is printed for both.
-      const baseHiccups = startHiccupProbe();
-      const baseHalf = await pacedLoadFresh({ ...baseOpts, method: 'POST', ...paced });
-      const baseStalls = stallsWithin(await baseHiccups.stop(), baseHalf.window);
+      const { result: baseHalf, stalls: baseStalls } = await pacedWithStalls({ ...baseOpts, method: 'POST', ...paced });
       return { half, perDecision, disk, stalls, baseHalf, baseStalls };
     };
     // A pair whose control, bare Fastify, itself misses the tail target says that the machine could
@@ -168,6 +164,13 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late`
       + `\n${name}: at half max, a thread of the benchmark that sleeps 1 ms at a time woke over 3 ms late (the VM stalling, or every CPU busy) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}` };
   } finally { await peer.stop(); }
+}
+
+/** One half-max loop in a process of its own, and the probe thread's late wake-ups within its measured window. */
+async function pacedWithStalls(options: PacedOptions) {
+  const probe = startHiccupProbe();
+  const result = await pacedLoadFresh(options);
+  return { result, stalls: stallsWithin(await probe.stop(), result.window) };
 }
 
 const stallSummary = (s: { n: number; longestMs: number }) => (s.n ? `${s.n}, the longest ${s.longestMs.toFixed(1)} ms` : 'none');

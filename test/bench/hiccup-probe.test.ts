@@ -13,6 +13,8 @@ test('stallsWithin counts only the stalls inside the window, and the longest of 
 
 test('the probe runs on a thread of its own: a blocked main thread is not a stall of the machine', async () => {
   const probe = startHiccupProbe();
+  // Long enough for the worker to be probing before this thread blocks, so the check below means something.
+  await new Promise((r) => setTimeout(r, 200));
   const from = Date.now();
   const until = from + 150;
   while (Date.now() < until) { /* this thread busy for 150 ms, as a server thread could be */ }
