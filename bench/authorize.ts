@@ -58,6 +58,13 @@ const TARGET = { ratio: 0.35, p99Ms: 10, rssMb: 300 };
  * own p99 is over the target (BENCH_HALF_ATTEMPTS; session 17, decision 0009).
  */
 const HALF_ATTEMPTS = countFromEnv('BENCH_HALF_ATTEMPTS', 3);
+/**
+ * Length of the closed loops run right after the half-max pair (BENCH_SPEED_SECONDS; session 21):
+ * each peer again at its best connections, to show how fast the machine was when the tail was
+ * measured. This VM's speed moves by a quarter within minutes (session 17), so "half of the
+ * maximum" can fall on a machine slower than the one the maximum was measured on.
+ */
+const SPEED_SECONDS = countFromEnv('BENCH_SPEED_SECONDS', 5);
 
 type Opts = Parameters<typeof load>[0];
 
@@ -106,8 +113,9 @@ async function startPeer(project: Project) {
 type Peer = Awaited<ReturnType<typeof startPeer>>;
 
 /** After a peer's sweep: the sequencer's backlog, p99 at half its maximum, memory, the execution variant. */
-async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, baseOpts: Opts) {
+async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point, baseOpts: Opts) {
   const { project, merchant, gavel, opts } = peer;
+  const baseline = basePoint.load;
   try {
     const max = swept.best.load;
     // Whether the audit log's sequencer kept up with the sweep: events still without a leaf index.
@@ -141,6 +149,8 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       pair = await halfMax();
     }
     const { half, perDecision, disk, stalls, baseHalf, baseStalls } = pair;
+    // Diagnostic only, as the stall line: the targets and the set-aside rule do not read it.
+    const speed = await speedAfter(opts, swept.best, baseOpts, basePoint, paced.rate);
     const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
@@ -162,8 +172,20 @@ async function measure(name: string, peer: Peer, swept: Swept, baseline: Load, b
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), measured for ${paced.duration} s after a ${paced.leadIn} s lead-in at that rate, whose own p99 was ${half.leadInP99.toFixed(1)} ms (bare Fastify's: ${baseHalf.leadInP99.toFixed(1)} ms)`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late`
-      + `\n${name}: at half max, a thread of the benchmark that sleeps 1 ms at a time woke over 3 ms late (the VM stalling, or every CPU busy) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}` };
+      + `\n${name}: at half max, a thread of the benchmark that sleeps 1 ms at a time woke over 3 ms late (the VM stalling, or every CPU busy) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}`
+      + `\n${name}: ${speed}` };
   } finally { await peer.stop(); }
+}
+
+/**
+ * Each peer's closed loop at its best connections, right after the half-max pair, against its
+ * maximum: how fast the machine then was, and what share of the server's speed then the half-max rate was.
+ */
+async function speedAfter(opts: Opts, best: Point, baseOpts: Opts, baseBest: Point, rate: number): Promise<string> {
+  const gavel = await load({ ...opts, connections: best.connections, duration: SPEED_SECONDS });
+  const bare = await load({ ...baseOpts, connections: baseBest.connections, duration: SPEED_SECONDS });
+  const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
+  return `right after the half-max pair, ${SPEED_SECONDS} s closed loops at each one's best connections: this server ${gavel.rps.toFixed(0)}/s (${pct(gavel.rps, best.load.rps)} of its maximum; the half-max rate was ${pct(rate, gavel.rps)} of it), bare Fastify ${bare.rps.toFixed(0)}/s (${pct(bare.rps, baseBest.load.rps)} of its maximum)`;
 }
 
 /** One half-max loop in a process of its own, and the probe thread's late wake-ups within its measured window. */
@@ -250,7 +272,7 @@ try {
   const rows: Parameters<typeof table>[0] = baseSweep.points.map((p) => ({ name: `baseline: bare Fastify, ${pointName(p)}${p === baseSweep.best ? ' (max)' : ''}`, load: p.load }));
   const notes: string[] = [];
   rows.push(...ceiling.points.map((p) => ({ name: `ceiling: the route, constant decision, ${pointName(p)}${p === ceiling.best ? ' (max)' : ''}`, load: p.load, baseline: base })));
-  const sqlite = await measure('SQLite', sqlitePeer, sqliteSweep, base, baseOpts);
+  const sqlite = await measure('SQLite', sqlitePeer, sqliteSweep, baseSweep.best, baseOpts);
   rows.push(...sqlite.rows);
   notes.push(`Bare Fastify, the route ceiling and SQLite were swept interleaved: at each connection count, each in turn (decision 0009, session 11), in ${SWEEP_ROUNDS} round${SWEEP_ROUNDS > 1 ? 's' : ''}; each peer's maximum is its best point of all (session 17)`,
     `SQLite's best of each round against bare Fastify's best of the same round: ${roundRatios(sqliteSweep, baseSweep)} (the ratio above is best against best)`,
@@ -268,7 +290,7 @@ try {
         await pgPeer.stop();
         throw error;
       }
-      const pgr = await measure('PostgreSQL', pgPeer, pgSweep, base, baseOpts);
+      const pgr = await measure('PostgreSQL', pgPeer, pgSweep, baseSweep.best, baseOpts);
       rows.push(...pgr.rows);
       notes.push(pgr.note, `PostgreSQL server RSS: ${pgr.rss}`, cpuNote([['PostgreSQL (Gavel only, the database server not counted)', pgr.best]]));
     } finally {
