@@ -61,7 +61,7 @@ const HALF_ATTEMPTS = countFromEnv('BENCH_HALF_ATTEMPTS', 3);
 /**
  * Length of the closed loops run right after the half-max pair (BENCH_SPEED_SECONDS; session 21):
  * each peer again at its best connections, to show how fast the machine was when the tail was
- * measured. This VM's speed moves by a quarter within minutes (session 17), so "half of the
+ * measured. The VMs' speed has moved by a quarter within minutes (session 17), so "half of the
  * maximum" can fall on a machine slower than the one the maximum was measured on.
  */
 const SPEED_SECONDS = countFromEnv('BENCH_SPEED_SECONDS', 5);
@@ -149,9 +149,10 @@ async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point,
       pair = await halfMax();
     }
     const { half, perDecision, disk, stalls, baseHalf, baseStalls } = pair;
+    // Read before the closed loops below, so the memory target measures what it did before them.
+    const rssPlain = rssMb(gavel.child.pid!);
     // Diagnostic only, as the stall line: the targets and the set-aside rule do not read it.
     const speed = await speedAfter(opts, swept.best, baseOpts, basePoint, paced.rate);
-    const rssPlain = rssMb(gavel.child.pid!);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
     const plain = JSON.parse(project.body) as Record<string, unknown>;
     let n = 0;
