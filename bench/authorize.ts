@@ -13,7 +13,7 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
-import { pacedLoadFresh, type PacedOptions } from './lib/paced.ts';
+import { pacedLoadFresh, type PacedOptions, type PacedResult } from './lib/paced.ts';
 import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
 import { merchantsFile, startMerchant } from '../test/support/merchant.ts';
 import { startDiskProbe } from './lib/disk-probe.ts';
@@ -37,11 +37,14 @@ const SWEEP = countsFromEnv('BENCH_CONNECTIONS', [20, 64, 128, 256], { max: 10_0
  */
 const PACED_CONNECTIONS = 128;
 /**
- * Length of the half-max open loop (BENCH_HALF_SECONDS). A p99 needs enough requests that one
- * stall of the VM's disk (100 ms or more, now and then) is not 1% of them by itself: in 8 s at
- * 5,500/s a single 100 ms stall delays about 1.3% of the requests; in 24 s, about 0.4%.
+ * Length of the half-max open loop (BENCH_HALF_SECONDS; 60 s since session 22, decision 0009). A p99
+ * needs enough requests that one stall of the VM is not most of its 1% by itself. At 14,000/s a
+ * 67 ms freeze of the whole machine (session 22, run 1) delays about 1,900 requests, counting the
+ * backlog it leaves: more than half of a 24 s window's 1% (3,400 requests), a fifth of a 60 s one's.
  */
-const HALF_SECONDS = countFromEnv('BENCH_HALF_SECONDS', 24);
+const HALF_SECONDS = countFromEnv('BENCH_HALF_SECONDS', 60);
+/** Parts of the half-max window whose p99s are printed beside the whole's (diagnostic): where a stall fell. */
+const HALF_PART_SECONDS = 20;
 /**
  * Lead-in before the measured half-max window (BENCH_HALF_LEAD_SECONDS): the same open loop, same
  * rate and connections, not counted. Right after the sweep the server is still leaving the
@@ -122,7 +125,7 @@ async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point,
     const waiting = await unsequenced(project);
     // Half of the maximum as an open loop at a constant rate, latency counted from each request's
     // due time (bench/lib/paced.ts says why autocannon's overallRate is not used for this).
-    const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, leadIn: HALF_LEAD_SECONDS, connections: PACED_CONNECTIONS };
+    const paced = { rate: Math.max(1, Math.floor(max.rps / 2)), duration: HALF_SECONDS, leadIn: HALF_LEAD_SECONDS, connections: PACED_CONNECTIONS, partSeconds: HALF_PART_SECONDS };
     // SQLite: what the half-max run wrote to disk per decision, and the disk's own flush latency
     // meanwhile (bench/lib/disk-probe.ts): the tail's disk share, printed beside it. Both engines:
     // an idle thread's late wake-ups during each measured window (bench/lib/hiccup-probe.ts): the
@@ -172,6 +175,7 @@ async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point,
       + (setAside.length ? `\n${name}: half-max pairs set aside because bare Fastify's own p99 at that rate was over ${TARGET.p99Ms} ms (the machine's floor was above the target), before the pair above: ${setAside.join('; ')}` : '')
       + `\n${name}: right after the throughput sweep, ${waiting} audit events were still waiting for their leaf index (the sequencer keeps up when this stays near one tick's worth of decisions)`
       + `\n${name}: at half max (${paced.rate} req/s), measured for ${paced.duration} s after a ${paced.leadIn} s lead-in at that rate, whose own p99 was ${half.leadInP99.toFixed(1)} ms (bare Fastify's: ${baseHalf.leadInP99.toFixed(1)} ms)`
+      + `\n${name}: at half max, the p99 of each ${HALF_PART_SECONDS} s part of the measured window (diagnostic; the target reads the whole window's): ${parts(half)}; bare Fastify's: ${parts(baseHalf)}`
       + `\n${name}: at half max (${paced.rate} req/s), the load generator itself sent requests p99 ${half.sendLagP99.toFixed(1)} ms late; bare Fastify at that rate: p99 ${baseHalf.p99.toFixed(1)} ms, generator p99 ${baseHalf.sendLagP99.toFixed(1)} ms late`
       + `\n${name}: at half max, a thread of the benchmark that sleeps 1 ms at a time woke over 3 ms late (the VM stalling, or every CPU busy) during the measured window: ${stallSummary(stalls)}; during bare Fastify's: ${stallSummary(baseStalls)}`
       + `\n${name}: ${speed}` };
@@ -196,6 +200,7 @@ async function pacedWithStalls(options: PacedOptions) {
   return { result, stalls: stallsWithin(await probe.stop(), result.window) };
 }
 
+const parts = (r: PacedResult) => r.partP99s.map((p) => `${p.toFixed(1)} ms`).join(', ');
 const stallSummary = (s: { n: number; longestMs: number }) => (s.n ? `${s.n}, the longest ${s.longestMs.toFixed(1)} ms` : 'none');
 
 /** Audit events not yet given a leaf index, on either engine. */

@@ -13,12 +13,16 @@ import type { Load } from './harness.ts';
 
 interface Conn { socket: Socket; busy: boolean; due: number; buf: Buffer }
 
-export interface PacedOptions { url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number }
+export interface PacedOptions {
+  url: string; method: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; rate: number; duration: number; leadIn?: number; connections?: number;
+  /** Also report the p99 of each consecutive part of the measured window this long (seconds): a diagnostic. */
+  partSeconds?: number;
+}
 /**
  * `window`: when the measured part ran, in milliseconds since the Unix epoch (from the end of the
  * lead-in to the last answer), so what other probes saw meanwhile can be matched to it.
  */
-export type PacedResult = Load & { sendLagP99: number; leadInP99: number; window: { from: number; until: number } };
+export type PacedResult = Load & { sendLagP99: number; leadInP99: number; window: { from: number; until: number }; partP99s: number[] };
 
 /**
  * `leadIn` (seconds, default 0): the loop runs that long at the same rate before the measured
@@ -35,6 +39,10 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
   const histogram = createHistogram();
   const leadHistogram = createHistogram();
   const leadIn = (opts.leadIn ?? 0) * 1000;
+  // Each part's histogram, by when its requests were due (partSeconds); none without parts.
+  const partMs = (opts.partSeconds ?? 0) * 1000;
+  const parts: ReturnType<typeof createHistogram>[] = [];
+  const lastPart = Math.max(0, Math.ceil((opts.duration * 1000) / partMs) - 1);
   let measuredFrom = Infinity; // set when the loop starts
   // How late the generator itself sent requests it had a free connection for: on a 2-vCPU machine it
   // shares the CPUs with the server, and its own lateness is counted in the latencies above.
@@ -61,7 +69,13 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
       if (status < 200 || status >= 300) non2xx++;
       const latency = performance.now() - c.due;
       if (c.due < measuredFrom) leadHistogram.record(Math.max(1, Math.round(latency * 1000)));
-      else { histogram.record(Math.max(1, Math.round(latency * 1000))); opts.onResponse?.(c.due, latency); measured++; }
+      else {
+        const us = Math.max(1, Math.round(latency * 1000));
+        histogram.record(us);
+        if (partMs > 0) (parts[Math.min(Math.floor((c.due - measuredFrom) / partMs), lastPart)] ??= createHistogram()).record(us);
+        opts.onResponse?.(c.due, latency);
+        measured++;
+      }
       completed++;
       c.busy = false;
       const next = queue.shift();
@@ -99,7 +113,8 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
   for (const c of conns) c.socket.destroy();
   const ms = (p: number) => histogram.percentile(p) / 1000;
   const window = { from: performance.timeOrigin + measuredFrom, until: performance.timeOrigin + performance.now() };
-  return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN, window };
+  return { rps: measured / opts.duration, p50: ms(50), p99: ms(99), errors, non2xx, sendLagP99: sendLag.percentile(99) / 1000, leadInP99: leadIn > 0 ? leadHistogram.percentile(99) / 1000 : NaN, window,
+    partP99s: Array.from(parts, (h) => (h ? h.percentile(99) / 1000 : NaN)) };
 }
 
 /**
@@ -109,14 +124,14 @@ export async function pacedLoad(opts: PacedOptions & { onResponse?: (due: number
 export function pacedLoadFresh(opts: PacedOptions): Promise<PacedResult> {
   const script = new URL('./paced-child.ts', import.meta.url).pathname;
   // Only the loop's own options cross (a caller's request may carry others, such as serverPid).
-  const { url, method, headers, body, rate, duration, leadIn, connections } = opts;
-  const options: PacedOptions = { url, method, headers, body, rate, duration, leadIn, connections };
+  const { url, method, headers, body, rate, duration, leadIn, connections, partSeconds } = opts;
+  const options: PacedOptions = { url, method, headers, body, rate, duration, leadIn, connections, partSeconds };
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [...process.execArgv, script, JSON.stringify(options)], { maxBuffer: 1 << 20 }, (error, stdout) => {
       if (error) { reject(error); return; }
       // JSON has no NaN: a run without a lead-in reports its lead-in p99 as null.
-      const result = JSON.parse(stdout) as PacedResult & { leadInP99: number | null };
-      resolve({ ...result, leadInP99: result.leadInP99 ?? NaN });
+      const result = JSON.parse(stdout) as PacedResult & { leadInP99: number | null; partP99s: (number | null)[] };
+      resolve({ ...result, leadInP99: result.leadInP99 ?? NaN, partP99s: result.partP99s.map((p) => p ?? NaN) });
     });
   });
 }
