@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { gavelNodeArgs, load, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
+import { gavelNodeArgs, load, residentMb, startBaseline, startChild, startGavel, table, type Load } from './lib/harness.ts';
 import { authorizeRequest, preparePostgresProject, prepareProject, type Project } from './lib/fixtures.ts';
 import { pacedLoadFresh, type PacedOptions, type PacedResult } from './lib/paced.ts';
 import { countFromEnv, countsFromEnv } from './lib/env-count.ts';
@@ -22,10 +22,6 @@ import BetterSqlite3 from 'better-sqlite3';
 
 const PG_URL = process.env.GAVEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-const rssMb = (pid: number) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-};
 /** Bytes the process has caused to be written to storage (WAL, database, checkpoints). */
 const writeBytes = (pid: number) => Number(/write_bytes:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 
@@ -153,7 +149,7 @@ async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point,
     }
     const { half, perDecision, disk, stalls, baseHalf, baseStalls } = pair;
     // Read before the closed loops below, so the memory target measures what it did before them.
-    const rssPlain = rssMb(gavel.child.pid!);
+    const rssPlain = residentMb(gavel.child.pid!);
     // Diagnostic only, as the stall line: the targets and the set-aside rule do not read it.
     const speed = await speedAfter(opts, swept.best, baseOpts, basePoint, paced.rate);
     // Execution variant: every request a fresh nonce (a repeated one would be REPLAY).
@@ -162,7 +158,7 @@ async function measure(name: string, peer: Peer, swept: Swept, basePoint: Point,
     const requests = [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ ...plain, execution: { merchant: 'shop', operation: 'ok', payload: { n }, nonce: `bench-${process.pid}-${n++}` } }) }) }];
     await load({ ...opts, duration: 2, requests: requests as never });
     const exec = await load({ ...opts, connections: swept.best.connections, requests: requests as never, serverPid: gavel.child.pid });
-    const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${rssMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
+    const rss = `${rssPlain.toFixed(0)} MB after authorize load, ${residentMb(gavel.child.pid!).toFixed(0)} MB after the execution variant too`;
     const overheadMs = (1000 / exec.rps - 1000 / max.rps) * swept.best.connections; // per request, at those connections
     const targets = `${name}: issue 5 targets: throughput ${((max.rps / baseline.rps) * 100).toFixed(1)}% of baseline (target ≥ ${TARGET.ratio * 100}%: ${max.rps / baseline.rps >= TARGET.ratio ? 'met' : 'not met'}); p99 at half max ${half.p99.toFixed(1)} ms (target < ${TARGET.p99Ms} ms: ${half.p99 < TARGET.p99Ms ? 'met' : 'not met'}${baseHalf.p99 >= TARGET.p99Ms ? `; bare Fastify's own p99 at that rate was ${baseHalf.p99.toFixed(1)} ms` : ''}); resident memory ${rssPlain.toFixed(0)} MB after authorize load (target < ${TARGET.rssMb} MB: ${rssPlain < TARGET.rssMb ? 'met' : 'not met'})`;
     return { targets, max: max.rps, best: max, rows: [

@@ -2,8 +2,7 @@
 // load's figures, the server's CPU time per request (a steadier figure than req/s on a noisy VM)
 // split by thread (main, the SQLite writer, libuv's pool where fdatasync runs, GC helpers), and
 // its resident memory.
-import { readFileSync } from 'node:fs';
-import { load, startGavel, threadCpu } from './lib/harness.ts';
+import { load, residentMb, startGavel, threadCpu } from './lib/harness.ts';
 import { authorizeRequest, prepareProject } from './lib/fixtures.ts';
 import { pacedLoadFresh } from './lib/paced.ts';
 import { countFromEnv } from './lib/env-count.ts';
@@ -11,7 +10,6 @@ import { countFromEnv } from './lib/env-count.ts';
 const secs = countFromEnv('SECS', 6);
 const CONNS = countFromEnv('CONNS', 20, { max: 10_000 });
 const PACED_CONNS = countFromEnv('PACED_CONNS', 128, { max: 10_000 });
-const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const project = await prepareProject();
 const gavel = await startGavel({ GAVEL_DATA_DIR: project.dataDir, NODE_OPTIONS: process.env.PROF ? `--cpu-prof --cpu-prof-dir=/work/prof` : (process.env.NODEOPTS ?? '') });
 const opts = authorizeRequest(gavel.url, project);
@@ -23,7 +21,7 @@ const after = threadCpu(pid);
 const n = r.rps * secs;
 const split = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const).filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]);
 const total = split.reduce((s, [, v]) => s + v, 0);
-console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${rss(pid).toFixed(0)} MB`);
+console.log(JSON.stringify(r), `server CPU ${total.toFixed(0)} µs/request (${split.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}), rss ${residentMb(pid).toFixed(0)} MB`);
 if (process.env.HALF) {
   const c1 = threadCpu(pid);
   const paced = await pacedLoadFresh({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: PACED_CONNS });

@@ -72,6 +72,14 @@ export interface CpuPerRequest { server: number; client: number; threads: Record
 
 export interface Load { rps: number; p50: number; p99: number; errors: number; non2xx: number; cpu?: CpuPerRequest }
 
+/** Resident memory of a process in MB (VmRSS, from /proc); NaN once it has exited. */
+export function residentMb(pid: number): number {
+  let status: string;
+  try { status = readFileSync(`/proc/${pid}/status`, 'utf8'); } catch { return NaN; }
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
 /** CPU µs by thread name (threads sharing a name summed) of a process, from /proc. */
 export function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
