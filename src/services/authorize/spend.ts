@@ -25,11 +25,20 @@ export async function spendLimits(trx: Tx, projectId: string, counters: LiveCoun
     if (!updated) {
       await sql`rollback to savepoint spend`.execute(trx);
       await sql`release savepoint spend`.execute(trx);
-      const what = c.link === 0 ? 'the permit' : `delegation link ${c.link} of the permit`;
-      return { ok: false, detail: c.budget && minor > 0 ? `${what} has not enough budget left for this amount (budget_exhausted)` : `${what} has no uses left (uses_exhausted)` };
+      // The counters as they stood (the rollback undid this request's insert), to name the limit
+      // that refused: a link may carry both, and either may be the one that ran out.
+      const row = await trx.selectFrom('permit_usage').select('uses').where('commitment', '=', c.commitment).executeTakeFirst();
+      return { ok: false, detail: exhaustedDetail(c, row?.uses ?? 0) };
     }
   }
   if (dryRun) await sql`rollback to savepoint spend`.execute(trx);
   await sql`release savepoint spend`.execute(trx);
   return { ok: true };
+}
+
+/** The detail of a refused spend, starting with the check (docs/reason-codes.md): uses first, since no amount could pass then. */
+function exhaustedDetail(c: LiveCounter, uses: number): string {
+  const what = c.link === 0 ? 'the permit' : `delegation link ${c.link} of the permit`;
+  if (c.max_uses !== undefined && uses + 1 > c.max_uses) return `uses_exhausted: ${what} has no uses left (${c.max_uses} allowed)`;
+  return `budget_exhausted: ${what} has not enough budget left for this amount`;
 }

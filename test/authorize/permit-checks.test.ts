@@ -1,0 +1,111 @@
+// Every permit check, reached through POST /v1/authorize rather than the domain alone: the route
+// runs its own sequence of subject, time and coverage checks around the cached signature check
+// (services/authorize/authorize.ts), and the live counters are spent in the commit (spend.ts). Each
+// failure is DENY `permit_invalid` whose detail starts with the check (docs/reason-codes.md) and
+// carries none of the permit's signed material.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent, type Agent } from '../support/authorize.ts';
+import { permitCommitment, permitKeyId, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
+import { permitKeyName } from '../../src/services/permits/permits.ts';
+
+const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
+const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('~').at(-1)!.split('.')[1]!, 'base64url').toString('utf8')) as PermitClaims;
+const eur = (minor: number) => ({ minor, currency: 'EUR' });
+
+for (const backend of backends()) {
+  describe(`permit checks through /v1/authorize on ${backend.name}`, () => {
+    let svc: TestService;
+    let key: { authorization: string };
+    const authorize = async (body: Record<string, unknown>) => {
+      const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { decision: string; reason_code: string; detail?: string };
+    };
+    /** DENY permit_invalid, the detail starting with `check:` and holding no part of the permit. */
+    const assertRefused = async (body: Record<string, unknown> & { permit: string }, check: string) => {
+      const d = await authorize(body);
+      assert.equal(d.decision, 'DENY', `${check}: ${JSON.stringify(d)}`);
+      assert.equal(d.reason_code, 'permit_invalid', `${check}: ${JSON.stringify(d)}`);
+      assert.ok(d.detail?.startsWith(`${check}:`), `${check}: the detail starts with the check, got ${JSON.stringify(d.detail)}`);
+      for (const part of body.permit.split(/[.~]/)) if (part.length > 16) assert.ok(!d.detail!.includes(part), `${check}: the detail repeats the permit`);
+    };
+    /** Claims signed by the project's own permit key, as the service would sign them. */
+    const signAsProject = async (claims: PermitClaims) => {
+      const name = permitKeyName(svc.projectId);
+      return signPermitClaims(claims, permitKeyId(await svc.deps.signer.publicKey(name)), (m) => svc.deps.signer.sign(name, m));
+    };
+
+    before(async () => {
+      svc = await startService(backend);
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('signature, issuer, audience and time: each named', async () => {
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, PAY);
+      const read = { agent: agent.did, action: 'read', resource: 'resource://docs/a' };
+      assert.equal((await authorize({ ...read, permit: jws })).decision, 'ALLOW', 'the untouched permit is good');
+      const claims = claimsOf(jws);
+      const name = permitKeyName(svc.projectId);
+      const impostor = newAgent();
+      const forged = await signPermitClaims(claims, permitKeyId(await svc.deps.signer.publicKey(name)), impostor.sign);
+      await assertRefused({ ...read, permit: forged }, 'signature');
+      await assertRefused({ ...read, permit: await signAsProject({ ...claims, iss: 'gavel:project:prj_other' }) }, 'issuer');
+      await assertRefused({ ...read, permit: await signAsProject({ ...claims, aud: 'prj_other' }) }, 'audience');
+      const later = await issue(svc, agent.did, PAY, { notBefore: new Date(Date.now() + 600_000) });
+      await assertRefused({ ...read, permit: later.jws }, 'not_yet_valid');
+      const expired = await issue(svc, agent.did, PAY, { ttlSeconds: -10, notBefore: new Date(Date.now() - 60_000) });
+      await assertRefused({ ...read, permit: expired.jws }, 'expired');
+      await assertRefused({ ...read, agent: newAgent().did, permit: jws }, 'subject_mismatch');
+    });
+
+    test('a delegation wider than its parent is delegation_widened, though each link is signed by the right agent', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const grandchild = newAgent();
+      const root = await issue(svc, parent.did, PAY);
+      const toChild = await delegate(root.jws, parent, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      // The child signs a link to the grandchild adding `pay`, by hand: delegatePermit refuses to.
+      const leaf = claimsOf(toChild);
+      const widened = await signPermitClaims({
+        iss: child.did, sub: grandchild.did, aud: leaf.aud, jti: crypto.randomUUID(), iat: leaf.iat, nbf: leaf.nbf, exp: leaf.exp,
+        gavel: { ...leaf.gavel, actions: ['read', 'pay'], parent: permitCommitment(toChild.split('~').at(-1)!) },
+      }, `${child.did}#x`, (child as Agent).sign);
+      await assertRefused({ agent: grandchild.did, permit: `${toChild}~${widened}`, action: 'read', resource: 'resource://docs/a' }, 'delegation_widened');
+    });
+
+    test('money coverage: over the per-request limit, another currency, no amount', async () => {
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { ...PAY, max_per_request: eur(1_000) });
+      const pay = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1' };
+      assert.equal((await authorize({ ...pay, amount: eur(1_000) })).decision, 'ALLOW', 'at the limit');
+      await assertRefused({ ...pay, amount: eur(1_001) }, 'amount_exceeds_per_request');
+      await assertRefused({ ...pay, amount: { minor: 5, currency: 'USD' } }, 'currency_mismatch');
+      await assertRefused(pay, 'amount_required');
+    });
+
+    test('live counters name the limit that ran out, when a permit carries both a budget and a use count', async () => {
+      const usesFirst = newAgent();
+      const few = await issue(svc, usesFirst.did, { ...PAY, budget: eur(1_500), max_uses: 2 });
+      const payFew = { agent: usesFirst.did, permit: few.jws, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      for (let i = 0; i < 2; i++) assert.equal((await authorize(payFew)).decision, 'ALLOW');
+      await assertRefused(payFew, 'uses_exhausted');
+
+      const budgetFirst = newAgent();
+      const small = await issue(svc, budgetFirst.did, { ...PAY, budget: eur(300), max_uses: 10 });
+      const paySmall = { agent: budgetFirst.did, permit: small.jws, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      for (let i = 0; i < 3; i++) assert.equal((await authorize(paySmall)).decision, 'ALLOW');
+      await assertRefused(paySmall, 'budget_exhausted');
+      // The refusals spent nothing.
+      for (const [commitment, spent, uses] of [[few.commitment, 200, 2], [small.commitment, 300, 3]] as const) {
+        const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+        assert.deepEqual([usage.spent_minor, usage.uses], [spent, uses]);
+      }
+    });
+  });
+}
