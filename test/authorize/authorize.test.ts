@@ -113,10 +113,17 @@ for (const backend of backends()) {
       assert.equal(state.json().frozen, true);
       assert.equal(state.json().reason, 'suspicious');
       assert.match(state.json().frozen_by, /^key_/);
+      assert.ok(Date.parse(state.json().frozen_at) <= Date.now());
+      assert.equal(state.json().released_at, null);
       const again = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did } });
       assert.equal(again.statusCode, 409);
       const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did } });
       assert.equal(released.statusCode, 200);
+      // Released, the state still says since when and by whom; a new freeze is a new since-when.
+      const after = (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent.did)}`, headers: key })).json();
+      assert.deepEqual({ ...after, released_at: typeof after.released_at }, { agent: agent.did, frozen: false, frozen_at: null, frozen_by: null, reason: null, released_at: 'string', released_by: state.json().frozen_by });
+      assert.ok(after.released_at >= state.json().frozen_at);
+      assert.deepEqual(released.json(), after);
       assert.equal((await authorize(req)).json().decision, 'ALLOW');
       const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'agent.%').execute()).map((e) => e.kind);
       assert.ok(kinds.includes('agent.frozen') && kinds.includes('agent.released'));

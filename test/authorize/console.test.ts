@@ -93,6 +93,10 @@ for (const backend of backends()) {
       assert.equal(one.json().frozen, true);
       const released = await svc.app.inject({ method: 'POST', url: `${base()}/agents/release`, headers: admin.post, payload: { agent: dids[0] } });
       assert.equal(released.json().frozen, false);
+      assert.equal(released.json().released_by, admin.principalId);
+      const after = (await svc.app.inject({ method: 'GET', url: `${base()}/agents/${encodeURIComponent(dids[0]!)}`, headers: auditor.get })).json();
+      assert.equal(after.released_by, admin.principalId);
+      assert.equal(after.released_at, released.json().released_at);
       const missing = await svc.app.inject({ method: 'GET', url: `${base()}/agents/${encodeURIComponent(newAgent().did)}`, headers: auditor.get });
       assert.equal(missing.statusCode, 404);
     });

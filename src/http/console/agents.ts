@@ -21,10 +21,11 @@ const AgentView = Type.Object({
   created_by: Type.String(),
   ...AgentState.properties,
 });
-type Row = { did: string; name: string | null; created_at: string; created_by: string; frozen_at: string | null; frozen_by: string | null; frozen_reason: string | null };
+type Row = { did: string; name: string | null; created_at: string; created_by: string; frozen_at: string | null; frozen_by: string | null; frozen_reason: string | null; released_at: string | null; released_by: string | null };
 const toView = (r: Row) => ({
   did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by,
   agent: r.did, frozen: Boolean(r.frozen_at), frozen_at: r.frozen_at, frozen_by: r.frozen_by, reason: r.frozen_reason,
+  released_at: r.released_at, released_by: r.released_by,
 });
 
 const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false });
@@ -42,7 +43,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     const at = app.gavel.clock.now().toISOString();
     const row = await app.gavel.store.transaction(async (trx) => {
       const inserted = await trx.insertInto('agents').values({
-        project_id: a.projectId, did: body.did, name: body.name ?? null, created_at: at, created_by: a.actor, frozen_at: null, frozen_by: null, frozen_reason: null,
+        project_id: a.projectId, did: body.did, name: body.name ?? null, created_at: at, created_by: a.actor, frozen_at: null, frozen_by: null, frozen_reason: null, released_at: null, released_by: null,
       }).onConflict((oc) => oc.columns(['project_id', 'did']).doNothing()).returningAll().executeTakeFirst();
       if (!inserted) throw new Problem(409, 'agent_exists', 'this agent is already registered in the project');
       await recordAudit(trx, { projectId: a.projectId, kind: 'agent.registered', actor: a.actor, data: { agent: body.did, name: body.name ?? null } });

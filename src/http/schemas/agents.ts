@@ -8,6 +8,8 @@ export const AgentState = Type.Object({
   frozen_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is frozen' }),
   frozen_by: Type.Union([Type.String(), Type.Null()], { description: 'Who froze it (principal or API key id)' }),
   reason: Type.Union([Type.String(), Type.Null()]),
+  released_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is no longer frozen (null while frozen, or if it never was)' }),
+  released_by: Type.Union([Type.String(), Type.Null()], { description: 'Who released it (principal or API key id)' }),
 });
 
 export const FreezeBody = Type.Object({

@@ -14,6 +14,9 @@ export interface AgentState {
   frozen_at: string | null;
   frozen_by: string | null;
   reason: string | null;
+  /** Since when, and by whom, an agent that was frozen is not (null while frozen, or if never frozen). */
+  released_at: string | null;
+  released_by: string | null;
 }
 
 // Fixed SQL: these run inside every decision that may allow (see store/fixed-sql.ts).
@@ -34,7 +37,7 @@ export async function lockAgentState(trx: Tx, target: SqlTarget, projectId: stri
 export async function freezeAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {
   await ensureAgent(trx, input.projectId, input.did, input.actor, input.at);
   const row = await trx.updateTable('agents')
-    .set({ frozen_at: input.at, frozen_by: input.actor, frozen_reason: input.reason })
+    .set({ frozen_at: input.at, frozen_by: input.actor, frozen_reason: input.reason, released_at: null, released_by: null })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is', null)
     .returning(['frozen_at', 'frozen_by', 'frozen_reason']).executeTakeFirst();
   if (!row) {
@@ -42,22 +45,25 @@ export async function freezeAgent(trx: Tx, input: { projectId: string; did: stri
     throw new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
   }
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, data: { agent: input.did, reason: input.reason } });
-  return { agent: input.did, frozen: true, frozen_at: row.frozen_at, frozen_by: row.frozen_by, reason: row.frozen_reason };
+  return { agent: input.did, frozen: true, frozen_at: row.frozen_at, frozen_by: row.frozen_by, reason: row.frozen_reason, released_at: null, released_by: null };
 }
 
 export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; at: string }): Promise<AgentState> {
   const row = await trx.updateTable('agents')
-    .set({ frozen_at: null, frozen_by: null, frozen_reason: null })
+    .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: input.at, released_by: input.actor })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
     .returning('did').executeTakeFirst();
   if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did } });
-  return { agent: input.did, frozen: false, frozen_at: null, frozen_by: null, reason: null };
+  return { agent: input.did, frozen: false, frozen_at: null, frozen_by: null, reason: null, released_at: input.at, released_by: input.actor };
 }
 
 export async function getAgentState(trx: Tx | import('../../store/store.ts').Db, projectId: string, did: string): Promise<AgentState> {
-  const row = await trx.selectFrom('agents').select(['frozen_at', 'frozen_by', 'frozen_reason'])
+  const row = await trx.selectFrom('agents').select(['frozen_at', 'frozen_by', 'frozen_reason', 'released_at', 'released_by'])
     .where('project_id', '=', projectId).where('did', '=', did).executeTakeFirst();
-  return { agent: did, frozen: Boolean(row?.frozen_at), frozen_at: row?.frozen_at ?? null, frozen_by: row?.frozen_by ?? null, reason: row?.frozen_reason ?? null };
+  return {
+    agent: did, frozen: Boolean(row?.frozen_at), frozen_at: row?.frozen_at ?? null, frozen_by: row?.frozen_by ?? null, reason: row?.frozen_reason ?? null,
+    released_at: row?.released_at ?? null, released_by: row?.released_by ?? null,
+  };
 }
 

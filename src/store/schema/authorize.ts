@@ -8,6 +8,9 @@ export interface AgentsTable {
   frozen_at: string | null;
   frozen_by: string | null;
   frozen_reason: string | null;
+  /** Set by a release, cleared by the next freeze: since when, and by whom, the agent is not frozen. */
+  released_at: string | null;
+  released_by: string | null;
 }
 
 export interface PermitsTable {
