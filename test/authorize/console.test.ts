@@ -24,12 +24,16 @@ for (const backend of backends()) {
     test('a permit issued in the console authorizes its agent, and its revocation denies the next decision', async () => {
       const agent = newAgent();
       const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
-        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, expires_at: new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_999).toISOString(),
       } });
       assert.equal(res.statusCode, 201, res.body);
       const permit = res.json();
       assert.match(permit.commitment, /^[0-9a-f]{64}$/);
       assert.equal(permit.status, 'active');
+      // The view's expiry is the signed one: whole seconds, fractions dropped at issuance.
+      const exp = JSON.parse(Buffer.from(permit.permit.split('.')[1], 'base64url').toString('utf8')).exp;
+      assert.equal(permit.expires_at, new Date(exp * 1000).toISOString());
+      assert.match(permit.expires_at, /\.000Z$/);
       const key = await svc.keyHeader([]);
       const body = { agent: agent.did, permit: permit.permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
       assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json().decision, 'ALLOW');

@@ -24,8 +24,10 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     const body = request.body as Static<typeof IssuePermitBody>;
     const now = app.gavel.clock.now();
-    const expiresAt = new Date(body.expires_at);
-    const notBefore = body.not_before ? new Date(body.not_before) : undefined;
+    // A permit's times are whole seconds (JWT NumericDate): fractions are dropped here, so the
+    // checks below, the stored view and the signed claims all speak of the same instants.
+    const expiresAt = wholeSeconds(body.expires_at);
+    const notBefore = body.not_before ? wholeSeconds(body.not_before) : undefined;
     const errors = [];
     if (expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
     if (notBefore && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
@@ -97,3 +99,4 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 }
 
+const wholeSeconds = (iso: string) => new Date(Math.floor(Date.parse(iso) / 1000) * 1000);
