@@ -172,8 +172,10 @@ for (const backend of backends()) {
       const { jws, commitment } = await issue(svc, agent.did, { ...PAY, budget: { minor: k * 100, currency: 'EUR' } });
       const results = await Promise.all(Array.from({ length: 200 }, () =>
         authorize({ agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } })));
+      assert.deepEqual(results.filter((r) => r.statusCode !== 200).map((r) => r.body), [], 'every request was decided');
       const decisions = results.map((r) => r.json());
       assert.equal(decisions.filter((d) => d.decision === 'ALLOW').length, k);
+      assert.equal(decisions.filter((d) => d.decision === 'DENY').length, 200 - k);
       for (const d of decisions.filter((x) => x.decision === 'DENY')) assert.match(d.detail, /budget_exhausted/);
       const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
       assert.equal(usage.spent_minor, k * 100);
