@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
-import { activatePolicy, ALLOW_PAYMENTS, newAgent } from '../support/authorize.ts';
+import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
+import { permitCommitment } from '../../src/domain/permit/index.ts';
 
 for (const backend of backends()) {
   describe(`console permits and agents on ${backend.name}`, () => {
@@ -64,6 +65,35 @@ for (const backend of backends()) {
         assert.equal(res.statusCode, 400, res.body);
         assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
+    });
+
+    test('a delegated link, once a decision has seen it, is listed and revocable by its own commitment, which spares its ancestors', async () => {
+      const holder = newAgent();
+      const child = newAgent();
+      const grandchild = newAgent();
+      const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const toChild = await delegate(root.jws, holder, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const toGrandchild = await delegate(toChild, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/public/*'] });
+      const [childLink, grandchildLink] = [toChild, toGrandchild].map((c) => permitCommitment(c.split('~').at(-1)!));
+      const key = await svc.keyHeader([]);
+      const decide = async (agent: string, permit: string) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
+        payload: { agent, permit, action: 'read', resource: 'resource://docs/public/a' } })).json() as { decision: string; detail?: string };
+      assert.equal((await decide(grandchild.did, toGrandchild)).decision, 'ALLOW');
+      const seen = await svc.app.inject({ method: 'GET', url: `${base()}/permits/${childLink}`, headers: auditor.get });
+      assert.equal(seen.statusCode, 200, seen.body);
+      assert.deepEqual({ ...(seen.json() as object), created_at: null, claims: null },
+        { commitment: childLink, agent: child.did, parent: root.commitment, issued_by: holder.did, claims: null, created_at: null,
+          expires_at: seen.json().expires_at, revoked_at: null, revoked_by: null, status: 'active' });
+      assert.equal(seen.json().claims.sub, child.did);
+      const listed = (await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(grandchild.did)}`, headers: auditor.get })).json();
+      assert.deepEqual(listed.permits.map((p: { commitment: string; parent: string }) => [p.commitment, p.parent]), [[grandchildLink, childLink]]);
+      // Revoking the middle link denies it and what hangs below it, on the next decision; the root stands.
+      const revoked = await svc.app.inject({ method: 'POST', url: `${base()}/permits/${childLink}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal(revoked.statusCode, 200, revoked.body);
+      assert.equal(revoked.json().status, 'revoked');
+      assert.match((await decide(grandchild.did, toGrandchild)).detail ?? '', /^revoked:/);
+      assert.match((await decide(child.did, toChild)).detail ?? '', /^revoked:/);
+      assert.equal((await decide(holder.did, root.jws)).decision, 'ALLOW');
     });
 
     test('agents: register, list with paging (limit in the query string), inspect, freeze and release', async () => {

@@ -10,7 +10,7 @@ import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
 import type { ExecutionReservation } from '../executions/reserve.ts';
-import { permitKeyName } from '../permits/permits.ts';
+import { permitKeyName, recordDelegatedLinks } from '../permits/permits.ts';
 import { cachedActivePolicy, forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
@@ -76,7 +76,11 @@ export class Authorizer {
   async #verifyThenCheck(projectId: string, input: AuthorizeInput, now: Date): Promise<PermitCheck> {
     const key = this.#keys.get(projectId) ?? await this.#loadProjectKey(projectId);
     // verify answers from the cache itself when it can (a key loaded just now, a permit cached since).
-    return this.#checkVerified(await this.#cache.verify(input.permit, projectId, key), input, now);
+    const verified = await this.#cache.verify(input.permit, projectId, key);
+    // A chain seen for the first time by this process: its delegated links become revocable one
+    // by one (an insert that finds them recorded does nothing). Cached chains skip this.
+    if (verified.ok && verified.permit.delegation_depth > 0) await recordDelegatedLinks(this.#store.db, projectId, verified.permit, now);
+    return this.#checkVerified(verified, input, now);
   }
 
   #checkVerified(verified: VerifyResult, input: AuthorizeInput, now: Date): PermitCheck {

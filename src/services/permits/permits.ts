@@ -2,7 +2,7 @@
 // project's permit key; revoking a permit revokes every permit delegated from it, because every
 // decision checks each commitment of the presented chain against this table.
 import { randomUUID } from 'node:crypto';
-import { issuePermit, permitCommitment, PermitError, type GavelConstraints } from '../../domain/permit/index.ts';
+import { issuePermit, permitCommitment, PermitError, type GavelConstraints, type VerifiedPermit } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Tx } from '../../store/store.ts';
@@ -63,6 +63,23 @@ export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string
   }).execute();
   await recordAudit(trx, { projectId: input.projectId, kind: 'permit.issued', actor: input.actor, data: { commitment, agent: input.agent, constraints: input.constraints, expires_at: input.expiresAt.toISOString() } });
   return view({ commitment, agent: input.agent, parent: null, claims: JSON.stringify(claims), issued_by: input.actor, created_at: at, expires_at: input.expiresAt.toISOString(), revoked_at: null, revoked_by: null }, input.now);
+}
+
+/**
+ * Records the delegated links of a chain the first time a decision verifies it (the root was
+ * recorded when issued), so each link can be looked up and revoked by its own commitment, which
+ * revokes it and what was delegated from it and leaves its ancestors standing. Agents delegate
+ * among themselves, so this is where the service first learns of a link.
+ */
+export async function recordDelegatedLinks(db: Db, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
+  if (permit.links.length < 2) return;
+  const at = now.toISOString();
+  const rows = permit.links.slice(1).map((link, i) => ({
+    commitment: link.commitment, project_id: projectId, agent: link.claims.sub, jws: null, parent: permit.links[i]!.commitment,
+    claims: JSON.stringify(link.claims), issued_by: link.claims.iss, created_at: at,
+    expires_at: new Date(link.claims.exp * 1000).toISOString(), revoked_at: null, revoked_by: null,
+  }));
+  await db.insertInto('permits').values(rows).onConflict((oc) => oc.column('commitment').doNothing()).execute();
 }
 
 export async function revokePermit(trx: Tx, input: { projectId: string; commitment: string; actor: string; now: Date }): Promise<PermitView> {
