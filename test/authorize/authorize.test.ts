@@ -222,6 +222,10 @@ for (const backend of backends()) {
         [{ ...base, action: 'a'.repeat(65) }, 400, 'invalid_request', '/action'],
         [{ ...base, resource: 'resource://' + 'a'.repeat(512) }, 400, 'invalid_request', '/resource'],
         [{ ...base, resource: 'https://evil' }, 400, 'invalid_request', '/resource'],
+        // Not a resource the policy or a permit could match: refused before any decision, not recorded as a DENY.
+        ...['resource:///', 'resource://a b', 'resource://a\nb', 'resource://a\u0000', 'resource://a\u202eb', 'resource://x?q=1#f',
+          'resource://*', 'resource://docs/*', 'resource://docs/../admin', 'resource://docs//a', 'resource://docs/a/', 'resource://ä']
+          .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
         [{ ...base, amount: { minor: 1.5, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
         [{ ...base, amount: { minor: '100', currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],

@@ -17,7 +17,10 @@ function isDotSegment(segment: string): boolean {
 }
 
 // One pass: segments of pchars, none empty, none "." or ".." (the lookahead).
-const RESOURCE_URI = /^resource:\/\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-._~%!$&'()+,;=:@]+(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-._~%!$&'()+,;=:@]+)*$/;
+// Its source is exported so that request schemas refuse what the evaluator would (a 400 before
+// any decision) with the same definition.
+export const RESOURCE_URI_PATTERN = "^resource://(?!\\.\\.?(?:/|$))[A-Za-z0-9\\-._~%!$&'()+,;=:@]+(?:/(?!\\.\\.?(?:/|$))[A-Za-z0-9\\-._~%!$&'()+,;=:@]+)*$";
+const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
 const ENCODED_DOT = /%2e/i;
 
 /**

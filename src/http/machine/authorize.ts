@@ -7,6 +7,7 @@ import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
+import { RESOURCE_URI_PATTERN } from '../../domain/policy/formats.ts';
 
 export const ExecutionRequest = Type.Object({
   merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
@@ -19,7 +20,7 @@ export const AuthorizeBody = Type.Object({
   agent: Type.String({ minLength: 8, maxLength: 512, pattern: '^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$', description: 'Agent DID' }),
   permit: Type.String({ minLength: 1, maxLength: 16384, description: 'Permit artifact: compact JWS, or a delegation chain joined by ~' }),
   action: Type.String({ minLength: 1, maxLength: 64 }),
-  resource: Type.String({ minLength: 12, maxLength: 512, pattern: '^resource://.+', description: 'resource://<path>' }),
+  resource: Type.String({ minLength: 12, maxLength: 512, pattern: RESOURCE_URI_PATTERN, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments, no query or fragment' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),
   approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'An approved obligation this exact request discharges (docs/approvals.md)' })),
