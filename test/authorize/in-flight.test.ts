@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { activatePolicy, ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
 import { freezeAgent } from '../../src/services/agents/agents.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
 
@@ -17,8 +17,7 @@ for (const backend of backends()) {
   describe(`a change committed while a decision is in flight, on ${backend.name}`, () => {
     let svc: TestService;
     let key: { authorization: string };
-    const authorize = async (payload: Record<string, unknown>) =>
-      (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload })).json() as { decision: string; reason_code: string; detail?: string };
+    const authorize = (payload: Record<string, unknown>) => decide(svc, key, payload);
 
     before(async () => {
       svc = await startService(backend);

@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent, type Agent } from '../support/authorize.ts';
+import { activatePolicy, ALLOW_PAYMENTS, decide, delegate, issue, newAgent, type Agent } from '../support/authorize.ts';
 import { permitCommitment, permitKeyId, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
 import { permitKeyName } from '../../src/services/permits/permits.ts';
 
@@ -19,11 +19,7 @@ for (const backend of backends()) {
   describe(`permit checks through /v1/authorize on ${backend.name}`, () => {
     let svc: TestService;
     let key: { authorization: string };
-    const authorize = async (body: Record<string, unknown>) => {
-      const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
-      assert.equal(res.statusCode, 200, res.body);
-      return res.json() as { decision: string; reason_code: string; detail?: string };
-    };
+    const authorize = (body: Record<string, unknown>) => decide(svc, key, body);
     /** DENY permit_invalid, the detail starting with `check:` and holding no part of the permit. */
     const assertRefused = async (body: Record<string, unknown> & { permit: string }, check: string) => {
       const d = await authorize(body);

@@ -5,7 +5,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, delegate, issue, newAgent } from '../support/authorize.ts';
+import { activatePolicy, decide, delegate, issue, newAgent } from '../support/authorize.ts';
 
 const ANY = { actions: ['*'], resources: ['resource://*'] };
 const eq = (input: string, value: unknown) => ({ op: 'eq', input, value });
@@ -15,11 +15,7 @@ for (const backend of backends()) {
   describe(`policy inputs through /v1/authorize on ${backend.name}`, () => {
     let svc: TestService;
     let key: { authorization: string };
-    const authorize = async (body: Record<string, unknown>) => {
-      const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
-      assert.equal(res.statusCode, 200, res.body);
-      return res.json() as { decision: string; reason_code: string; detail?: string; audit_id: string };
-    };
+    const authorize = (body: Record<string, unknown>) => decide(svc, key, body);
     before(async () => {
       svc = await startService(backend);
       key = await svc.keyHeader([]);

@@ -7,7 +7,7 @@ import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
-import { freezeAgent, releaseAgent } from '../../services/agents/agents.ts';
+import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { recordAudit } from '../../services/audit/record.ts';
 
 const READERS = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'] as const;
@@ -21,12 +21,8 @@ const AgentView = Type.Object({
   created_by: Type.String(),
   ...AgentState.properties,
 });
-type Row = { did: string; name: string | null; created_at: string; created_by: string; frozen_at: string | null; frozen_by: string | null; frozen_reason: string | null; released_at: string | null; released_by: string | null };
-const toView = (r: Row) => ({
-  did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by,
-  agent: r.did, frozen: Boolean(r.frozen_at), frozen_at: r.frozen_at, frozen_by: r.frozen_by, reason: r.frozen_reason,
-  released_at: r.released_at, released_by: r.released_by,
-});
+type Row = AgentStateRow & { did: string; name: string | null; created_at: string; created_by: string };
+const toView = (r: Row) => ({ did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by, ...agentState(r.did, r) });
 
 const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false });
 

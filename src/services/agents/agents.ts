@@ -19,6 +19,18 @@ export interface AgentState {
   released_by: string | null;
 }
 
+/** The agent row's state columns, as every view of the state reads them. */
+const STATE_COLUMNS = ['frozen_at', 'frozen_by', 'frozen_reason', 'released_at', 'released_by'] as const;
+export type AgentStateRow = { frozen_at: string | null; frozen_by: string | null; frozen_reason: string | null; released_at: string | null; released_by: string | null };
+
+/** The state of `did` from its row (an agent without one has never been frozen). */
+export function agentState(did: string, row: AgentStateRow | undefined): AgentState {
+  return {
+    agent: did, frozen: Boolean(row?.frozen_at), frozen_at: row?.frozen_at ?? null, frozen_by: row?.frozen_by ?? null, reason: row?.frozen_reason ?? null,
+    released_at: row?.released_at ?? null, released_by: row?.released_by ?? null,
+  };
+}
+
 // Fixed SQL: these run inside every decision that may allow (see store/fixed-sql.ts).
 const ENSURE = fixedSql(`insert into agents (project_id, did, name, created_at, created_by, frozen_at, frozen_by, frozen_reason)
   values (?, ?, ?, ?, ?, null, null, null) on conflict (project_id, did) do nothing`);
@@ -39,31 +51,27 @@ export async function freezeAgent(trx: Tx, input: { projectId: string; did: stri
   const row = await trx.updateTable('agents')
     .set({ frozen_at: input.at, frozen_by: input.actor, frozen_reason: input.reason, released_at: null, released_by: null })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is', null)
-    .returning(['frozen_at', 'frozen_by', 'frozen_reason']).executeTakeFirst();
+    .returning(STATE_COLUMNS).executeTakeFirst();
   if (!row) {
     const current = await getAgentState(trx, input.projectId, input.did);
     throw new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
   }
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, data: { agent: input.did, reason: input.reason } });
-  return { agent: input.did, frozen: true, frozen_at: row.frozen_at, frozen_by: row.frozen_by, reason: row.frozen_reason, released_at: null, released_by: null };
+  return agentState(input.did, row);
 }
 
 export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; at: string }): Promise<AgentState> {
   const row = await trx.updateTable('agents')
     .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: input.at, released_by: input.actor })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
-    .returning('did').executeTakeFirst();
+    .returning(STATE_COLUMNS).executeTakeFirst();
   if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did } });
-  return { agent: input.did, frozen: false, frozen_at: null, frozen_by: null, reason: null, released_at: input.at, released_by: input.actor };
+  return agentState(input.did, row);
 }
 
 export async function getAgentState(trx: Tx | import('../../store/store.ts').Db, projectId: string, did: string): Promise<AgentState> {
-  const row = await trx.selectFrom('agents').select(['frozen_at', 'frozen_by', 'frozen_reason', 'released_at', 'released_by'])
-    .where('project_id', '=', projectId).where('did', '=', did).executeTakeFirst();
-  return {
-    agent: did, frozen: Boolean(row?.frozen_at), frozen_at: row?.frozen_at ?? null, frozen_by: row?.frozen_by ?? null, reason: row?.frozen_reason ?? null,
-    released_at: row?.released_at ?? null, released_by: row?.released_by ?? null,
-  };
+  const row = await trx.selectFrom('agents').select(STATE_COLUMNS).where('project_id', '=', projectId).where('did', '=', did).executeTakeFirst();
+  return agentState(did, row);
 }
 

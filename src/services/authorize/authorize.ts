@@ -78,8 +78,9 @@ export class Authorizer {
     // verify answers from the cache itself when it can (a key loaded just now, a permit cached since).
     const verified = await this.#cache.verify(input.permit, projectId, key);
     // A chain seen for the first time by this process: its delegated links become revocable one
-    // by one (an insert that finds them recorded does nothing). Cached chains skip this.
-    if (verified.ok && verified.permit.delegation_depth > 0) await recordDelegatedLinks(this.#store.db, projectId, verified.permit, now);
+    // by one (an insert that finds them recorded does nothing; a root alone writes nothing).
+    // Cached chains never come here.
+    if (verified.ok) await recordDelegatedLinks(this.#store.db, projectId, verified.permit, now);
     return this.#checkVerified(verified, input, now);
   }
 
