@@ -74,7 +74,7 @@ for (const backend of backends()) {
       const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
       const toChild = await delegate(root.jws, holder, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
       const toGrandchild = await delegate(toChild, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/public/*'] });
-      const [childLink, grandchildLink] = [toChild, toGrandchild].map((c) => permitCommitment(c.split('~').at(-1)!));
+      const [childLink, grandchildLink] = [toChild, toGrandchild].map((c) => permitCommitment(c.split('~').at(-1)!)) as [string, string];
       const key = await svc.keyHeader([]);
       const decide = async (agent: string, permit: string) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
         payload: { agent, permit, action: 'read', resource: 'resource://docs/public/a' } })).json() as { decision: string; detail?: string };
@@ -83,7 +83,7 @@ for (const backend of backends()) {
       assert.equal(seen.statusCode, 200, seen.body);
       assert.deepEqual({ ...(seen.json() as object), created_at: null, claims: null },
         { commitment: childLink, agent: child.did, parent: root.commitment, issued_by: holder.did, claims: null, created_at: null,
-          expires_at: seen.json().expires_at, revoked_at: null, revoked_by: null, status: 'active' });
+          expires_at: seen.json().expires_at, revoked_at: null, revoked_by: null, revoked_via: null, status: 'active' });
       assert.equal(seen.json().claims.sub, child.did);
       const listed = (await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(grandchild.did)}`, headers: auditor.get })).json();
       assert.deepEqual(listed.permits.map((p: { commitment: string; parent: string }) => [p.commitment, p.parent]), [[grandchildLink, childLink]]);
@@ -94,6 +94,18 @@ for (const backend of backends()) {
       assert.match((await decide(grandchild.did, toGrandchild)).detail ?? '', /^revoked:/);
       assert.match((await decide(child.did, toChild)).detail ?? '', /^revoked:/);
       assert.equal((await decide(holder.did, root.jws)).decision, 'ALLOW');
+      // The views agree with the decisions: the grandchild reads revoked through the child, the root active.
+      const get = async (c: string) => (await svc.app.inject({ method: 'GET', url: `${base()}/permits/${c}`, headers: auditor.get })).json();
+      const child1 = await get(childLink);
+      assert.deepEqual(pick(await get(grandchildLink)), { status: 'revoked', revoked_at: child1.revoked_at, revoked_by: child1.revoked_by, revoked_via: childLink });
+      assert.deepEqual(pick(child1), { status: 'revoked', revoked_at: child1.revoked_at, revoked_by: child1.revoked_by, revoked_via: null });
+      assert.ok(child1.revoked_at && child1.revoked_by?.includes(issuer.principalId), JSON.stringify(child1));
+      assert.deepEqual(pick(await get(root.commitment)), { status: 'active', revoked_at: null, revoked_by: null, revoked_via: null });
+      const page = (await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(grandchild.did)}`, headers: auditor.get })).json();
+      assert.deepEqual(page.permits.map(pick), [pick(await get(grandchildLink))]);
+      // Revoking the root afterwards: the earliest revocation above a link is the one it shows.
+      assert.equal((await svc.app.inject({ method: 'POST', url: `${base()}/permits/${root.commitment}/revoke`, headers: issuer.post, payload: {} })).statusCode, 200);
+      assert.equal((await get(grandchildLink)).revoked_via, childLink);
     });
 
     test('agents: register, list with paging (limit in the query string), inspect, freeze and release', async () => {
@@ -136,3 +148,6 @@ for (const backend of backends()) {
     });
   });
 }
+
+const pick = (p: { status: string; revoked_at: string | null; revoked_by: string | null; revoked_via: string | null }) =>
+  ({ status: p.status, revoked_at: p.revoked_at, revoked_by: p.revoked_by, revoked_via: p.revoked_via });

@@ -25,5 +25,6 @@ export const PermitView = Type.Object({
   expires_at: Type.String(),
   revoked_at: Type.Union([Type.String(), Type.Null()]),
   revoked_by: Type.Union([Type.String(), Type.Null()]),
+  revoked_via: Type.Union([Commitment, Type.Null()], { description: 'Set when the permit is revoked through an ancestor it was delegated from: that ancestor\'s commitment (revoked_at and revoked_by are then the ancestor\'s)' }),
   status: Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]),
 });

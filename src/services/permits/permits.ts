@@ -2,6 +2,7 @@
 // project's permit key; revoking a permit revokes every permit delegated from it, because every
 // decision checks each commitment of the presented chain against this table.
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { issuePermit, permitCommitment, PermitError, type GavelConstraints, type VerifiedPermit } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
@@ -33,6 +34,8 @@ export interface PermitView {
   expires_at: string;
   revoked_at: string | null;
   revoked_by: string | null;
+  /** When revoked through an ancestor (its own row not revoked): that ancestor's commitment. */
+  revoked_via: string | null;
   status: 'active' | 'revoked' | 'expired';
 }
 
@@ -119,8 +122,42 @@ export const revokedColumn = (n: number): string => `${revokedExists(n)} as revo
 /** revokedExists for commitments given as a text array expression (a column, say) instead of `n` placeholders. */
 export const revokedAmong = (array: string): string => `exists (select 1 from permits where ${revoked(`commitment = any(${array})`)})`;
 
-type Row = Omit<PermitView, 'status' | 'claims'> & { claims: string };
-export function view(row: Row, now: Date): PermitView {
-  const status = row.revoked_at ? 'revoked' : row.expires_at <= now.toISOString() ? 'expired' : 'active';
-  return { ...row, claims: JSON.parse(row.claims), status };
+type Row = Omit<PermitView, 'status' | 'claims' | 'revoked_via'> & { claims: string };
+/** The revocation of a permit's ancestor, which revokes the permit too. */
+export interface AncestorRevocation { commitment: string; revoked_at: string; revoked_by: string | null }
+
+/**
+ * A permit as the console shows it. A link whose ancestor is revoked is revoked too (every decision
+ * refuses it), so it reads `revoked`, with the ancestor's time, actor and commitment.
+ */
+export function view(row: Row, now: Date, ancestor?: AncestorRevocation): PermitView {
+  const claims = JSON.parse(row.claims);
+  if (row.revoked_at) return { ...row, claims, revoked_via: null, status: 'revoked' };
+  if (ancestor) return { ...row, claims, revoked_at: ancestor.revoked_at, revoked_by: ancestor.revoked_by, revoked_via: ancestor.commitment, status: 'revoked' };
+  return { ...row, claims, revoked_via: null, status: row.expires_at <= now.toISOString() ? 'expired' : 'active' };
+}
+
+/**
+ * For each delegated row not revoked itself, the earliest revocation among its ancestors, walked
+ * up `parent` in one recursive statement (chains are short: DESIGN.md bounds their depth). Only
+ * the console's reads call this; decisions check the presented chain's commitments directly.
+ */
+export async function revokedAncestors(db: Db | Tx, projectId: string, rows: readonly Row[]): Promise<Map<string, AncestorRevocation>> {
+  const found = new Map<string, AncestorRevocation>();
+  const starts = rows.filter((r) => r.parent !== null && r.revoked_at === null);
+  if (starts.length === 0) return found;
+  const result = await sql<{ start: string; commitment: string; revoked_at: string; revoked_by: string | null }>`
+    with recursive up(start, commitment) as (
+      select p.commitment, p.parent from permits p
+        where p.project_id = ${projectId} and p.commitment in (${sql.join(starts.map((r) => r.commitment))})
+      union all
+      select up.start, p.parent from up join permits p on p.project_id = ${projectId} and p.commitment = up.commitment
+        where p.parent is not null
+    )
+    select up.start, a.commitment, a.revoked_at, a.revoked_by from up
+      join permits a on a.project_id = ${projectId} and a.commitment = up.commitment
+      where a.revoked_at is not null
+      order by a.revoked_at`.execute(db);
+  for (const r of result.rows) if (!found.has(r.start)) found.set(r.start, { commitment: r.commitment, revoked_at: r.revoked_at, revoked_by: r.revoked_by });
+  return found;
 }
