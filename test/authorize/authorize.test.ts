@@ -227,6 +227,12 @@ for (const backend of backends()) {
           'resource://*', 'resource://docs/*', 'resource://docs/../admin', 'resource://docs//a', 'resource://docs/a/', 'resource://ä']
           .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
+        // Not a DID by W3C DID Core's syntax, which the permit claims and the policy use too.
+        ...['did:key:', 'did:x:y:', 'did:x:y%zz', 'did:X:y', 'did:x:y/path', 'did:x:y#key-1', 'did:x:ä']
+          .map((did): [Record<string, unknown>, number, string, string] => [{ ...base, agent: did }, 400, 'invalid_request', '/agent']),
+        // The policy language's actions: printable ASCII, no spaces.
+        ...['äöü', 'pay now', 'pay\t', 'pay\u0000']
+          .map((action): [Record<string, unknown>, number, string, string] => [{ ...base, action }, 400, 'invalid_request', '/action']),
         [{ ...base, amount: { minor: 1.5, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
         [{ ...base, amount: { minor: '100', currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
         [{ ...base, amount: { minor: -1, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
@@ -244,6 +250,12 @@ for (const backend of backends()) {
         if (pointer) assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
       assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'no decision was recorded');
+      // The shortest DIDs and percent escapes are DIDs: decided (here DENY: the permit is no permit), not refused.
+      for (const did of ['did:x:y', 'did:web:example.com%3A8443', 'did:x::y']) {
+        const res = await authorize({ ...base, agent: did });
+        assert.equal(res.statusCode, 200, `${did}: ${res.body}`);
+        assert.equal(res.json().decision, 'DENY');
+      }
     });
 
     test('a missing, malformed, wrong or revoked key is 401 unauthorized', async () => {

@@ -56,6 +56,9 @@ for (const backend of backends()) {
       const cases: [Record<string, unknown>, string][] = [
         [{ agent, actions: [], resources: ['resource://a/*'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/actions'],
         [{ agent, actions: ['a'], resources: ['https://x'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/resources/0'],
+        [{ agent, actions: ['read', 'pay now'], resources: ['resource://a/*'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/actions/1'],
+        [{ agent, actions: ['äöü'], resources: ['resource://a/*'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/actions/0'],
+        [{ agent: 'did:x:y:', actions: ['a'], resources: ['resource://a/*'], expires_at: new Date(Date.now() + 60_000).toISOString() }, '/agent'],
         [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: new Date(Date.now() - 60_000).toISOString() }, '/expires_at'],
         [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: 'tomorrow' }, '/expires_at'],
         [{ agent, actions: ['a'], resources: ['resource://a/*'], budget: { minor: 1.5, currency: 'EUR' }, expires_at: new Date(Date.now() + 60_000).toISOString() }, '/budget/minor'],

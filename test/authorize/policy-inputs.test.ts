@@ -59,11 +59,13 @@ for (const backend of backends()) {
         rules: [
           { id: 'small-charges', effect: 'ALLOW', when: and(eq('action', 'charge'), { op: 'lte', input: 'amount.minor', value: 100, currency: 'EUR' }) },
           { id: 'named-actions', effect: 'ALLOW', when: { op: 'in', input: 'action', values: ['read', 'write'] } },
+          { id: 'store', effect: 'ALLOW', when: { op: 'matches_resource', input: 'resource', value: 'resource://store/*' } },
         ],
       });
       const missing = await authorize({ agent: agent.did, permit: jws, action: 'charge', resource: 'resource://shop/1' });
       assert.deepEqual([missing.decision, missing.reason_code], ['DENY', 'indeterminate_missing_input'], JSON.stringify(missing));
-      const invalid = await authorize({ agent: agent.did, permit: jws, action: 'lésen', resource: 'resource://shop/1' });
+      // The route refuses what it can say is malformed (a 400); a bad percent escape it leaves to the policy.
+      const invalid = await authorize({ agent: agent.did, permit: jws, action: 'other', resource: 'resource://store/%zz' });
       assert.deepEqual([invalid.decision, invalid.reason_code], ['DENY', 'indeterminate_invalid_input'], JSON.stringify(invalid));
     });
   });

@@ -7,11 +7,16 @@ export const MAX_DID_LENGTH = 2048;
 // did = "did:" method-name ":" method-specific-id
 // method-name = 1*(%x61-7A / DIGIT); method-specific-id = *( *idchar ":" ) 1*idchar
 // idchar = ALPHA / DIGIT / "." / "-" / "_" / pct-encoded
-const DID_SYNTAX = /^did:[a-z0-9]+:(?:(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})*:)*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})+$/;
+// The one definition: the permit claims, the policy language and the HTTP schemas all use it.
+export const DID_PATTERN = '^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$';
+const DID_SYNTAX = new RegExp(DID_PATTERN);
+// The same language for DIDs without a percent escape (most of them): markedly faster.
+const DID_PLAIN = /^did:[a-z0-9]+:[A-Za-z0-9._:-]*[A-Za-z0-9._-]$/;
 
-/** True when `s` is a DID (not a DID URL: no path, query or fragment). */
-export function isDid(s: unknown): s is string {
-  return typeof s === 'string' && s.length <= MAX_DID_LENGTH && DID_SYNTAX.test(s);
+/** True when `s` is a DID of at most `maxLength` characters (not a DID URL: no path, query or fragment). */
+export function isDid(s: unknown, maxLength = MAX_DID_LENGTH): s is string {
+  if (typeof s !== 'string' || s.length > maxLength) return false;
+  return s.indexOf('%') === -1 ? DID_PLAIN.test(s) : DID_SYNTAX.test(s);
 }
 
 // Multicodec varint for ed25519-pub (0xed) is the two bytes 0xed 0x01.

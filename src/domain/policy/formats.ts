@@ -1,5 +1,6 @@
 // Shapes of the literals a policy and an evaluation input carry. Each check is linear in
 // the (bounded) string length; none backtracks badly.
+import { isDid as isDidSyntax } from '../permit/did.ts';
 
 export const RESOURCE_SCHEME = 'resource://';
 export const MAX_RESOURCE_LENGTH = 512;
@@ -60,16 +61,8 @@ export function parseResourcePattern(value: unknown): ResourcePattern | null {
   return { kind: 'prefix', prefix };
 }
 
-const DID = /^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$/;
-
-const DID_PLAIN = /^did:[a-z0-9]+:[A-Za-z0-9._:-]*[A-Za-z0-9._-]$/;
-
-/** W3C DID syntax: did:<method>:<method-specific-id>. */
-export function isDid(value: unknown): value is string {
-  if (typeof value !== 'string' || value.length > MAX_RESOURCE_LENGTH) return false;
-  // Most DIDs carry no percent escape; the simpler expression is markedly faster.
-  return value.indexOf('%') === -1 ? DID_PLAIN.test(value) : DID.test(value);
-}
+/** W3C DID syntax (domain/permit/did.ts), at most as long as a resource URI. */
+export const isDid = (value: unknown): value is string => isDidSyntax(value, MAX_RESOURCE_LENGTH);
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -78,7 +71,9 @@ export function isSha256Hex(value: unknown): value is string {
   return typeof value === 'string' && SHA256_HEX.test(value);
 }
 
-const ACTION = /^[\x21-\x7e]+$/;
+/** Printable ASCII without spaces; the HTTP schemas take their `action` pattern from here. */
+export const ACTION_PATTERN = '^[\\x21-\\x7e]+$';
+const ACTION = new RegExp(ACTION_PATTERN);
 
 /** An action: 1 to 64 printable ASCII characters without spaces. */
 export function isAction(value: unknown): value is string {

@@ -1,5 +1,6 @@
 // POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
 import type { FastifyInstance } from 'fastify';
+import { AgentDid } from '../schemas/agents.ts';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
 import { Problem } from '../problem.ts';
@@ -7,7 +8,7 @@ import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
-import { RESOURCE_URI_PATTERN } from '../../domain/policy/formats.ts';
+import { ACTION_PATTERN, RESOURCE_URI_PATTERN } from '../../domain/policy/formats.ts';
 
 export const ExecutionRequest = Type.Object({
   merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
@@ -17,9 +18,9 @@ export const ExecutionRequest = Type.Object({
 }, { additionalProperties: false, description: 'There is no url field: merchants are deployment configuration' });
 
 export const AuthorizeBody = Type.Object({
-  agent: Type.String({ minLength: 8, maxLength: 512, pattern: '^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$', description: 'Agent DID' }),
+  agent: AgentDid,
   permit: Type.String({ minLength: 1, maxLength: 16384, description: 'Permit artifact: compact JWS, or a delegation chain joined by ~' }),
-  action: Type.String({ minLength: 1, maxLength: 64 }),
+  action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: 'Printable ASCII, no spaces' }),
   resource: Type.String({ minLength: 12, maxLength: 512, pattern: RESOURCE_URI_PATTERN, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments, no query or fragment' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),

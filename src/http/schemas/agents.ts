@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
+import { DID_PATTERN } from '../../domain/permit/did.ts';
 
-export const AgentDid = Type.String({ minLength: 8, maxLength: 512, pattern: '^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$', description: 'Agent DID' });
+export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'Agent DID' });
 
 export const AgentState = Type.Object({
   agent: AgentDid,

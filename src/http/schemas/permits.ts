@@ -1,12 +1,13 @@
 import { Type } from 'typebox';
 import { Money } from './common.ts';
+import { ACTION_PATTERN } from '../../domain/policy/formats.ts';
 import { AgentDid } from './agents.ts';
 
 export const Commitment = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'permit_commitment: SHA-256 (hex) of the permit' });
 
 export const IssuePermitBody = Type.Object({
   agent: AgentDid,
-  actions: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 64, description: 'Action names, or "*"' }),
+  actions: Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN }), { minItems: 1, maxItems: 64, description: 'Action names, or "*"' }),
   resources: Type.Array(Type.String({ minLength: 12, maxLength: 512, pattern: '^resource://' }), { minItems: 1, maxItems: 64, description: 'resource:// patterns; a trailing * matches any remainder' }),
   max_per_request: Type.Optional(Money),
   budget: Type.Optional(Money),
