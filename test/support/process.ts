@@ -63,11 +63,13 @@ export async function prepareForChildren(backend: import('./backends.ts').Backen
   await activatePolicy(svc, ALLOW_PAYMENTS);
   const agent = newAgent();
   const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+  // A second permit with a budget: its decisions spend, so they take the transaction path.
+  const budget = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1_000_000_000, currency: 'EUR' } });
   const key = await svc.keyHeader([]);
   await svc.close();
   await svc.ts.store.close();
   return {
-    svc, agent, jws, key,
+    svc, agent, jws, key, budget,
     env: { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options), ...(overrides.merchantsFile ? { GAVEL_MERCHANTS_FILE: overrides.merchantsFile } : {}) },
   };
 }
