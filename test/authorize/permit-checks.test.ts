@@ -6,6 +6,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
+import { recordedDecision } from '../support/decisions.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, decide, delegate, issue, newAgent, type Agent } from '../support/authorize.ts';
 import { permitCommitment, permitKeyId, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
@@ -27,6 +28,9 @@ for (const backend of backends()) {
       assert.equal(d.reason_code, 'permit_invalid', `${check}: ${JSON.stringify(d)}`);
       assert.ok(d.detail?.startsWith(`${check}:`), `${check}: the detail starts with the check, got ${JSON.stringify(d.detail)}`);
       for (const part of body.permit.split(/[.~]/)) if (part.length > 16) assert.ok(!d.detail!.includes(part), `${check}: the detail repeats the permit`);
+      // Verified or not, the decision's event names the presented permit by its last link's SHA-256.
+      const leaf = permitCommitment(body.permit.split('~').at(-1)!);
+      assert.equal((await recordedDecision(svc.ts.store.db, d.audit_id)).permit_commitment, leaf, `${check}: the event's permit_commitment`);
     };
     /** Claims signed by the project's own permit key, as the service would sign them. */
     const signAsProject = async (claims: PermitClaims) => {
@@ -51,6 +55,7 @@ for (const backend of backends()) {
       const impostor = newAgent();
       const forged = await signPermitClaims(claims, permitKeyId(await svc.deps.signer.publicKey(name)), impostor.sign);
       await assertRefused({ ...read, permit: forged }, 'signature');
+      await assertRefused({ ...read, permit: 'not-a-permit-at-all-just-text' }, 'malformed');
       await assertRefused({ ...read, permit: await signAsProject({ ...claims, iss: 'gavel:project:prj_other' }) }, 'issuer');
       await assertRefused({ ...read, permit: await signAsProject({ ...claims, aud: 'prj_other' }) }, 'audience');
       const later = await issue(svc, agent.did, PAY, { notBefore: new Date(Date.now() + 600_000) });

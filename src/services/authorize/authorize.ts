@@ -4,7 +4,7 @@
 // REQUIRE_APPROVAL, the decision row and its audit event. A decision that would write only its
 // event is prepared here instead, event and all, and the writer runs its one statement
 // (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
-import { checkCoverage, checkPermitTime, liveLimits, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
+import { checkCoverage, checkPermitTime, liveLimits, permitCommitment, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
 import { evaluate } from '../../domain/policy/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
@@ -42,7 +42,11 @@ export interface DecisionRecord {
   permit_commitment: string | null;
 }
 
-type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string } | null };
+/**
+ * A permit that did not verify still leaves its trace: `presented` is the SHA-256 of its last link
+ * (what permit_commitment would be), so an auditor can find every attempt with one forged permit.
+ */
+type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string; presented?: string } | null };
 
 export class Authorizer {
   readonly #store: Store;
@@ -85,7 +89,10 @@ export class Authorizer {
   }
 
   #checkVerified(verified: VerifyResult, input: AuthorizeInput, now: Date): PermitCheck {
-    if (!verified.ok) return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}` } };
+    if (!verified.ok) {
+      const presented = permitCommitment(input.permit.slice(input.permit.lastIndexOf('~') + 1));
+      return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}`, presented } };
+    }
     const permit = verified.permit;
     if (permit.agent !== input.agent) {
       return { permit, failure: { check: 'subject_mismatch', detail: 'subject_mismatch: the permit was granted to another agent' } };

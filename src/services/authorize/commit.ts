@@ -32,8 +32,11 @@ export interface DecisionPlan {
   at: string;
   /** The request, without the permit itself (verified already; its commitment travels below). */
   input: Omit<AuthorizeInput, 'permit'>;
-  /** The permit check that failed before the transaction (signature, time, coverage), if any. */
-  failure: { check: string; detail: string } | null;
+  /**
+   * The permit check that failed before the transaction (signature, time, coverage), if any; when
+   * the permit did not verify, `presented` is the SHA-256 of its last link, recorded as its commitment.
+   */
+  failure: { check: string; detail: string; presented?: string } | null;
   permit: { commitment: string; chain: string[]; delegation_depth: number; counters: LiveCounter[] } | null;
   policy: { decision: Effect; reason_code: string; matched_rules: string[] } | null;
   policyVersion: number | null;
@@ -137,7 +140,7 @@ export function decisionEvent(plan: DecisionPlan, combined: Combined, decisionId
       amount: input.amount ? { minor: input.amount.minor, currency: input.amount.currency } : null, intent: input.intent ?? null,
       decision: combined.decision, reason_code: combined.reason_code,
       detail: combined.detail ?? null, policy_version: plan.policyVersion, matched_rules: matched,
-      permit_commitment: permit?.commitment ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
+      permit_commitment: permit?.commitment ?? plan.failure?.presented ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
       approval_request_id: approvalRequestId ?? null,
     })),
   };
@@ -146,7 +149,7 @@ export function decisionEvent(plan: DecisionPlan, combined: Combined, decisionId
     ...(combined.detail ? { detail: combined.detail } : {}),
     policy_version: plan.policyVersion, matched_rules: matched, request_id: plan.requestId,
     ...(approvalRequestId ? { approval_request_id: approvalRequestId } : {}),
-    permit_commitment: permit?.commitment ?? null,
+    permit_commitment: permit?.commitment ?? plan.failure?.presented ?? null,
   };
   return { event, record };
 }
