@@ -27,7 +27,7 @@ export { checkCoverage } from './coverage.ts';
 export type { CoverageCheck, CoverageRequest, CoverageResult } from './coverage.ts';
 export { liveLimits } from './live-limits.ts';
 export type { LiveCounter, LiveLimits } from './live-limits.ts';
-export { permitCommitment } from './commitment.ts';
+export { permitCommitment, presentedCommitment } from './commitment.ts';
 export { permitIssuerId, permitKeyId } from './key-id.ts';
 export { didKeyFromPublicKey, isDid, publicKeyFromDidKey } from './did.ts';
 export { base58btcDecode, base58btcEncode } from './base58btc.ts';

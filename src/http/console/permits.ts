@@ -6,7 +6,7 @@ import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
-import { recordIssuedPermit, revokedAncestors, revokePermit, signRootPermit, view } from '../../services/permits/permits.ts';
+import { permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
@@ -73,9 +73,8 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const now = app.gavel.clock.now();
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
-    const ancestors = await revokedAncestors(app.gavel.store.db, request.auth!.projectId, items);
     return {
-      permits: items.map((r) => view(r, now, ancestors.get(r.commitment))),
+      permits: await permitViews(app.gavel.store.db, request.auth!.projectId, items, now),
       next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.commitment}`) : null,
     };
   });
@@ -87,8 +86,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const { commitment } = request.params as { commitment: string };
     const row = await app.gavel.store.db.selectFrom('permits').selectAll().where('project_id', '=', request.auth!.projectId).where('commitment', '=', commitment).executeTakeFirst();
     if (!row) throw notFound('no permit with this commitment in the project');
-    const ancestors = await revokedAncestors(app.gavel.store.db, request.auth!.projectId, [row]);
-    return view(row, app.gavel.clock.now(), ancestors.get(row.commitment));
+    return (await permitViews(app.gavel.store.db, request.auth!.projectId, [row], app.gavel.clock.now()))[0];
   });
 
   app.post(`${P}/:commitment/revoke`, {

@@ -1,6 +1,5 @@
 // POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
 import type { FastifyInstance } from 'fastify';
-import { AgentDid } from '../schemas/agents.ts';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
 import { Problem } from '../problem.ts';
@@ -8,6 +7,7 @@ import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
+import { AgentDid } from '../schemas/agents.ts';
 import { ACTION_PATTERN, RESOURCE_URI_PATTERN } from '../../domain/policy/formats.ts';
 
 export const ExecutionRequest = Type.Object({

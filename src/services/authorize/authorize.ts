@@ -4,7 +4,7 @@
 // REQUIRE_APPROVAL, the decision row and its audit event. A decision that would write only its
 // event is prepared here instead, event and all, and the writer runs its one statement
 // (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
-import { checkCoverage, checkPermitTime, liveLimits, permitCommitment, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
+import { checkCoverage, checkPermitTime, liveLimits, presentedCommitment, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
 import { evaluate } from '../../domain/policy/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
@@ -42,10 +42,7 @@ export interface DecisionRecord {
   permit_commitment: string | null;
 }
 
-/**
- * A permit that did not verify still leaves its trace: `presented` is the SHA-256 of its last link
- * (what permit_commitment would be), so an auditor can find every attempt with one forged permit.
- */
+/** `presented`: the commitment a permit that did not verify is recorded by (presentedCommitment). */
 type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string; presented?: string } | null };
 
 export class Authorizer {
@@ -90,8 +87,7 @@ export class Authorizer {
 
   #checkVerified(verified: VerifyResult, input: AuthorizeInput, now: Date): PermitCheck {
     if (!verified.ok) {
-      const presented = permitCommitment(input.permit.slice(input.permit.lastIndexOf('~') + 1));
-      return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}`, presented } };
+      return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}`, presented: presentedCommitment(input.permit) } };
     }
     const permit = verified.permit;
     if (permit.agent !== input.agent) {

@@ -137,12 +137,18 @@ export function view(row: Row, now: Date, ancestor?: AncestorRevocation): Permit
   return { ...row, claims, revoked_via: null, status: row.expires_at <= now.toISOString() ? 'expired' : 'active' };
 }
 
+/** Rows as the console shows them: each delegated link's revoked ancestors looked up in one statement. */
+export async function permitViews(db: Db | Tx, projectId: string, rows: readonly Row[], now: Date): Promise<PermitView[]> {
+  const ancestors = await revokedAncestors(db, projectId, rows);
+  return rows.map((r) => view(r, now, ancestors.get(r.commitment)));
+}
+
 /**
  * For each delegated row not revoked itself, the earliest revocation among its ancestors, walked
  * up `parent` in one recursive statement (chains are short: DESIGN.md bounds their depth). Only
  * the console's reads call this; decisions check the presented chain's commitments directly.
  */
-export async function revokedAncestors(db: Db | Tx, projectId: string, rows: readonly Row[]): Promise<Map<string, AncestorRevocation>> {
+async function revokedAncestors(db: Db | Tx, projectId: string, rows: readonly Row[]): Promise<Map<string, AncestorRevocation>> {
   const found = new Map<string, AncestorRevocation>();
   const starts = rows.filter((r) => r.parent !== null && r.revoked_at === null);
   if (starts.length === 0) return found;
