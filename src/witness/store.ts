@@ -25,11 +25,7 @@ export class WitnessStore {
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    this.db = new Database(join(dataDir, WITNESS_DB_FILE));
-    this.db.pragma('journal_mode = WAL');
-    // A cosignature is a promise about the future: it must survive power loss once returned.
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openWhileBusy(join(dataDir, WITNESS_DB_FILE));
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS latest (
         origin TEXT PRIMARY KEY,
@@ -83,5 +79,28 @@ export class WitnessStore {
 
   close(): void {
     this.db.close();
+  }
+}
+
+/**
+ * Opens the witness database, in WAL mode with FULL sync. Two witnesses started together on a new
+ * directory race to switch it to WAL, and SQLite refuses the loser with SQLITE_BUSY at once, busy
+ * handler or not (seen in CI: "database is locked" at startup). So the loser closes, waits a few
+ * milliseconds and tries again, for up to 10 s; startup is the only place this blocks.
+ */
+function openWhileBusy(file: string): Database.Database {
+  const deadline = Date.now() + 10_000;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+    const db = new Database(file, { timeout: 5000 });
+    try {
+      db.pragma('journal_mode = WAL');
+      // A cosignature is a promise about the future: it must survive power loss once returned.
+      db.pragma('synchronous = FULL');
+      return db;
+    } catch (error) {
+      db.close();
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait);
+    }
   }
 }

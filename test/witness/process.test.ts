@@ -42,11 +42,13 @@ async function spawnWitness(vkey: string): Promise<string> {
   children.push(child);
   let out = '';
   child.stdout.setEncoding('utf8');
+  // A witness that exits before it listens fails the test at once, not at the test's timeout.
+  const exited = once(child, 'exit').then(([code]) => { throw new Error(`the witness exited (${code}) before listening: ${out}`); });
   for (;;) {
-    const [chunk] = (await once(child.stdout, 'data')) as [string];
+    const [chunk] = (await Promise.race([once(child.stdout, 'data'), exited])) as [string];
     out += chunk;
     const m = /listening on (\S+)/.exec(out);
-    if (m) return m[1] as string;
+    if (m) { exited.catch(() => {}); return m[1] as string; }
   }
 }
 
