@@ -26,8 +26,9 @@ if (process.env.HALF) {
   const c1 = threadCpu(pid);
   const paced = await pacedLoadFresh({ ...opts, rate: Math.floor(r.rps / 2), duration: 6, connections: PACED_CONNS });
   const c2 = threadCpu(pid);
-  const cpuPaced = [...c2].reduce((s, [k, v]) => s + v - (c1.get(k) ?? 0), 0) / (paced.rps * 6);
-  console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request`);
+  const pacedSplit = [...c2].map(([k, v]) => [k, (v - (c1.get(k) ?? 0)) / (paced.rps * 6)] as const).filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]);
+  const cpuPaced = pacedSplit.reduce((s, [, v]) => s + v, 0);
+  console.log('paced half max', JSON.stringify(paced), `server CPU ${cpuPaced.toFixed(0)} µs/request (${pacedSplit.map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')})`);
   if (process.env.AUTOCANNON_HALF) console.log('autocannon overallRate half max', JSON.stringify(await load({ ...opts, duration: 6, overallRate: Math.floor(r.rps / 2) })));
 }
 await gavel.stop();
