@@ -8,13 +8,16 @@ import type { AddressInfo } from 'node:net';
 import { pacedLoad, pacedLoadFresh } from '../../bench/lib/paced.ts';
 
 /**
- * Whether the client end of a loopback connection from `port` is a socket of this process (Linux:
- * its inode in /proc/net/tcp, among this process's open descriptors).
+ * Whether the client end of a loopback connection from `port` to `serverPort` is a socket of this
+ * process (Linux: its inode in /proc/net/tcp, among this process's open descriptors). The row is
+ * found by both ports and a live inode: an earlier connection from the same ephemeral port may
+ * linger in TIME_WAIT, with inode 0 (seen in CI).
  */
-function clientIsThisProcess(port: number): boolean {
-  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  const row = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/)).find((f) => f[1]?.endsWith(local));
-  if (!row) throw new Error(`no TCP socket has local port ${port}`);
+function clientIsThisProcess(port: number, serverPort: number): boolean {
+  const hex = (p: number) => `:${p.toString(16).toUpperCase().padStart(4, '0')}`;
+  const row = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/))
+    .find((f) => f[1]?.endsWith(hex(port)) && f[2]?.endsWith(hex(serverPort)) && f[9] !== '0');
+  if (!row) throw new Error(`no live TCP socket connects local port ${port} to ${serverPort}`);
   const socket = `socket:[${row[9]}]`;
   return readdirSync('/proc/self/fd').some((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`) === socket; } catch { return false; } });
 }
@@ -29,7 +32,7 @@ async function lateServer(late: number, lateFrom = 0, delayMs = 30) {
   const fromHere = new Set<number>();
   const server = createServer((req, res) => {
     const port = req.socket.remotePort!;
-    if (!peers.has(port) && clientIsThisProcess(port)) fromHere.add(port);
+    if (!peers.has(port) && clientIsThisProcess(port, req.socket.localPort!)) fromHere.add(port);
     peers.add(port);
     const n = seen++;
     const slow = n >= lateFrom && n < lateFrom + late;
