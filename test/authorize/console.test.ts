@@ -70,6 +70,75 @@ for (const backend of backends()) {
       }
     });
 
+    test('every claim error of a permit request comes at once, located; a 513-character pattern is allowed', async () => {
+      const agent = newAgent().did;
+      const soon = new Date(Date.now() + 60_000).toISOString();
+      const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: 'did:key:zNOTAKEY', actions: ['read', 'pay.*'], resources: ['resource://r/*/x'], expires_at: new Date(Date.now() - 60_000).toISOString(),
+      } });
+      assert.equal(res.statusCode, 400, res.body);
+      const errors = res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort();
+      assert.deepEqual(errors, ['/actions/1 invalid_action', '/agent invalid_did_key', '/expires_at in_the_past', '/resources/0 invalid_pattern']);
+      const pattern = `resource://${'a'.repeat(512 - 'resource://'.length)}*`;
+      assert.equal(pattern.length, 513);
+      const long = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: [pattern], expires_at: soon } });
+      assert.equal(long.statusCode, 201, long.body);
+    });
+
+    test('a permit view says when it is not yet valid and what allowed decisions spent through it', async () => {
+      const agent = newAgent();
+      const later = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], not_before: new Date(Date.now() + 600_000).toISOString(), expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      } });
+      assert.equal(later.statusCode, 201, later.body);
+      assert.equal(later.json().status, 'not_yet_valid');
+      const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, max_uses: 5, expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      } });
+      const permit = res.json();
+      assert.deepEqual(permit.usage, { uses: 0, spent_minor: 0, currency: null });
+      const key = await svc.keyHeader([]);
+      const pay = (minor: number) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit: permit.permit, action: 'pay', resource: 'resource://shop/1', amount: { minor, currency: 'EUR' } } });
+      assert.equal((await pay(300)).json().decision, 'ALLOW');
+      assert.equal((await pay(200)).json().decision, 'ALLOW');
+      assert.equal((await pay(900)).json().decision, 'DENY', 'over the budget left: spends nothing');
+      const seen = (await svc.app.inject({ method: 'GET', url: `${base()}/permits/${permit.commitment}`, headers: auditor.get })).json();
+      assert.deepEqual(seen.usage, { uses: 2, spent_minor: 500, currency: 'EUR' });
+      assert.equal(seen.status, 'active');
+    });
+
+    test('an empty or oversized permit is a recorded DENY permit_invalid, not a refused request', async () => {
+      const agent = newAgent();
+      const key = await svc.keyHeader([]);
+      for (const [permit, check] of [['', 'malformed'], ['x'.repeat(16_385), 'too_large']] as const) {
+        const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit, action: 'pay', resource: 'resource://shop/1' } });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.equal(res.json().decision, 'DENY');
+        assert.equal(res.json().reason_code, 'permit_invalid');
+        assert.match(res.json().detail, new RegExp(`^${check}`));
+        assert.match(res.json().audit_id, /^aud_/);
+      }
+    });
+
+    test('an agent first seen through a permit can be registered and named later, once', async () => {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const agent = newAgent().did;
+      await issue(svc, agent, { actions: ['read'], resources: ['resource://docs/*'] });
+      const seen = (await svc.app.inject({ method: 'GET', url: `${base()}/agents/${encodeURIComponent(agent)}`, headers: auditor.get })).json();
+      assert.equal(seen.registered_at, null);
+      const reg = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: agent, name: 'reader' } });
+      assert.equal(reg.statusCode, 201, reg.body);
+      assert.equal(reg.json().name, 'reader');
+      assert.equal(reg.json().registered_by, admin.principalId);
+      assert.equal(reg.json().created_at, seen.created_at, 'the row it had keeps its history');
+      const again = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: agent, name: 'other' } });
+      assert.equal(again.statusCode, 409);
+      assert.equal(again.json().code, 'agent_exists');
+      const bad = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: 'did:key:zNOTAKEY' } });
+      assert.equal(bad.statusCode, 400, bad.body);
+      assert.equal(bad.json().errors[0].code, 'invalid_did_key');
+    });
+
     test('a delegated link, once a decision has seen it, is listed and revocable by its own commitment, which spares its ancestors', async () => {
       const holder = newAgent();
       const child = newAgent();
@@ -86,7 +155,8 @@ for (const backend of backends()) {
       assert.equal(seen.statusCode, 200, seen.body);
       assert.deepEqual({ ...(seen.json() as object), created_at: null, claims: null },
         { commitment: childLink, agent: child.did, parent: root.commitment, issued_by: holder.did, claims: null, created_at: null,
-          expires_at: seen.json().expires_at, revoked_at: null, revoked_by: null, revoked_via: null, status: 'active' });
+          expires_at: seen.json().expires_at, revoked_at: null, revoked_by: null, revoked_via: null, status: 'active',
+          usage: { uses: 0, spent_minor: 0, currency: null } }, 'no limit on the chain: nothing counted');
       assert.equal(seen.json().claims.sub, child.did);
       const listed = (await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(grandchild.did)}`, headers: auditor.get })).json();
       assert.deepEqual(listed.permits.map((p: { commitment: string; parent: string }) => [p.commitment, p.parent]), [[grandchildLink, childLink]]);

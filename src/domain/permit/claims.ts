@@ -2,7 +2,7 @@
 // so Gavel never signs a permit it would refuse. Unknown members are refused: an unknown
 // member may be a constraint this version does not enforce, and ignoring it would widen.
 import { COMMITMENT_SYNTAX } from './commitment.ts';
-import { isDid } from './did.ts';
+import { didKeyIsWellFormed, isDid } from './did.ts';
 import {
   MAX_ACTION_LENGTH,
   MAX_ACTIONS,
@@ -30,7 +30,7 @@ function isSeconds(v: unknown): v is number {
   return Number.isSafeInteger(v) && (v as number) >= 0;
 }
 
-function isAction(v: unknown): v is string {
+export function isAction(v: unknown): v is string {
   // "*" alone means any action; a '*' inside a name would look like a wildcard and is not one.
   return isId(v, MAX_ACTION_LENGTH) && (v === '*' || !v.includes('*'));
 }
@@ -83,6 +83,7 @@ export function validateClaims(payload: unknown): Checked<PermitClaims> {
   const { iss, sub, aud, jti, iat, nbf, exp, gavel } = payload;
   if (!isId(iss, 2048)) return bad('iss must be a non-empty string');
   if (!isDid(sub)) return bad('sub must be a DID');
+  if (!didKeyIsWellFormed(sub)) return bad('sub is a did:key that does not name an Ed25519 key');
   if (!isId(aud)) return bad(`aud must be a project id of at most ${MAX_ID_LENGTH} characters`);
   if (!isId(jti)) return bad(`jti must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
   if (!isSeconds(iat) || !isSeconds(nbf) || !isSeconds(exp)) return bad('iat, nbf and exp must be integer Unix seconds');

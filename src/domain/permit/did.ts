@@ -41,3 +41,12 @@ export function publicKeyFromDidKey(did: string): Uint8Array | null {
   if (bytes[0] !== ED25519_PUB_PREFIX[0] || bytes[1] !== ED25519_PUB_PREFIX[1]) return null;
   return bytes.slice(2);
 }
+
+/**
+ * False for a `did:key` that does not name an Ed25519 key (a typo, another key type): such an
+ * agent could never sign a delegation, so nothing is issued to it. Other methods pass (did:web is
+ * resolved, if ever, where a key is needed).
+ */
+export function didKeyIsWellFormed(did: string): boolean {
+  return !did.startsWith('did:key:') || publicKeyFromDidKey(did) !== null;
+}

@@ -9,6 +9,7 @@ import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { recordAudit } from '../../services/audit/record.ts';
+import { didKeyIsWellFormed } from '../../domain/permit/index.ts';
 
 const READERS = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'] as const;
 const MANAGERS = ['ADMIN', 'PERMIT_ISSUER'] as const;
@@ -18,11 +19,13 @@ const AgentView = Type.Object({
   did: AgentDid,
   name: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
-  created_by: Type.String(),
+  created_by: Type.String({ description: 'Who first named the agent: the registering person, the permit issuer, the freezer, or the API key of its first decision' }),
+  registered_at: Type.Union([Type.String(), Type.Null()], { description: 'When a person registered the agent; null for an agent only seen through a permit, a freeze or a decision' }),
+  registered_by: Type.Union([Type.String(), Type.Null()]),
   ...AgentState.properties,
 });
-type Row = AgentStateRow & { did: string; name: string | null; created_at: string; created_by: string };
-const toView = (r: Row) => ({ did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by, ...agentState(r.did, r) });
+type Row = AgentStateRow & { did: string; name: string | null; created_at: string; created_by: string; registered_at: string | null; registered_by: string | null };
+const toView = (r: Row) => ({ did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by, registered_at: r.registered_at, registered_by: r.registered_by, ...agentState(r.did, r) });
 
 const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false });
 
@@ -35,12 +38,18 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof CreateAgentBody>;
+    if (!didKeyIsWellFormed(body.did)) throw new Problem(400, 'invalid_request', 'the agent is not valid; see errors', { errors: [{ pointer: '/did', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' }] });
     const a = request.auth!;
     const at = app.gavel.clock.now().toISOString();
     const row = await app.gavel.store.transaction(async (trx) => {
+      // An agent first seen through a permit, a freeze or a decision has a row but no registration:
+      // registering it now keeps its history and records who registered it.
       const inserted = await trx.insertInto('agents').values({
         project_id: a.projectId, did: body.did, name: body.name ?? null, created_at: at, created_by: a.actor, frozen_at: null, frozen_by: null, frozen_reason: null, released_at: null, released_by: null,
-      }).onConflict((oc) => oc.columns(['project_id', 'did']).doNothing()).returningAll().executeTakeFirst();
+        registered_at: at, registered_by: a.actor,
+      }).onConflict((oc) => oc.columns(['project_id', 'did']).doUpdateSet((eb) => ({
+        registered_at: eb.ref('excluded.registered_at'), registered_by: eb.ref('excluded.registered_by'), name: eb.fn.coalesce(eb.ref('excluded.name'), eb.ref('agents.name')),
+      })).where('agents.registered_at', 'is', null)).returningAll().executeTakeFirst();
       if (!inserted) throw new Problem(409, 'agent_exists', 'this agent is already registered in the project');
       await recordAudit(trx, { projectId: a.projectId, kind: 'agent.registered', actor: a.actor, data: { agent: body.did, name: body.name ?? null } });
       return inserted;

@@ -8,6 +8,7 @@ import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
+import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 const READERS = ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] as const;
@@ -37,6 +38,10 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
         break;
       }
     }
+    // What the permit's own claim check would refuse, each at its place, so every error comes at once.
+    if (!didKeyIsWellFormed(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' });
+    body.actions.forEach((a, i) => { if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' }); });
+    body.resources.forEach((r, i) => { if (!isResourcePattern(r, MAX_RESOURCE_PATTERN_LENGTH)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern may hold "*" only as its last character' }); });
     if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
     const input = {
       projectId: request.auth!.projectId, agent: body.agent, actor: request.auth!.actor, now, expiresAt,

@@ -19,7 +19,9 @@ export const ExecutionRequest = Type.Object({
 
 export const AuthorizeBody = Type.Object({
   agent: AgentDid,
-  permit: Type.String({ minLength: 1, maxLength: 16384, description: 'Permit artifact: compact JWS, or a delegation chain joined by ~' }),
+  // No length bounds of its own (the body limit bounds it): an empty or oversized permit is one that
+  // does not verify, so it is a recorded DENY permit_invalid (`malformed`, `too_large`), like any other.
+  permit: Type.String({ description: 'Permit artifact: compact JWS, or a delegation chain joined by ~ (at most 16384 characters, else DENY permit_invalid too_large)' }),
   action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: 'Printable ASCII, no spaces' }),
   resource: Type.String({ minLength: 12, maxLength: 512, pattern: RESOURCE_URI_PATTERN, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments, no query or fragment' }),
   amount: Type.Optional(Money),

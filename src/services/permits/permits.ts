@@ -36,8 +36,14 @@ export interface PermitView {
   revoked_by: string | null;
   /** When revoked through an ancestor (its own row not revoked): that ancestor's commitment. */
   revoked_via: string | null;
-  status: 'active' | 'revoked' | 'expired';
+  /** `not_yet_valid`: before the permit's not-before, when every decision refuses it. */
+  status: 'active' | 'not_yet_valid' | 'revoked' | 'expired';
+  /** What decisions have spent through this link so far (a delegate's spend counts on its ancestors too). */
+  usage: PermitUsage;
 }
+
+export interface PermitUsage { uses: number; spent_minor: number; currency: string | null }
+const NOTHING_SPENT: PermitUsage = { uses: 0, spent_minor: 0, currency: null };
 
 /** Signs a permit (outside any transaction: signing may be remote), then records it. */
 export async function signRootPermit(signer: Signer, input: IssueInput): Promise<string> {
@@ -64,7 +70,7 @@ export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string
     commitment, project_id: input.projectId, agent: input.agent, jws, parent: null, claims: JSON.stringify(claims),
     issued_by: input.actor, created_at: at, expires_at: input.expiresAt.toISOString(), revoked_at: null, revoked_by: null,
   }).execute();
-  await recordAudit(trx, { projectId: input.projectId, kind: 'permit.issued', actor: input.actor, data: { commitment, agent: input.agent, constraints: input.constraints, expires_at: input.expiresAt.toISOString() } });
+  await recordAudit(trx, { projectId: input.projectId, kind: 'permit.issued', actor: input.actor, data: { commitment, agent: input.agent, constraints: input.constraints, not_before: new Date(claims.nbf * 1000).toISOString(), expires_at: input.expiresAt.toISOString() } });
   return view({ commitment, agent: input.agent, parent: null, claims: JSON.stringify(claims), issued_by: input.actor, created_at: at, expires_at: input.expiresAt.toISOString(), revoked_at: null, revoked_by: null }, input.now);
 }
 
@@ -96,7 +102,7 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
     throw new Problem(409, 'already_revoked', `the permit was revoked at ${exists.revoked_at}`);
   }
   await recordAudit(trx, { projectId: input.projectId, kind: 'permit.revoked', actor: input.actor, data: { commitment: input.commitment } });
-  return view(row, input.now);
+  return (await permitViews(trx, input.projectId, [row], input.now))[0]!;
 }
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
@@ -122,7 +128,7 @@ export const revokedColumn = (n: number): string => `${revokedExists(n)} as revo
 /** revokedExists for commitments given as a text array expression (a column, say) instead of `n` placeholders. */
 export const revokedAmong = (array: string): string => `exists (select 1 from permits where ${revoked(`commitment = any(${array})`)})`;
 
-type Row = Omit<PermitView, 'status' | 'claims' | 'revoked_via'> & { claims: string };
+type Row = Omit<PermitView, 'status' | 'claims' | 'revoked_via' | 'usage'> & { claims: string };
 /** The revocation of a permit's ancestor, which revokes the permit too. */
 export interface AncestorRevocation { commitment: string; revoked_at: string; revoked_by: string | null }
 
@@ -130,17 +136,24 @@ export interface AncestorRevocation { commitment: string; revoked_at: string; re
  * A permit as the console shows it. A link whose ancestor is revoked is revoked too (every decision
  * refuses it), so it reads `revoked`, with the ancestor's time, actor and commitment.
  */
-export function view(row: Row, now: Date, ancestor?: AncestorRevocation): PermitView {
-  const claims = JSON.parse(row.claims);
-  if (row.revoked_at) return { ...row, claims, revoked_via: null, status: 'revoked' };
-  if (ancestor) return { ...row, claims, revoked_at: ancestor.revoked_at, revoked_by: ancestor.revoked_by, revoked_via: ancestor.commitment, status: 'revoked' };
-  return { ...row, claims, revoked_via: null, status: row.expires_at <= now.toISOString() ? 'expired' : 'active' };
+export function view(row: Row, now: Date, ancestor?: AncestorRevocation, usage: PermitUsage = NOTHING_SPENT): PermitView {
+  const claims = JSON.parse(row.claims) as { nbf?: number };
+  if (row.revoked_at) return { ...row, claims, revoked_via: null, status: 'revoked', usage };
+  if (ancestor) return { ...row, claims, revoked_at: ancestor.revoked_at, revoked_by: ancestor.revoked_by, revoked_via: ancestor.commitment, status: 'revoked', usage };
+  const status = row.expires_at <= now.toISOString() ? 'expired' : typeof claims.nbf === 'number' && claims.nbf * 1000 > now.getTime() ? 'not_yet_valid' : 'active';
+  return { ...row, claims, revoked_via: null, status, usage };
 }
 
 /** Rows as the console shows them: each delegated link's revoked ancestors looked up in one statement. */
 export async function permitViews(db: Db | Tx, projectId: string, rows: readonly Row[], now: Date): Promise<PermitView[]> {
   const ancestors = await revokedAncestors(db, projectId, rows);
-  return rows.map((r) => view(r, now, ancestors.get(r.commitment)));
+  const usage = new Map<string, PermitUsage>();
+  if (rows.length > 0) {
+    const spent = await db.selectFrom('permit_usage').select(['commitment', 'uses', 'spent_minor', 'currency'])
+      .where('project_id', '=', projectId).where('commitment', 'in', rows.map((r) => r.commitment)).execute();
+    for (const u of spent) usage.set(u.commitment, { uses: Number(u.uses), spent_minor: Number(u.spent_minor), currency: u.currency });
+  }
+  return rows.map((r) => view(r, now, ancestors.get(r.commitment), usage.get(r.commitment)));
 }
 
 /**

@@ -11,6 +11,9 @@ export interface AgentsTable {
   /** Set by a release, cleared by the next freeze: since when, and by whom, the agent is not frozen. */
   released_at: string | null;
   released_by: string | null;
+  /** Set when a person registers the agent (console); null for an agent only seen through a permit, a freeze or a decision. */
+  registered_at: string | null;
+  registered_by: string | null;
 }
 
 export interface PermitsTable {
