@@ -8,12 +8,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { newId } from '../lib/ids.ts';
 import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
+import { installJsonBodyParser } from './body.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
+import { documentRoles } from './openapi-roles.ts';
 
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
 
@@ -45,6 +48,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
         : new Problem(400, 'bad_url', 'the URL is not valid (a malformed percent-escape?)');
       return sendProblem(reply, request, problem);
     },
+    // Requests that are not well-formed HTTP, refused by Node's parser before any route (http/client-errors.ts).
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 
@@ -78,10 +83,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });
   });
 
+  app.addHook('onRoute', documentRoles);
   installErrorHandling(app, () => patterns);
   // Bodies are JSON only: Fastify's built-in text/plain parser would let a string reach validation
-  // (400) where the right answer is 415.
+  // (400) where the right answer is 415. JSON is read as UTF-8 bytes, checked (http/body.ts).
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
 
   await app.register(swagger, {

@@ -1,7 +1,7 @@
 // Maps every failure to RFC 9457 problem+json. Bad input is always a 4xx with a precise code;
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem, problemBody, type FieldError } from './problem.ts';
+import { escapePointer, Problem, problemBody, type FieldError } from './problem.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -13,8 +13,6 @@ const KEYWORD_CODES: Record<string, string> = {
 };
 
 interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string }
-
-const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
   const where = (context === 'querystring' ? 'query' : context) as FieldError['in'];

@@ -7,6 +7,9 @@ export interface FieldError {
   in?: 'body' | 'query' | 'params' | 'headers';
 }
 
+/** A member name as a JSON Pointer (RFC 6901) reference token. */
+export const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
 export class Problem extends Error {
   readonly status: number;
   readonly code: string;
@@ -27,8 +30,8 @@ export class Problem extends Error {
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-  406: 'Not Acceptable', 409: 'Conflict', 413: 'Content Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type',
-  422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  406: 'Not Acceptable', 408: 'Request Timeout', 409: 'Conflict', 413: 'Content Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type',
+  422: 'Unprocessable Content', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
 export function problemBody(p: Problem, requestId: string): Record<string, unknown> {
@@ -47,6 +50,12 @@ export function problemBody(p: Problem, requestId: string): Record<string, unkno
 export const invalidRequest = (errors: FieldError[], detail = 'the request is not valid; see errors') =>
   new Problem(400, 'invalid_request', detail, { errors });
 export const unauthorized = (detail = 'a valid API key is required') => new Problem(401, 'unauthorized', detail);
+/**
+ * 401 for the machine plane's bearer keys, with the challenge RFC 9110 §11.6.1 asks of a 401: no
+ * error for a request that sent no key, `invalid_token` for one whose key was refused (RFC 6750 §3).
+ */
+export const bearerUnauthorized = (detail: string, sentKey: boolean) =>
+  new Problem(401, 'unauthorized', detail, { headers: { 'www-authenticate': sentKey ? 'Bearer error="invalid_token"' : 'Bearer' } });
 export const forbidden = (detail: string) => new Problem(403, 'forbidden', detail);
 export const notFound = (detail: string) => new Problem(404, 'not_found', detail);
 export const conflict = (detail: string, code = 'conflict') => new Problem(409, code, detail);

@@ -30,9 +30,15 @@ const textParts = make(true);
 
 const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
-/** True when every string (member name or value) in `value` is well-formed Unicode. No allocation. */
+/**
+ * Text every store can keep: well-formed Unicode without NUL (PostgreSQL's text and jsonb refuse
+ * U+0000, so a body holding one would fail there alone, as a 500, after passing here).
+ */
+const storable = (s: string) => s.isWellFormed() && !s.includes('\0');
+
+/** True when every string (member name or value) in `value` is storable text. No allocation. */
 function allWellFormed(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return value.isWellFormed();
+  if (typeof value === 'string') return storable(value);
   if (value === null || typeof value !== 'object') return true;
   // Deep bodies take the iterative walk below, so this recursion is bounded.
   if (depth > 32) return illFormedPointer(value) === null;
@@ -42,15 +48,16 @@ function allWellFormed(value: unknown, depth: number): boolean {
   }
   for (const k in value) {
     if (!Object.hasOwn(value, k)) continue;
-    if (!k.isWellFormed() || !allWellFormed((value as Record<string, unknown>)[k], depth + 1)) return false;
+    if (!storable(k) || !allWellFormed((value as Record<string, unknown>)[k], depth + 1)) return false;
   }
   return true;
 }
 
 /**
  * The pointer of the first string (member name or value) that is not well-formed Unicode (a lone
- * surrogate, which JSON's `\ud800` escape can carry), or null. Such a string cannot be
- * canonicalized (RFC 8785) for the audit log or hashed reliably, so it is refused as input.
+ * surrogate, which JSON's `\ud800` escape can carry) or holds a NUL, or null. Such a string cannot
+ * be canonicalized (RFC 8785) for the audit log or hashed reliably, or stored on PostgreSQL, so it is
+ * refused as input.
  * Every body passes through here, so the common case (all well-formed) is checked first without
  * building pointers; the walk that names the culprit runs only when there is one.
  */
@@ -64,13 +71,13 @@ function illFormedPointer(value: unknown): string | null {
   while (stack.length > 0) {
     const [v, pointer] = stack.pop()!;
     if (typeof v === 'string') {
-      if (!v.isWellFormed()) return pointer;
+      if (!storable(v)) return pointer;
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${pointer}/${i}`]);
     } else if (v !== null && typeof v === 'object') {
       for (const [k, inner] of Object.entries(v)) {
         const at = `${pointer}/${escapePointer(k)}`;
-        if (!k.isWellFormed()) return at;
+        if (!storable(k)) return at;
         stack.push([inner, at]);
       }
     }
@@ -84,7 +91,7 @@ function wellFormedBodies(validate: Validate): Validate {
   const wrapped: Validate = (data: unknown) => {
     const pointer = illFormedString(data);
     if (pointer !== null) {
-      wrapped.errors = [{ keyword: 'wellFormed', instancePath: pointer, params: {}, message: 'is not well-formed Unicode (lone surrogate)' }];
+      wrapped.errors = [{ keyword: 'wellFormed', instancePath: pointer, params: {}, message: 'is not text every store can keep (a lone surrogate or a NUL character)' }];
       return false;
     }
     const ok = validate(data);
@@ -97,4 +104,22 @@ function wellFormedBodies(validate: Validate): Validate {
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body'
     ? wellFormedBodies(strictBodies.compile(schema as object) as Validate)
-    : textParts.compile(schema as object)) as never;
+    : withoutNul(textParts.compile(schema as object) as Validate)) as never;
+
+/** A query string or path decodes %00 to NUL, which PostgreSQL cannot compare or store: refused as in bodies. */
+function withoutNul(validate: Validate): Validate {
+  const wrapped: Validate = (data: unknown) => {
+    if (data !== null && typeof data === 'object') {
+      for (const [k, v] of Object.entries(data)) {
+        if ((typeof v === 'string' && v.includes('\0')) || (Array.isArray(v) && v.some((x) => typeof x === 'string' && x.includes('\0')))) {
+          wrapped.errors = [{ keyword: 'wellFormed', instancePath: `/${escapePointer(k)}`, params: {}, message: 'holds a NUL character' }];
+          return false;
+        }
+      }
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors ?? null;
+    return ok;
+  };
+  return wrapped;
+}

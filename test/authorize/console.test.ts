@@ -120,6 +120,15 @@ for (const backend of backends()) {
       }
     });
 
+    test('a NUL anywhere in a request is a located 400 on both engines, never a 500 from PostgreSQL', async () => {
+      const key = await svc.keyHeader([]);
+      const frozen = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: newAgent().did, reason: 'a\u0000b' } });
+      assert.equal(frozen.statusCode, 400, frozen.body);
+      assert.deepEqual(frozen.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/reason', 'invalid_unicode']]);
+      const listed = await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=did%3Aex%3A%00`, headers: auditor.get });
+      assert.equal(listed.statusCode, 400, listed.body);
+    });
+
     test('an agent first seen through a permit can be registered and named later, once', async () => {
       const admin = await consoleMember(svc, ['ADMIN']);
       const agent = newAgent().did;

@@ -37,3 +37,17 @@ test('string lengths count code points: an astral character is one, whether or n
   assert.equal(query({ s: '\ud800\ud800\ud800' }), false);
   assert.equal(query({ s: '\ud83d\ude42\ud800' }), true, 'a pair, then a lone high surrogate');
 });
+
+test('a NUL is refused in bodies, query strings and paths alike: PostgreSQL cannot store or compare it', async () => {
+  const { validatorCompiler } = await import('../../src/http/validation.ts');
+  const validate = (schema: object, part: 'body' | 'querystring' | 'params') => validatorCompiler({ schema, httpPart: part, method: 'POST', url: '/x' } as never) as unknown as ((d: unknown) => boolean) & { errors?: { keyword: string; instancePath: string }[] };
+  assert.equal(illFormedString({ a: ['x', { b: 'no\u0000' }] }), '/a/1/b');
+  assert.equal(illFormedString({ ['k\u0000']: 1 }), '/k\u0000');
+  const schema = { type: 'object', properties: { s: { type: 'string' } } };
+  for (const part of ['body', 'querystring', 'params'] as const) {
+    const v = validate(schema, part);
+    assert.equal(v({ s: 'fine' }), true, part);
+    assert.equal(v({ s: 'a\u0000b' }), false, part);
+    assert.deepEqual(v.errors!.map((e) => [e.keyword, e.instancePath]), [['wellFormed', '/s']], part);
+  }
+});

@@ -7,7 +7,7 @@ import { isRole, permits, type Role } from '../../domain/access/roles.ts';
 import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, readEpoch } from '../../store/read-epoch.ts';
 import type { Store } from '../../store/store.ts';
-import { forbidden, unauthorized } from '../problem.ts';
+import { bearerUnauthorized, forbidden } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
 
 export const API_KEY_PREFIX = 'gvl_';
@@ -88,14 +88,14 @@ export function cachedApiKeyContext(store: Store, header: string | undefined): A
 }
 
 async function lookUpApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
-  if (!header) throw unauthorized('missing authorization header; send "authorization: Bearer <API key>"');
+  if (!header) throw bearerUnauthorized('missing authorization header; send "authorization: Bearer <API key>"', false);
   const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
-  if (!match || !KEY_RE.test(match[1]!)) throw unauthorized('the authorization header does not carry a well-formed API key');
+  if (!match || !KEY_RE.test(match[1]!)) throw bearerUnauthorized('the authorization header does not carry a well-formed API key', match !== null);
   const row = await keyLookup(store, hashSecret(match[1]!));
   // What makes a key valid. PostgreSQL decisions re-check the same rule in SQL at commit
   // (services/authorize/recheck.ts, KEY_VALID): a change here must be made there too.
   if (!row || row.revoked_at || !row.is_member || row.membership_revoked_at || row.disabled_at) {
-    throw unauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)');
+    throw bearerUnauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)', true);
   }
   const held = new Set((row.held ?? '').split(',').filter(Boolean));
   const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
@@ -111,7 +111,8 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
  * of the project; otherwise the key must carry one of them (403 `forbidden` if it does not).
  */
 export function machineAuth(roles: readonly Role[] = []) {
-  return async function requireApiKey(request: FastifyRequest): Promise<void> {
+  // requiredRoles: read by the OpenAPI document (http/openapi-roles.ts); the check uses `roles`.
+  return Object.assign(async function requireApiKey(request: FastifyRequest): Promise<void> {
     const auth = await authenticateApiKey(request.server.gavel.store, request.headers.authorization);
     const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
     if (projectId !== undefined && projectId !== auth.projectId) {
@@ -121,5 +122,5 @@ export function machineAuth(roles: readonly Role[] = []) {
       throw forbidden(`this route needs one of the roles ${roles.join(', ')}; the key carries ${[...auth.roles].join(', ') || 'none'}`);
     }
     request.auth = auth;
-  };
+  }, { requiredRoles: [...roles] as readonly Role[] });
 }

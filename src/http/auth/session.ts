@@ -74,7 +74,8 @@ export function sessionToken(request: FastifyRequest): string | undefined {
  * for a non-member or a missing role.
  */
 export function consoleAuth(roles: Role[] = []) {
-  return async function requireSession(request: FastifyRequest): Promise<void> {
+  // requiredRoles: read by the OpenAPI document (http/openapi-roles.ts); the check uses `roles`.
+  return Object.assign(async function requireSession(request: FastifyRequest): Promise<void> {
     const { store, config, clock } = request.server.gavel;
     checkSameOrigin(request);
     const session = await resolveSession(store.db, sessionToken(request), clock.now());
@@ -102,5 +103,5 @@ export function consoleAuth(roles: Role[] = []) {
       kind: 'session', projectId: projectId ?? '', principalId: session.principal_id,
       roles: new Set(held), sessionId: session.id, actor: session.principal_id,
     };
-  };
+  }, { requiredRoles: [...roles] as readonly Role[] });
 }

@@ -34,7 +34,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   const P = '/v1/console/projects/:projectId/agents';
 
   app.post(P, {
-    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses() } },
+    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses({ 409: ['agent_exists'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof CreateAgentBody>;
@@ -88,7 +88,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/freeze`, {
-    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses() } },
+    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_already_frozen'] }) } },
     preValidation: consoleAuth([...STOPPERS]),
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;
@@ -97,7 +97,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/release`, {
-    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses() } },
+    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_not_frozen'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;

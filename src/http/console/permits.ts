@@ -20,7 +20,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(P, {
     schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
-      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses() } },
+      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ 422: ['invalid_permit_claims'] }) } },
     preValidation: consoleAuth([...ISSUERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof IssuePermitBody>;
@@ -96,7 +96,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(`${P}/:commitment/revoke`, {
     schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
-      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses() } },
+      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses({ 409: ['already_revoked'] }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };

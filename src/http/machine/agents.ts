@@ -20,7 +20,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v1/projects/:projectId/agents/freeze', {
     schema: { tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
-      body: FreezeBody, response: { 200: AgentState, ...errorResponses() } },
+      body: FreezeBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_already_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
@@ -29,7 +29,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/projects/:projectId/agents/release', {
-    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses() } },
+    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_not_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { agent: string };

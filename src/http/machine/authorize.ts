@@ -2,13 +2,15 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
-import { Problem } from '../problem.ts';
+import { bearerUnauthorized, Problem } from '../problem.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
 import { errorResponses, Money } from '../schemas/common.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { ACTION_PATTERN, RESOURCE_URI_PATTERN } from '../../domain/policy/formats.ts';
+import { POLICY_REASONS } from '../../domain/policy/index.ts';
+import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 
 export const ExecutionRequest = Type.Object({
   merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
@@ -32,9 +34,12 @@ export const AuthorizeBody = Type.Object({
 }, { additionalProperties: false });
 export type AuthorizeBodyT = Static<typeof AuthorizeBody>;
 
+/** Every reason_code a decision carries (docs/reason-codes.md): the policy's, the combination's, and `replay` (answered below). */
+export const REASON_CODES: readonly string[] = [...Object.values(POLICY_REASONS), ...Object.values(DECISION_REASONS), 'replay'];
+
 export const AuthorizeResponse = Type.Object({
   decision: Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL'), Type.Literal('REPLAY')]),
-  reason_code: Type.String({ description: 'See docs/reason-codes.md' }),
+  reason_code: Type.String({ description: `One of ${REASON_CODES.join(', ')} (docs/reason-codes.md)` }),
   policy_version: Type.Union([Type.Integer(), Type.Null()]),
   request_id: Type.String(),
   audit_id: Type.String(),
@@ -44,7 +49,7 @@ export const AuthorizeResponse = Type.Object({
     id: Type.String(),
     status: Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')]),
   }, { description: 'Present only when the decision is ALLOW (or REPLAY) and an execution was requested' })),
-});
+}, { description: `The decision, audited whatever it is (or REPLAY of an execution already made); reason_code is one of ${REASON_CODES.join(', ')}` });
 
 /** Refusals the schema cannot name precisely: both alternatives, and a url inside execution. */
 export function refuseAmbiguousRequest(body: unknown): void {
@@ -97,9 +102,26 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/authorize', {
     schema: {
       tags: ['decision'], summary: 'Decide whether an agent may perform an action on a resource',
+      description: 'Decides from the agent\'s frozen state, its permit and the project\'s active policy (and an approval the request names). '
+        + 'Every decision, ALLOW or not, is HTTP 200 and audited; a refusal of the request itself is a problem+json error and records nothing. '
+        + 'With `execution`, an ALLOW also calls the named merchant operation, once per nonce (docs/executions.md).\n\n'
+        + 'Roles: any API key of the project (the key names the project; no role is needed).',
+      // Set here, not by documentRoles (http/openapi-roles.ts): this route authenticates in its own hook.
+      'x-roles': [],
       security: [{ apiKey: [] }],
       body: AuthorizeBody,
-      response: { 200: AuthorizeResponse, ...errorResponses() },
+      response: {
+        200: AuthorizeResponse,
+        // As thrown in src/ (http/errors.ts, services/executions/errors.ts, below): never 403, 404 or 429.
+        ...errorResponses({
+          400: ['malformed_json', 'invalid_request', 'both_execution_and_chain_authorization', 'execution_url_not_allowed', 'invalid_content_length', 'bad_request'],
+          401: { what: 'API key missing, malformed, unknown or revoked, or its holder no longer a member', codes: ['unauthorized'] },
+          403: false, 404: false, 429: false,
+          409: ['nonce_reused', 'execution_in_progress'],
+          422: ['chain_authorization_unavailable', 'unknown_merchant', 'unknown_operation'],
+          503: { what: 'Access rules kept changing while deciding (nothing was recorded), or the service is closing; retry after `retry-after`', codes: ['busy', 'shutting_down'] },
+        }),
+      },
     },
     // Callback style: a plain decision whose key context is cached (the usual one) passes without a
     // promise.
@@ -143,7 +165,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         // was written. Authenticate afresh (401 if the key no longer holds) and decide again.
         if (attempt >= MAX_STALE_ATTEMPTS) throw new Problem(503, 'busy', 'access rules kept changing while deciding; retry', { headers: { 'retry-after': '1' } });
         request.auth = await authenticateApiKey(gavel.store, request.headers.authorization);
-        if (request.auth.projectId !== a.projectId) throw new Problem(401, 'unauthorized', 'the API key now belongs to another project');
+        if (request.auth.projectId !== a.projectId) throw bearerUnauthorized('the API key now belongs to another project', true);
       }
     }
   });

@@ -16,10 +16,48 @@ export const ProblemSchema = Type.Object({
   request_id: Type.String(),
 }, { additionalProperties: true, $id: 'Problem' });
 
-/** Error responses every route may give; merged into each route's `response`. */
-export function errorResponses(...statuses: number[]): Record<number, TSchema> {
-  const out: Record<number, TSchema> = {};
-  for (const s of [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, ...statuses]) out[s] = Type.Ref('Problem');
+/** An error response as Fastify and the OpenAPI document take it: problem+json, as the service sends it. */
+export interface ProblemResponse { description: string; content: { 'application/problem+json': { schema: TSchema } } }
+
+/** What each error status means, and the `code`s it carries unless a route says otherwise. */
+const ERROR_DOCS: Record<number, { what: string; codes: readonly string[] }> = {
+  400: { what: 'Malformed or invalid request: for invalid_request, `errors` lists every fault with its JSON pointer and a code of its own such as required, unknown_field, wrong_type, bad_format, forbidden_member (__proto__) or invalid_unicode (not UTF-8, a lone surrogate or a NUL)', codes: ['malformed_json', 'invalid_request'] },
+  401: { what: 'API key or session missing, wrong or revoked', codes: ['unauthorized'] },
+  403: { what: 'The caller may not do this: a role it lacks, another project, or a console mutation without a valid CSRF token', codes: ['forbidden', 'csrf_failed'] },
+  404: { what: 'No such resource in the project', codes: ['not_found'] },
+  409: { what: 'Conflicts with the current state', codes: [] },
+  413: { what: 'The body is larger than the route accepts', codes: ['payload_too_large'] },
+  415: { what: 'The body is not application/json', codes: ['unsupported_media_type'] },
+  422: { what: 'Well-formed but refused', codes: [] },
+  429: { what: 'Too many attempts; retry after `retry-after`', codes: ['too_many_attempts'] },
+  500: { what: 'A fault of the service, logged; the body gives no details', codes: ['internal_error'] },
+  503: { what: 'Temporarily unavailable; retry after `retry-after`', codes: ['shutting_down'] },
+};
+
+/**
+ * Per status: the codes the route gives (replacing the default list), a description of its own
+ * with or without codes, or false for a status the route never gives.
+ */
+export type ErrorOverrides = Record<number, readonly string[] | { what?: string; codes?: readonly string[] } | false>;
+
+// Array.isArray does not narrow a readonly array.
+const isCodeList = (o: unknown): o is readonly string[] => Array.isArray(o);
+
+const problemResponse = (what: string, codes: readonly string[]): ProblemResponse => ({
+  description: `${what} (${codes.length === 0 ? 'a code specific to the route' : `code${codes.length > 1 ? 's' : ''} ${codes.join(', ')}`})`,
+  content: { 'application/problem+json': { schema: Type.Ref('Problem') } },
+});
+
+/** Error responses of a route, merged into its `response`: every default status unless `overrides` drops or refines it. */
+export function errorResponses(overrides: ErrorOverrides = {}): Record<number, ProblemResponse> {
+  const out: Record<number, ProblemResponse> = {};
+  for (const status of new Set([...Object.keys(ERROR_DOCS), ...Object.keys(overrides)].map(Number))) {
+    const o = overrides[status];
+    if (o === false) continue;
+    const base = ERROR_DOCS[status] ?? { what: 'Refused', codes: [] };
+    const spec = o === undefined ? {} : isCodeList(o) ? { codes: o } : o;
+    out[status] = problemResponse(spec.what ?? base.what, spec.codes ?? base.codes);
+  }
   return out;
 }
 

@@ -1,0 +1,138 @@
+// JSON bodies on every route (src/http/body.ts): bytes that are not UTF-8, members that would set a
+// prototype, charsets and content codings the parser does not read, and empty bodies.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { recordedDecision } from '../support/decisions.ts';
+
+type Res = { statusCode: number; headers: Record<string, unknown>; body: string; json(): any };
+
+function assertProblem(res: Res, status: number, code: string, label = '') {
+  assert.equal(res.statusCode, status, `${label}: ${res.body}`);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, label);
+  assert.equal(res.json().code, code, label);
+  assert.equal(res.json().request_id, res.headers['x-request-id'], label);
+}
+
+/** The field errors of an invalid_request, as {pointer, code}. */
+const fieldErrors = (res: Res) => (res.json().errors as { pointer: string; code: string }[]).map(({ pointer, code }) => ({ pointer, code }));
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
+
+for (const backend of backends()) {
+  describe(`JSON bodies on ${backend.name}`, () => {
+    let svc: TestService;
+    let bodyRoutes: { method: 'POST' | 'PUT' | 'PATCH'; url: string }[];
+    let key: { authorization: string };
+    const authorize = (payload: string | Buffer | Readable, headers: Record<string, string> = JSON_TYPE) =>
+      svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { ...key, ...headers }, payload });
+    const audited = async () => Number((await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    /** A body POST /v1/authorize decides on (200), with `intent` as given (raw JSON text). */
+    const decisionBody = async (intentJson: string) => {
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, PAY);
+      return `{"agent":"${agent.did}","permit":"${jws}","action":"pay","resource":"resource://shop/1","amount":{"minor":5,"currency":"EUR"},"intent":${intentJson}}`;
+    };
+
+    before(async () => {
+      svc = await startService(backend);
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+      bodyRoutes = [];
+      for (const [path, item] of Object.entries<any>(doc.paths)) {
+        for (const [method, op] of Object.entries<any>(item)) {
+          if (!op.requestBody) continue;
+          const url = path.replace('{projectId}', svc.projectId).replace(/\{[A-Za-z]+\}/g, 'x_00000000000000000000000000');
+          bodyRoutes.push({ method: method.toUpperCase() as 'POST', url });
+        }
+      }
+      assert.ok(bodyRoutes.length > 10);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('a body that is not UTF-8 is 400 invalid_unicode on every route, before authentication', async () => {
+      const bad = Buffer.concat([Buffer.from('{"name": "a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+      for (const { method, url } of bodyRoutes) {
+        const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload: bad });
+        assertProblem(res, 400, 'invalid_request', `${method} ${url}`);
+        assert.deepEqual(fieldErrors(res), [{ pointer: '', code: 'invalid_unicode' }]);
+      }
+    });
+
+    test('POST /v1/authorize refuses bytes that are not UTF-8 and records nothing (they were audited as U+FFFD)', async () => {
+      const text = await decisionBody('"INTENT"');
+      const [head, tail] = text.split('INTENT') as [string, string];
+      const before = await audited();
+      // Invalid bytes, an overlong '/', an encoded surrogate, and a sequence cut short.
+      for (const bytes of [[0xff, 0xfe], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+        const res = await authorize(Buffer.concat([Buffer.from(head), Buffer.from(bytes), Buffer.from(tail)]));
+        assertProblem(res, 400, 'invalid_request', JSON.stringify(bytes));
+        assert.deepEqual(fieldErrors(res), [{ pointer: '', code: 'invalid_unicode' }]);
+      }
+      assert.equal(await audited(), before);
+    });
+
+    test('well-formed UTF-8 is accepted: multibyte characters, a U+FFFD that was sent, a byte order mark, a character split across chunks', async () => {
+      const text = await decisionBody('"caf\u00e9 \u20ac \u{1F600} \uFFFD"');
+      const res = await authorize('\uFEFF' + text);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal((await recordedDecision(svc.ts.store.db, res.json().audit_id)).intent, 'caf\u00e9 \u20ac \u{1F600} \uFFFD');
+      const bytes = Buffer.from(await decisionBody('"\u{1F600}"'));
+      const split = bytes.indexOf(Buffer.from('\u{1F600}')) + 2;
+      const chunked = await authorize(Readable.from([bytes.subarray(0, split), bytes.subarray(split)]), JSON_TYPE);
+      assert.equal(chunked.statusCode, 200, chunked.body);
+    });
+
+    test('a member that would set a prototype is 400 invalid_request forbidden_member at its pointer, not malformed JSON', async () => {
+      const cases: [string, { pointer: string; code: string }[]][] = [
+        ['{"__proto__": {"admin": true}}', [{ pointer: '/__proto__', code: 'forbidden_member' }]],
+        ['{"a": [{"b/c": {"\\u005f_proto__": 1}}]}', [{ pointer: '/a/0/b~1c/__proto__', code: 'forbidden_member' }]],
+        ['{"x": {"constructor": {"prototype": {"admin": true}}}}', [{ pointer: '/x/constructor', code: 'forbidden_member' }]],
+      ];
+      for (const [payload, errors] of cases) {
+        for (const { method, url } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+          assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
+          assert.deepEqual(fieldErrors(res), errors);
+          assert.match(res.json().errors[0].message, /__proto__|constructor/);
+        }
+      }
+      // A constructor member without a prototype is data like any other (here refused by the schema).
+      const plain = await authorize('{"constructor": {"name": "x"}}');
+      assertProblem(plain, 400, 'invalid_request');
+      assert.ok(fieldErrors(plain).some((e) => e.pointer === '/constructor' && e.code === 'unknown_field'));
+      assertProblem(await authorize('{"a": '), 400, 'malformed_json');
+    });
+
+    test('a charset other than UTF-8 and a content coding other than identity are 415 on every route', async () => {
+      for (const { method, url } of bodyRoutes) {
+        for (const type of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"', 'application/json; foo=bar; charset=latin1']) {
+          assertProblem(await svc.app.inject({ method, url, headers: { 'content-type': type }, payload: '{}' }), 415, 'unsupported_media_type', `${method} ${url} ${type}`);
+        }
+        const gzip = await svc.app.inject({ method, url, headers: { ...JSON_TYPE, 'content-encoding': 'gzip' }, payload: gzipSync('{}') });
+        assertProblem(gzip, 415, 'unsupported_media_type', `${method} ${url} gzip`);
+        assert.equal(gzip.headers['accept-encoding'], 'identity');
+      }
+      const body = await decisionBody('"i"');
+      for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'Application/JSON;Charset=utf8']) {
+        assert.equal((await authorize(body, { 'content-type': type })).statusCode, 200, type);
+      }
+      assert.equal((await authorize(await decisionBody('"i"'), { ...JSON_TYPE, 'content-encoding': 'identity' })).statusCode, 200);
+    });
+
+    test('empty bodies: declared JSON is malformed_json; with no content-type the body is absent, wrong_type at ""', async () => {
+      const declared = await authorize('');
+      assertProblem(declared, 400, 'malformed_json');
+      const absent = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key });
+      assertProblem(absent, 400, 'invalid_request');
+      assert.deepEqual(fieldErrors(absent), [{ pointer: '', code: 'wrong_type' }]);
+      assertProblem(await authorize(Buffer.alloc(70 * 1024, 0x20)), 413, 'payload_too_large');
+    });
+  });
+}

@@ -1,0 +1,104 @@
+// Requests that are not well-formed HTTP, refused by Node's parser before Fastify sees them
+// (src/http/client-errors.ts): a problem+json answer over a real socket, then the socket closed.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { clientErrorHandler } from '../../src/http/client-errors.ts';
+
+/** Sends raw bytes and reads until the server closes the connection. */
+function exchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => { received += d; });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    socket.setTimeout(5000, () => { socket.destroy(); reject(new Error(`no close; got ${JSON.stringify(received)}`)); });
+    socket.write(request);
+  });
+}
+
+/** The last response in `raw`: status, lower-cased headers, body. */
+function lastResponse(raw: string): { status: number; headers: Record<string, string>; body: string } {
+  const start = raw.lastIndexOf('HTTP/1.1 ');
+  const [head, body = ''] = raw.slice(start).split('\r\n\r\n') as [string, string?];
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(statusLine!.split(' ')[1]), headers, body };
+}
+
+describe('requests that are not well-formed HTTP', () => {
+  let svc: TestService;
+  let port: number;
+  before(async () => {
+    svc = await startService(backends()[0]!);
+    await svc.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (svc.app.server.address() as AddressInfo).port;
+  });
+  after(async () => { await svc.stop(); });
+
+  const BAD: [string, string, number, string][] = [
+    ['a Content-Length that is not a number', 'POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'malformed_request'],
+    ['both Content-Length and Transfer-Encoding', 'POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n', 400, 'malformed_request'],
+    ['a header line without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, 'malformed_request'],
+    ['headers larger than the limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+  ];
+  for (const [label, request, status, code] of BAD) {
+    test(`${label}: ${status} ${code} as problem+json, then the connection closes`, async () => {
+      const res = lastResponse(await exchange(port, request));
+      assert.equal(res.status, status);
+      assert.match(res.headers['content-type']!, /^application\/problem\+json/);
+      assert.equal(res.headers.connection, 'close');
+      assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.body));
+      const body = JSON.parse(res.body);
+      assert.equal(body.code, code);
+      assert.equal(body.status, status);
+      assert.match(body.request_id, /^req_/);
+      assert.equal(body.request_id, res.headers['x-request-id']);
+    });
+  }
+
+  test('a bad request after a good one on the same connection: the first answer is whole, then the problem', async () => {
+    const raw = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n');
+    assert.match(raw, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}HTTP\/1\.1 400 /);
+    assert.equal(JSON.parse(lastResponse(raw).body).code, 'malformed_request');
+  });
+
+  test('a chunked body that cannot be framed is answered at once, not after its own response', async () => {
+    const res = lastResponse(await exchange(port, 'POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n'));
+    assert.equal(res.status, 400);
+    assert.equal(JSON.parse(res.body).code, 'malformed_request');
+  });
+
+  test('nothing is written to a reset or destroyed socket, nor inside or before another response', () => {
+    const writes: string[] = [];
+    let destroyed = 0;
+    const fake = (props: Record<string, unknown>) => ({
+      destroyed: false, writable: true, write: (s: string) => { writes.push(s); return true; }, destroy: () => { destroyed++; }, ...props,
+    }) as unknown as Socket;
+    const handle = (code: string, socket: Socket) => clientErrorHandler.call(svc.app, Object.assign(new Error(code), { code }), socket);
+    handle('ECONNRESET', fake({}));
+    handle('HPE_INVALID_METHOD', fake({ destroyed: true, writable: false }));
+    assert.equal(destroyed, 0);
+    handle('HPE_INVALID_CONSTANT', fake({ writable: false }));
+    // The bad request's own response has begun: it cannot be answered, only closed.
+    handle('HPE_INVALID_CHUNK_SIZE', fake({ _httpMessage: { _headerSent: true, req: { complete: false } } }));
+    assert.deepEqual(writes, []);
+    assert.equal(destroyed, 2);
+    // A whole request before the bad one is still being answered: its response comes first.
+    const earlier = Object.assign(new EventEmitter(), { _headerSent: false, req: { complete: true } });
+    const socket = fake({ _httpMessage: earlier });
+    handle('HPE_INVALID_CONSTANT', socket);
+    handle('HPE_INVALID_CONSTANT', socket);
+    assert.deepEqual(writes, []);
+    (socket as unknown as { _httpMessage: null })._httpMessage = null;
+    earlier.emit('finish');
+    assert.equal(writes.length, 1);
+    assert.match(writes[0]!, /^HTTP\/1\.1 400 Bad Request\r\n/);
+    assert.equal(destroyed, 3);
+  });
+});

@@ -1,0 +1,145 @@
+// What the OpenAPI document says about errors and roles: problem+json error responses whose
+// descriptions name the codes (each one thrown somewhere in src/), POST /v1/authorize's codes and
+// reason codes as docs/reason-codes.md has them, and the roles each guarded operation demands.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { newAgent } from '../support/authorize.ts';
+import { ROUTES } from '../security/role-matrix.data.ts';
+import { REASON_CODES } from '../../src/http/machine/authorize.ts';
+
+const C = '/v1/console/projects/{projectId}';
+const M = '/v1/projects/{projectId}';
+
+/** The codes a response description lists: "(code x)" or "(codes x, y)". */
+const codesIn = (description: string) => /\(codes? ([a-z_, ]+)\)$/.exec(description)?.[1]!.split(', ') ?? [];
+
+const srcText = (dir: string): string => readdirSync(dir, { withFileTypes: true })
+  .map((e) => e.isDirectory() ? srcText(join(dir, e.name)) : e.name.endsWith('.ts') ? readFileSync(join(dir, e.name), 'utf8') : '').join('\n');
+
+/** Rows of a markdown table in docs/reason-codes.md whose first cell matches `first`. */
+function docRows(first: RegExp): string[][] {
+  return readFileSync('docs/reason-codes.md', 'utf8').split('\n').filter((l) => l.startsWith('| '))
+    .map((l) => l.split('|').slice(1, -1).map((c) => c.trim())).filter((cells) => first.test(cells[0]!));
+}
+
+// The document is the same on every engine; the problem it describes is sent from each.
+for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.name})`, () => {
+  let svc: TestService;
+  let doc: any;
+  before(async () => {
+    svc = await startService(backend);
+    doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  });
+  after(async () => { await svc.stop(); });
+
+  const op = (method: string, path: string) => {
+    const o = doc.paths[path]?.[method.toLowerCase()];
+    assert.ok(o, `${method} ${path} is in the document`);
+    return o;
+  };
+
+  test('every error response is problem+json with the Problem schema and says what it means', () => {
+    const problemRef = Object.entries<any>(doc.components.schemas).find(([, s]) => s.properties?.code && s.properties?.request_id)?.[0];
+    assert.ok(problemRef, 'the Problem schema is a component');
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        for (const [status, res] of Object.entries<any>(o.responses)) {
+          if (Number(status) < 400) continue;
+          const label = `${method} ${path} ${status}`;
+          assert.deepEqual(Object.keys(res.content ?? {}), ['application/problem+json'], label);
+          assert.equal(res.content['application/problem+json'].schema.$ref, `#/components/schemas/${problemRef}`, label);
+          assert.notEqual(res.description, 'Default Response', label);
+          assert.match(res.description, /\((codes? [a-z_, ]+|a code specific to the route)\)$/, label);
+        }
+      }
+    }
+  });
+
+  test('every code an error response names is one the service throws', () => {
+    const src = srcText('src');
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        for (const [status, res] of Object.entries<any>(o.responses)) {
+          for (const code of codesIn(res.description)) assert.ok(src.includes(`'${code}'`), `${method} ${path} ${status}: '${code}' occurs in src/`);
+        }
+      }
+    }
+  });
+
+  test('POST /v1/authorize lists its codes per status, as docs/reason-codes.md does, and no status it never gives', () => {
+    const o = op('POST', '/v1/authorize');
+    assert.ok(o.description?.length > 40, 'the operation has a description');
+    const statuses = Object.keys(o.responses).map(Number).filter((s) => s >= 400);
+    assert.deepEqual(statuses, [400, 401, 409, 413, 415, 422, 500, 503]);
+    const codes = (s: number) => codesIn(o.responses[s].description);
+    assert.deepEqual(codes(400), ['malformed_json', 'invalid_request', 'both_execution_and_chain_authorization', 'execution_url_not_allowed', 'invalid_content_length', 'bad_request']);
+    assert.match(o.responses[400].description, /invalid_unicode/);
+    assert.deepEqual(codes(401), ['unauthorized']);
+    assert.deepEqual(codes(409), ['nonce_reused', 'execution_in_progress']);
+    assert.deepEqual(codes(422), ['chain_authorization_unavailable', 'unknown_merchant', 'unknown_operation']);
+    assert.deepEqual(codes(500), ['internal_error']);
+    // The refusals table of docs/reason-codes.md, row by row.
+    const rows = docRows(/^\d{3}$/);
+    assert.ok(rows.length >= 10);
+    for (const [status, cell] of rows) {
+      for (const code of cell!.match(/`([a-z_]+)`/g)!.map((c) => c.slice(1, -1))) {
+        assert.ok(codes(Number(status)).includes(code), `${status} ${code} is documented on POST /v1/authorize`);
+      }
+    }
+  });
+
+  test('the decision response names every reason code, as docs/reason-codes.md lists them', () => {
+    const res = op('POST', '/v1/authorize').responses[200];
+    const documented = docRows(/^`[a-z_]+`$/).map(([code]) => code!.slice(1, -1));
+    assert.deepEqual([...REASON_CODES].sort(), [...documented].sort());
+    for (const code of documented) {
+      assert.ok(res.description.includes(code), `200 names ${code}`);
+      assert.ok(res.content['application/json'].schema.properties.reason_code.description.includes(code), `reason_code names ${code}`);
+    }
+  });
+
+  test('permit and agent routes name their own 409 and 422 codes', () => {
+    const codes = (method: string, path: string, status: number) => codesIn(op(method, path).responses[status].description);
+    assert.deepEqual(codes('POST', `${C}/permits`, 422), ['invalid_permit_claims']);
+    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 409), ['already_revoked']);
+    assert.deepEqual(codes('POST', `${C}/agents`, 409), ['agent_exists']);
+    for (const base of [C, M]) {
+      assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);
+      assert.deepEqual(codes('POST', `${base}/agents/release`, 409), ['agent_not_frozen']);
+    }
+  });
+
+  test('a problem sent under a problem+json response schema keeps its extra members', async () => {
+    const headers = await svc.keyHeader([]);
+    const agent = newAgent().did;
+    const url = `/v1/projects/${svc.projectId}/agents/freeze`;
+    assert.equal((await svc.app.inject({ method: 'POST', url, headers, payload: { agent } })).statusCode, 200);
+    const again = await svc.app.inject({ method: 'POST', url, headers, payload: { agent } });
+    assert.equal(again.statusCode, 409);
+    assert.match(String(again.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(again.json().code, 'agent_already_frozen');
+    assert.equal(again.json().state?.frozen, true);
+  });
+
+  test('guarded operations state their roles, read off their auth hooks', () => {
+    const issue = op('POST', `${C}/permits`);
+    assert.deepEqual(issue['x-roles'], ['PERMIT_ISSUER']);
+    assert.match(issue.description, /Roles: PERMIT_ISSUER\b/);
+    const audit = op('GET', `${M}/audit`);
+    assert.deepEqual(audit['x-roles'], ['ADMIN', 'AUDITOR']);
+    assert.match(audit.description, /Roles: ADMIN, AUDITOR\b/);
+    assert.deepEqual(op('PUT', `${M}/sod`)['x-roles'], ['ADMIN']);
+    assert.deepEqual(op('GET', `${M}/agents/state`)['x-roles'], []);
+    assert.match(op('GET', `${C}/me`).description, /Roles: any member of the project/);
+    // Against the role matrix (test/security): a stated list is exactly who may call; 'any' is [].
+    for (const e of ROUTES) {
+      const roles = op(e.method, e.path)['x-roles'];
+      if (e.allowed === 'any') assert.deepEqual(roles, [], `${e.method} ${e.path}`);
+      else if (roles?.length) assert.deepEqual([...roles].sort(), [...e.allowed].sort(), `${e.method} ${e.path}`);
+    }
+  });
+});
