@@ -134,6 +134,8 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.match(audit.description, /Roles: ADMIN, AUDITOR\b/);
     assert.deepEqual(op('PUT', `${M}/sod`)['x-roles'], ['ADMIN']);
     assert.deepEqual(op('GET', `${M}/agents/state`)['x-roles'], []);
+    // Activation checks its role by hand (it audits the refusal first) and states it all the same.
+    assert.deepEqual(op('POST', `${M}/policy/activate`)['x-roles'], ['POLICY_AUTHOR']);
     assert.match(op('GET', `${C}/me`).description, /Roles: any member of the project/);
     // Against the role matrix (test/security): a stated list is exactly who may call; 'any' is [].
     for (const e of ROUTES) {

@@ -168,7 +168,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.post(`${base}/activate`, {
     // Authenticate any key of the project, then refuse (and audit) a caller without POLICY_AUTHOR
     // before the body is even validated: every refused activation attempt leaves a trace.
-    preValidation: async (request) => {
+    // requiredRoles: what the OpenAPI document states (http/openapi-roles.ts); the check is below.
+    preValidation: Object.assign(async (request: FastifyRequest) => {
       await authenticate([])(request);
       const a = auth(request);
       if (!a.roles.has('POLICY_AUTHOR')) {
@@ -176,7 +177,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
         const version = Number.isSafeInteger(raw) ? (raw as number) : null;
         throw await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version, at: clock.now() }, 'role_missing');
       }
-    },
+    }, { requiredRoles: ['POLICY_AUTHOR'] as const }),
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
       params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses() },
