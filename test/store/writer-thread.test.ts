@@ -152,6 +152,30 @@ test('writer thread: a long turn\'s calls leave 32 to a message as they are made
   } finally { await writer.close(); await ts.cleanup(); }
 });
 
+test('writer thread: in a long turn, a new call first takes the outcomes already posted, so their answers need not wait for the turn to end', async () => {
+  const ts = await sqlite.open();
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });
+  try {
+    const call = (i: number) => writer.call('audit.record', { projectId: 'prj_x', kind: 'poll', actor: 'system', data: { i } });
+    await call(0); // the thread is up
+    let firstSettled = false;
+    const first = call(1).then((id) => { firstSettled = true; return id; });
+    // One synchronous turn, as a long poll phase is: post the call now, then keep the loop busy until
+    // the thread has committed, flushed and posted its outcome.
+    await new Promise<void>((resolve) => setImmediate(resolve)); // the call's message leaves
+    const deadline = Date.now() + 10_000;
+    while (writer.outcomesPosted === writer.outcomesTaken && Date.now() < deadline) { /* busy, as a long turn is */ }
+    assert.ok(writer.outcomesPosted > writer.outcomesTaken, 'the thread posted its outcome while this thread was busy');
+    const answers = writer.answers;
+    const second = call(2);
+    assert.equal(writer.answers, answers + 1, 'the new call took the waiting outcome within the same turn');
+    assert.equal(writer.outcomesTaken, writer.outcomesPosted);
+    assert.equal(firstSettled, false, 'its promise settles when this turn ends, before the next message is read');
+    assert.match(await first, /^aud_/);
+    assert.match(await second, /^aud_/);
+  } finally { await writer.close(); await ts.cleanup(); }
+});
+
 test('writer thread: a message that cannot be sent fails each of its calls, and the writer goes on', async () => {
   const ts = await sqlite.open();
   const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures });

@@ -1,12 +1,14 @@
 // The SQLite writer thread, seen from the thread that answers HTTP. Calls made during one turn of
 // the event loop leave as one message (one per 32 calls in a long turn); outcomes come back the
 // same way, once their batch has committed and the writer thread has fdatasynced the WAL after
-// that commit (worker.ts, decision 0022), so they settle on arrival (invariant 1). With an injected
+// that commit (worker.ts, decision 0022), so they settle on arrival (invariant 1). They arrive on a
+// port of their own, counted in shared memory, so each new call first takes any that wait: in a long
+// poll phase, finished decisions are answered before more requests are parsed (decision 0024). With an injected
 // `durable` (tests), the thread makes no flush and outcomes settle once that resolves.
 // If the thread dies, what was pending fails (its transaction never committed, or committed and is
 // reported lost: the caller answers 500 and the audit log still holds whatever committed), and the
 // next call starts a new thread.
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { setFlagsFromString, type HeapInfo } from 'node:v8';
 import type { Procedures, Writer } from './writer.ts';
 import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
@@ -38,9 +40,13 @@ export const WRITER_YOUNG_GENERATION_MB = 48;
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: number; readonly answers: number; readonly messages: number; heapStatistics(): Promise<HeapInfo> | undefined } {
+export function threadWriter<P extends Procedures>(options: ThreadWriterOptions): Writer<P> & { readonly syncs: number; readonly answers: number; readonly messages: number; readonly outcomesPosted: number; readonly outcomesTaken: number; heapStatistics(): Promise<HeapInfo> | undefined } {
   let worker: Worker | undefined;
   let ready: Promise<void> | undefined;
+  /** The thread's outcomes arrive here; `posted` counts the messages it has queued (shared memory). */
+  let outcomes: MessagePort | undefined;
+  let posted = new Int32Array(new SharedArrayBuffer(4));
+  let taken = 0;
   const pending = new PendingCalls<Pending>();
   let outbox: CallMessage[] = [];
   let flushScheduled = false;
@@ -64,6 +70,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     if (pending.size === 0) {
       // Idle, the thread alone never keeps the process alive (the HTTP server does); busy, it must.
       worker?.unref();
+      outcomes?.unref();
       idle.splice(0).forEach((f) => f());
     }
   };
@@ -74,15 +81,22 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     // worker's resourceLimits. Cleared before the thread starts, the limits below are the writer's
     // own; the HTTP thread's heap was sized when it started and keeps its flag (decision 0005).
     setFlagsFromString('--max-semi-space-size=0');
+    const channel = new MessageChannel();
+    posted = new Int32Array(new SharedArrayBuffer(4));
+    taken = 0;
     const w = new Worker(new URL('./worker.ts', import.meta.url), {
       // An injected `durable` (tests) decides every flush, so the thread then makes none itself.
-      workerData: { file: options.file, syncHere: durable === undefined },
+      workerData: { file: options.file, syncHere: durable === undefined, outcomes: channel.port2, posted },
+      transferList: [channel.port2],
       // 16 MiB semi-spaces, as the HTTP thread's (what the process flag gave it since session 12).
       // 8 MiB, as decision 0005 meant, saved 22 MB of resident memory but cost 0.98x and more
       // mark-compacts at half load (seven in 24 s against four, session 14).
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: 256 },
     });
-    w.on('message', (message: OutcomeBatch) => {
+    const port = channel.port1;
+    outcomes = port;
+    port.on('message', (message: OutcomeBatch) => { taken++; onOutcomes(message); });
+    const onOutcomes = (message: OutcomeBatch) => {
       answers++;
       const batch = decodeBatch(message.outcomes);
       const settleAll = () => { for (const m of batch) settle(m.id, (p) => (m.ok ? p.resolve(m.value) : p.reject(fromWire(m.error)))); };
@@ -93,10 +107,18 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       // Committed, not yet on disk: only with an injected flush, which decides (invariant 1).
       if (!durable) { failAll(batch.map((m) => m.id), new Error('the writer thread answered without flushing')); return; }
       durable().then(settleAll, (error: unknown) => failAll(batch.map((m) => m.id), error));
-    });
+    };
+    takeOutcomes = () => {
+      // A message the thread has queued and counted, not yet delivered by the event loop: taken now.
+      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) { taken++; onOutcomes(m.message as OutcomeBatch); }
+    };
     const lost = (err: unknown) => {
       if (worker !== w) return;
       worker = undefined;
+      // What it posted before it stopped was committed and flushed: settled, not failed.
+      takeOutcomes();
+      port.close();
+      outcomes = undefined;
       ready = undefined;
       options.onError?.(err);
       failAll(pending.ids(), new Error('the writer thread stopped before answering', { cause: err }));
@@ -111,6 +133,9 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     return w;
   }
 
+  /** Settles outcomes the writer thread has already posted; set while a thread runs. */
+  let takeOutcomes = () => {};
+
   function flush(): void {
     flushScheduled = false;
     post();
@@ -123,6 +148,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     try {
       worker ??= start();
       worker.ref();
+      outcomes?.ref();
       // The worker decodes with the same codecs (textProcedures): one list, so they cannot differ.
       worker.postMessage(encodeCalls(batch, json, textProcedures));
       messages++;
@@ -141,10 +167,17 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
     get answers() { return answers; },
     /** Messages of calls posted to the thread. */
     get messages() { return messages; },
+    /** Messages of outcomes the thread has posted, and how many of them this thread has taken. */
+    get outcomesPosted() { return Atomics.load(posted, 0); },
+    get outcomesTaken() { return taken; },
     /** The writer thread's V8 heap, if it runs. */
     heapStatistics: () => worker?.getHeapStatistics(),
     call(name, args) {
       if (closed) return Promise.reject(new Error('the writer is closed'));
+      // Between requests of a long poll phase, outcomes the thread has posted are settled now rather
+      // than when the loop reaches their message, so their answers leave before more requests are
+      // parsed (a 4-byte read when none waits).
+      if (Atomics.load(posted, 0) !== taken) takeOutcomes();
       return new Promise((resolve, reject) => {
         const id = pending.add({ resolve: resolve as (v: unknown) => void, reject });
         outbox.push({ id, name, args });

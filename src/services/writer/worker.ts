@@ -6,7 +6,7 @@
 // batch: at the maximum that doubles as group commit's gathering window, and each batch then
 // spares the HTTP thread a flush through libuv's pool and its completion (decision 0022; before
 // it, batches that found calls waiting were flushed there, decision 0015).
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { WalSyncNow } from '../../store/sqlite/wal-sync.ts';
 import { openStore } from '../../store/store.ts';
 import { atomicProcedures, checkKeepingProcedures, jsonProcedures, procedures, textProcedures } from './procedures.ts';
@@ -15,7 +15,7 @@ import type { AtomicProcedures, Procedure } from './writer.ts';
 import { decodeCalls, encodeBatch, toWire, type CallMessage, type OutcomeBatch, type OutcomeMessage, type WireBatch } from './wire.ts';
 
 const port = parentPort!;
-const { file, syncHere } = workerData as { file: string; syncHere: boolean };
+const { file, syncHere, outcomes, posted } = workerData as { file: string; syncHere: boolean; outcomes: MessagePort; posted: Int32Array };
 const store = openStore({ kind: 'sqlite', file, durability: 'caller', reader: false });
 const batches = writerBatches(store);
 const wal = new WalSyncNow(file);
@@ -49,7 +49,9 @@ function flushOutbox(): void {
       message.syncError = toWire(error);
     }
   }
-  port.postMessage(message);
+  outcomes.postMessage(message);
+  // Counted after the message is queued: the HTTP thread may take it between requests (thread.ts).
+  Atomics.add(posted, 0, 1);
 }
 
 let inFlight = 0;
@@ -59,6 +61,7 @@ async function closeWhenIdle(): Promise<void> {
   flushOutbox();
   await store.close();
   wal.close();
+  outcomes.close();
   port.close();
 }
 
