@@ -31,7 +31,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     genReqId: () => newId('req'),
     // Each request's logger is made when it first logs at an enabled level (http/request-logger.ts).
     childLoggerFactory: lazyChildLogger,
-    onProtoPoisoning: 'error',
     // Requests that arrive while closing get a problem+json 503 from the hook below instead.
     return503OnClosing: false,
     // Path parameters carry DIDs of up to 512 characters (percent-encoded in the URL); the

@@ -1,5 +1,5 @@
 // POST /v1/authorize (spec 2.1, 2.4, 4.1). The API key names the project.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
 import { bearerUnauthorized, Problem } from '../problem.ts';
@@ -104,10 +104,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       tags: ['decision'], summary: 'Decide whether an agent may perform an action on a resource',
       description: 'Decides from the agent\'s frozen state, its permit and the project\'s active policy (and an approval the request names). '
         + 'Every decision, ALLOW or not, is HTTP 200 and audited; a refusal of the request itself is a problem+json error and records nothing. '
-        + 'With `execution`, an ALLOW also calls the named merchant operation, once per nonce (docs/executions.md).\n\n'
-        + 'Roles: any API key of the project (the key names the project; no role is needed).',
-      // Set here, not by documentRoles (http/openapi-roles.ts): this route authenticates in its own hook.
-      'x-roles': [],
+        + 'With `execution`, an ALLOW also calls the named merchant operation, once per nonce (docs/executions.md).',
       security: [{ apiKey: [] }],
       body: AuthorizeBody,
       response: {
@@ -125,7 +122,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     },
     // Callback style: a plain decision whose key context is cached (the usual one) passes without a
     // promise.
-    preValidation: (request, _reply, done) => {
+    // requiredRoles: none (any key of the project), as the OpenAPI document states (http/openapi-roles.ts).
+    preValidation: Object.assign((request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
       // A plain decision checks the key's cached context at its commit (store/read-epoch.ts); one
       // with an execution authenticates first, since a repeated nonce is answered before deciding.
       // Any valid key of a project may ask (the key names the project; no role is needed).
@@ -142,7 +140,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       const hit = deferEpoch ? cachedApiKeyContext(app.gavel.store, request.headers.authorization) : undefined;
       if (hit) accept(hit, true);
       else authenticateApiKey(app.gavel.store, request.headers.authorization).then((auth) => accept(auth, false), (error: unknown) => done(error as Error));
-    },
+    }, { requiredRoles: [] as const }),
     // Validation errors come to the handler, so that a key whose context was taken from the cache is
     // checked afresh first: a revoked key gets 401 whatever its body.
     attachValidation: true,
