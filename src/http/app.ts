@@ -91,6 +91,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.addSchema(ProblemSchema);
 
   await app.register(swagger, {
+    // Shared schemas are published under their own $id (components.schemas.Problem), not def-0.
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
       openapi: '3.1.0',
       info: {

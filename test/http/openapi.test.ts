@@ -44,7 +44,7 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
 
   test('every error response is problem+json with the Problem schema and says what it means', () => {
     const problemRef = Object.entries<any>(doc.components.schemas).find(([, s]) => s.properties?.code && s.properties?.request_id)?.[0];
-    assert.ok(problemRef, 'the Problem schema is a component');
+    assert.equal(problemRef, 'Problem', 'the Problem schema is a component named by its $id');
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, o] of Object.entries<any>(item)) {
         for (const [status, res] of Object.entries<any>(o.responses)) {
