@@ -224,7 +224,9 @@ for (const backend of backends()) {
         [{ ...base, resource: 'https://evil' }, 400, 'invalid_request', '/resource'],
         // Not a resource the policy or a permit could match: refused before any decision, not recorded as a DENY.
         ...['resource:///', 'resource://a b', 'resource://a\nb', 'resource://a\u0000', 'resource://a\u202eb', 'resource://x?q=1#f',
-          'resource://*', 'resource://docs/*', 'resource://docs/../admin', 'resource://docs//a', 'resource://docs/a/', 'resource://ä']
+          'resource://*', 'resource://docs/*', 'resource://docs/../admin', 'resource://docs//a', 'resource://docs/a/', 'resource://ä',
+          // Escapes: malformed, or spelling a dot segment; the outcome must not depend on whether the active policy reads `resource`.
+          'resource://docs/%zz', 'resource://docs/a%2', 'resource://docs/%', 'resource://docs/%2e%2E/admin', 'resource://docs/.%2e', 'resource://%2E', 'resource://docs/%2e']
           .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
         // Not a DID by W3C DID Core's syntax, which the permit claims and the policy use too.
@@ -240,8 +242,9 @@ for (const backend of backends()) {
         [{ ...base, amount: { minor: 1, currency: 'euro' } }, 400, 'invalid_request', '/amount/currency'],
         [{ ...base, extra: 1 }, 400, 'invalid_request', '/extra'],
         [{ agent: agent.did }, 400, 'invalid_request', '/permit'],
-        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } }, 400, 'execution_url_not_allowed'],
-        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n' }, chain_authorization: {} }, 400, 'both_execution_and_chain_authorization'],
+        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } }, 400, 'execution_url_not_allowed', '/execution/url'],
+        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n' }, chain_authorization: {} }, 400, 'both_execution_and_chain_authorization', '/execution'],
+        [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n' }, chain_authorization: {} }, 400, 'both_execution_and_chain_authorization', '/chain_authorization'],
       ];
       for (const [body, status, code, pointer] of cases) {
         const res = await authorize(body);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, decide, delegate, issue, newAgent } from '../support/authorize.ts';
+import { recordedDecision } from '../support/decisions.ts';
 
 const ANY = { actions: ['*'], resources: ['resource://*'] };
 const eq = (input: string, value: unknown) => ({ op: 'eq', input, value });
@@ -51,7 +52,7 @@ for (const backend of backends()) {
       assert.equal(timed.decision, 'ALLOW', JSON.stringify(timed));
     });
 
-    test('indeterminate_missing_input and indeterminate_invalid_input, when the outcome depends on them', async () => {
+    test('indeterminate_missing_input when the outcome depends on it; a malformed input is a 400 whatever the policy reads', async () => {
       const agent = newAgent();
       const { jws } = await issue(svc, agent.did, ANY);
       await activatePolicy(svc, {
@@ -64,9 +65,19 @@ for (const backend of backends()) {
       });
       const missing = await authorize({ agent: agent.did, permit: jws, action: 'charge', resource: 'resource://shop/1' });
       assert.deepEqual([missing.decision, missing.reason_code], ['DENY', 'indeterminate_missing_input'], JSON.stringify(missing));
-      // The route refuses what it can say is malformed (a 400); a bad percent escape it leaves to the policy.
-      const invalid = await authorize({ agent: agent.did, permit: jws, action: 'other', resource: 'resource://store/%zz' });
-      assert.deepEqual([invalid.decision, invalid.reason_code], ['DENY', 'indeterminate_invalid_input'], JSON.stringify(invalid));
+      // The caller and the audit record are told which rule failed closed, and why.
+      const why = 'indeterminate: rule "small-charges" could not be evaluated (an input it reads was not supplied); the policy fails closed';
+      assert.equal(missing.detail, why);
+      assert.equal((await recordedDecision(svc.ts.store.db, missing.audit_id)).detail, why);
+      const mismatch = await authorize({ agent: agent.did, permit: jws, action: 'charge', resource: 'resource://shop/1', amount: { minor: 5, currency: 'USD' } });
+      assert.deepEqual([mismatch.reason_code, mismatch.detail], ['indeterminate_currency_mismatch', 'indeterminate: rule "small-charges" could not be evaluated (it compares an amount in another currency than the request\'s); the policy fails closed']);
+      // A malformed input never reaches the policy through this route: the request schema refuses what the
+      // evaluator would call invalid (a bad percent escape too), so the same request is a 400 whatever
+      // the active policy reads. indeterminate_invalid_input stays the evaluator's fail-closed answer
+      // (test/domain/policy/evaluate.test.ts reaches it).
+      const invalid = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit: jws, action: 'other', resource: 'resource://store/%zz' } });
+      assert.equal(invalid.statusCode, 400, invalid.body);
+      assert.deepEqual(invalid.json().errors.map((e: { pointer: string }) => e.pointer), ['/resource']);
     });
   });
 }

@@ -8,6 +8,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { recordedDecision } from '../support/decisions.ts';
+import { parseJson } from '../../src/http/body.ts';
 
 type Res = { statusCode: number; headers: Record<string, unknown>; body: string; json(): any };
 
@@ -110,6 +111,38 @@ for (const backend of backends()) {
       assertProblem(await authorize('{"a": '), 400, 'malformed_json');
     });
 
+    test('a member named twice in one object is 400 invalid_request duplicate_member at its pointer, and the decision is not made', async () => {
+      const cases: [string, { pointer: string; code: string }[]][] = [
+        ['{"a": 1, "a": 2}', [{ pointer: '/a', code: 'duplicate_member' }]],
+        // The same name spelled with an escape, nested in an array, beside strings that hold quotes, colons and backslashes.
+        [String.raw`{"x": ["\\", {"k\"": "a\":", "b/c": 1, "b\u002fc": 2}], "y": {"\\": ":"}}`, [{ pointer: '/x/1/b~1c', code: 'duplicate_member' }]],
+        ['{"a": {"b": 1}, "c": [1, {"d": {}}], "a": [], "a": 3}', [{ pointer: '/a', code: 'duplicate_member' }, { pointer: '/a', code: 'duplicate_member' }]],
+      ];
+      for (const [payload, errors] of cases) {
+        assert.doesNotThrow(() => JSON.parse(payload), payload);
+        for (const { method, url } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+          assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
+          assert.deepEqual(fieldErrors(res), errors, payload);
+          assert.match(res.json().errors[0].message, /appears more than once/);
+        }
+      }
+      // On the decision route: the agent's or the amount's second spelling would otherwise win, unaudited as sent.
+      const body = await decisionBody('"i"');
+      const before = await audited();
+      const twice = body.replace('"amount":{"minor":5,', '"amount":{"minor":5000,"minor":5,');
+      const res = await authorize(twice);
+      assertProblem(res, 400, 'invalid_request');
+      assert.deepEqual(fieldErrors(res), [{ pointer: '/amount/minor', code: 'duplicate_member' }]);
+      assert.equal(await audited(), before);
+      // Names that only look alike, and strings holding '"a":', are not duplicates.
+      const alike = await authorize(body.replace('"intent":"i"', String.raw`"intent":"\"a\": \"a\":"`));
+      assert.equal(alike.statusCode, 200, alike.body);
+      for (const text of ['{"A": 1, "a": 2, "a ": 3}', '{"a": {"a": {"a": 1}}, "b": [{"a": 1}, {"a": 2}]}', String.raw`{"a\"": 1, "a": "\\", "a\\": 2}`]) {
+        assert.deepEqual(parseJson(Buffer.from(text)), JSON.parse(text), text);
+      }
+    });
+
     test('a charset other than UTF-8 and a content coding other than identity are 415 on every route', async () => {
       for (const { method, url } of bodyRoutes) {
         for (const type of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"', 'application/json; foo=bar; charset=latin1']) {
@@ -124,6 +157,21 @@ for (const backend of backends()) {
         assert.equal((await authorize(body, { 'content-type': type })).statusCode, 200, type);
       }
       assert.equal((await authorize(await decisionBody('"i"'), { ...JSON_TYPE, 'content-encoding': 'identity' })).statusCode, 200);
+    });
+
+    test('malformed JSON says where it breaks, without echoing the body', async () => {
+      const cases: [string, string][] = [
+        ['{"agent": "did:key:z" "permit": 1}', 'the body is not valid JSON: unexpected character at offset 22 (line 1, column 23)'],
+        ['{\n  "a": 1,\n  "b" 2}', 'the body is not valid JSON: unexpected character at offset 18 (line 3, column 7)'],
+        ['{"agent":', 'the body is not valid JSON: it ends before the value is complete'],
+        ['{"secret-looking": x}', 'the body is not valid JSON: unexpected character "x"'],
+      ];
+      for (const [payload, detail] of cases) {
+        const res = await authorize(payload);
+        assertProblem(res, 400, 'malformed_json', payload);
+        assert.equal(res.json().detail, detail, payload);
+        assert.ok(!res.body.includes('secret-looking'));
+      }
     });
 
     test('empty bodies: declared JSON is malformed_json; with no content-type the body is absent, wrong_type at ""', async () => {

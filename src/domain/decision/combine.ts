@@ -8,8 +8,8 @@ export interface Conjuncts {
   frozen: boolean;
   /** null when the permit verified and covers the request; else the failed check. */
   permitFailure: { check: string; detail: string } | null;
-  /** null when there is no active policy. */
-  policy: { decision: Effect; reason_code: string } | null;
+  /** null when there is no active policy; `detail` says why it failed closed, when it did. */
+  policy: { decision: Effect; reason_code: string; detail?: string | undefined } | null;
   /** True when a live approval discharges a REQUIRE_APPROVAL from the policy. */
   approvalSatisfied: boolean;
 }
@@ -41,5 +41,5 @@ export function combine(c: Conjuncts): Combined {
     decision = 'ALLOW';
     reason = DECISION_REASONS.approvalGranted;
   }
-  return { decision, reason_code: reason };
+  return decision === 'DENY' && c.policy.detail !== undefined ? { decision, reason_code: reason, detail: c.policy.detail } : { decision, reason_code: reason };
 }

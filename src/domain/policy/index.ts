@@ -9,7 +9,7 @@ export { compilePolicy, type CompiledPolicy } from './compile.ts';
 export { evaluate, type PolicyInput, type PolicyResult } from './evaluate.ts';
 export { meet, meetAll } from './meet.ts';
 export { policyHash } from './hash.ts';
-export { POLICY_REASONS, type PolicyReasonCode } from './reasons.ts';
+export { POLICY_REASONS, indeterminateDetail, type PolicyReasonCode } from './reasons.ts';
 export { POLICY_LIMITS } from './limits.ts';
 export { INPUT_TYPES, UNAVAILABLE_INPUTS, OPERATORS_BY_TYPE, type InputType } from './inputs.ts';
 export { parseTimestamp, isResourceUri, parseResourcePattern, isDid } from './formats.ts';

@@ -18,3 +18,20 @@ export const POLICY_REASONS = {
 } as const;
 
 export type PolicyReasonCode = (typeof POLICY_REASONS)[keyof typeof POLICY_REASONS];
+
+const INDETERMINATE_CAUSES: Readonly<Record<string, string>> = {
+  [POLICY_REASONS.currencyMismatch]: 'it compares an amount in another currency than the request\'s',
+  [POLICY_REASONS.invalidInput]: 'an input it reads is malformed',
+  [POLICY_REASONS.missingInput]: 'an input it reads was not supplied',
+};
+
+/**
+ * For a decision the policy failed closed on, which rules could not be evaluated and why, so that
+ * the caller and the audit record name them (matched_rules holds only rules that matched).
+ */
+export function indeterminateDetail(result: { reason_code: string; indeterminate_rules: readonly string[] }): string | undefined {
+  const cause = INDETERMINATE_CAUSES[result.reason_code];
+  if (cause === undefined || result.indeterminate_rules.length === 0) return undefined;
+  const rules = result.indeterminate_rules.map((id) => JSON.stringify(id)).join(', ');
+  return `indeterminate: ${result.indeterminate_rules.length === 1 ? 'rule' : 'rules'} ${rules} could not be evaluated (${cause}); the policy fails closed`;
+}

@@ -56,8 +56,10 @@ export function refuseAmbiguousRequest(body: unknown): void {
   if (typeof body !== 'object' || body === null) return;
   const b = body as Record<string, unknown>;
   if (b.execution !== undefined && b.chain_authorization !== undefined) {
+    const both = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
     throw new Problem(400, 'both_execution_and_chain_authorization',
-      'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous');
+      'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
+      { errors: [both('/execution'), both('/chain_authorization')] });
   }
   const exec = b.execution;
   if (typeof exec === 'object' && exec !== null && 'url' in exec) {

@@ -21,7 +21,7 @@ export interface ProblemResponse { description: string; content: { 'application/
 
 /** What each error status means, and the `code`s it carries unless a route says otherwise. */
 const ERROR_DOCS: Record<number, { what: string; codes: readonly string[] }> = {
-  400: { what: 'Malformed or invalid request: for invalid_request, `errors` lists every fault with its JSON pointer and a code of its own such as required, unknown_field, wrong_type, bad_format, forbidden_member (__proto__) or invalid_unicode (not UTF-8, a lone surrogate or a NUL)', codes: ['malformed_json', 'invalid_request'] },
+  400: { what: 'Malformed or invalid request: for invalid_request, `errors` lists every fault with its JSON pointer and a code of its own such as required, unknown_field, wrong_type, bad_format, forbidden_member (__proto__), duplicate_member (a name repeated in one object) or invalid_unicode (not UTF-8, a lone surrogate or a NUL)', codes: ['malformed_json', 'invalid_request'] },
   401: { what: 'API key or session missing, wrong or revoked', codes: ['unauthorized'] },
   403: { what: 'The caller may not do this: a role it lacks, another project, or a console mutation without a valid CSRF token', codes: ['forbidden', 'csrf_failed'] },
   404: { what: 'No such resource in the project', codes: ['not_found'] },

@@ -5,7 +5,7 @@
 // event is prepared here instead, event and all, and the writer runs its one statement
 // (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
 import { checkCoverage, checkPermitTime, liveLimits, presentedCommitment, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
-import { evaluate } from '../../domain/policy/index.ts';
+import { evaluate, indeterminateDetail, type PolicyResult } from '../../domain/policy/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
@@ -40,6 +40,12 @@ export interface DecisionRecord {
   request_id: string;
   approval_request_id?: string;
   permit_commitment: string | null;
+}
+
+/** What the plan keeps of an evaluation; a fail-closed one also names its indeterminate rules. */
+function policyOutcome(result: PolicyResult): DecisionPlan['policy'] {
+  const detail = result.indeterminate_rules.length > 0 ? indeterminateDetail(result) : undefined;
+  return { decision: result.decision, reason_code: result.reason_code, matched_rules: result.matched_rules, ...(detail ? { detail } : {}) };
 }
 
 /** `presented`: the commitment a permit that did not verify is recorded by (presentedCommitment). */
@@ -118,7 +124,7 @@ export class Authorizer {
     const plan: DecisionPlan = {
       projectId, actor: ctx.actor, requestId: ctx.requestId, at: toIso(now), input: request, failure,
       permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, counters: liveLimits(permit).counters } : null,
-      policy: policy ? { decision: policy.decision, reason_code: policy.reason_code, matched_rules: policy.matched_rules } : null,
+      policy: policy ? policyOutcome(policy) : null,
       policyVersion: active?.version ?? null,
       ...(execution ? { execution } : {}),
       ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),

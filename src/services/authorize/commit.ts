@@ -38,7 +38,8 @@ export interface DecisionPlan {
    */
   failure: { check: string; detail: string; presented?: string } | null;
   permit: { commitment: string; chain: string[]; delegation_depth: number; counters: LiveCounter[] } | null;
-  policy: { decision: Effect; reason_code: string; matched_rules: string[] } | null;
+  /** `detail`: set when the policy failed closed, naming the rules it could not evaluate. */
+  policy: { decision: Effect; reason_code: string; matched_rules: string[]; detail?: string } | null;
   policyVersion: number | null;
   /** Reserved (and audited) with the decision when it is ALLOW; a taken nonce rolls it all back. */
   execution?: ExecutionReservation;

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { isDid, isResourceUri, parseResourcePattern, parseTimestamp } from '../../../src/domain/policy/index.ts';
 
 test('DIDs follow the W3C syntax, with or without percent escapes', () => {
@@ -22,4 +23,23 @@ test('timestamps are strict RFC 3339 instants at millisecond precision', () => {
   for (const bad of ['2025-02-29T00:00:00Z', '2025-01-31T24:00:00Z', '2025-01-31T09:00:60Z', '2025-01-31 09:00:00Z', '2025-01-31T09:00:00', '2025-01-31T09:00:00.1234Z', '2025-01-31T09:00:00+24:00', 1738314000000]) {
     assert.equal(parseTimestamp(bad), null, String(bad));
   }
+});
+
+// The one pattern (also the request schema's) against the definition written out step by step:
+// pchars without "*", non-empty segments, every "%" before two hex digits, no dot segment even encoded.
+test('the resource URI pattern is the definition, for strings built of the characters that matter', () => {
+  const byDefinition = (s: string) => {
+    if (!s.startsWith('resource://') || s.length > 512) return false;
+    const path = s.slice('resource://'.length);
+    if (!/^[A-Za-z0-9\-._~%!$&'()+,;=:@/]*$/.test(path) || /%(?![0-9A-Fa-f]{2})/.test(path)) return false;
+    return path.split('/').every((segment) => segment.length > 0 && !['.', '..'].includes(segment.replace(/%2e/gi, '.')));
+  };
+  const unit = fc.constantFrom('a', '.', '/', '%', '2', 'e', 'E', 'f', 'z', '*', ' ', '%2e', '%2E', '%41');
+  let valid = 0;
+  fc.assert(fc.property(fc.array(unit, { maxLength: 12 }), (units) => {
+    const s = `resource://${units.join('')}`;
+    assert.equal(isResourceUri(s), byDefinition(s), s);
+    if (byDefinition(s)) valid++;
+  }), { numRuns: 20_000 });
+  assert.ok(valid > 500, `valid URIs were generated (${valid})`);
 });
