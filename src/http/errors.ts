@@ -12,13 +12,23 @@ const KEYWORD_CODES: Record<string, string> = {
   wellFormed: 'invalid_unicode',
 };
 
-interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string }
+interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string; parentSchema?: { description?: unknown } }
+
+/** A pattern's or format's own regular expression says little to a caller; the field's description says what is wanted. */
+function formatMessage(e: AjvError): string | undefined {
+  const description = e.parentSchema?.description;
+  return typeof description === 'string' ? `does not have the required form: ${description}` : undefined;
+}
 
 export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
   const where = (context === 'querystring' ? 'query' : context) as FieldError['in'];
   const out: FieldError[] = [];
   const seen = new Set<string>();
+  // A value that breaks its pattern or format and is also too short is reported once, by its form:
+  // the length bound is implied by the pattern ("x" is not "fewer than 12 characters" but not a resource URI).
+  const malformed = new Set(errors.filter((e) => e.keyword === 'pattern' || e.keyword === 'format').map((e) => e.instancePath));
   for (const e of errors) {
+    if (e.keyword === 'minLength' && malformed.has(e.instancePath)) continue;
     // anyOf/oneOf report every branch; the branch errors are noise next to the summary.
     if (e.keyword === 'if') continue;
     let pointer = e.instancePath;
@@ -28,6 +38,7 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
     let message = e.message ?? 'is not valid';
     if (e.keyword === 'required') message = 'is required';
     if (e.keyword === 'additionalProperties') message = 'is not a known field';
+    if (e.keyword === 'pattern' || e.keyword === 'format') message = formatMessage(e) ?? message;
     const key = `${pointer}|${code}`;
     if (seen.has(key)) continue;
     seen.add(key);

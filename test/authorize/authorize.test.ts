@@ -252,6 +252,12 @@ for (const backend of backends()) {
         assert.equal(res.json().code, code);
         if (pointer) assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
+      // A malformed value is reported once, by its form, in words rather than as a regular expression.
+      const worded = (await authorize({ ...base, agent: 'agent-7', action: '', resource: 'x' })).json().errors;
+      assert.deepEqual(worded.map((e: { pointer: string; code: string }) => [e.pointer, e.code]).sort(), [['/action', 'bad_format'], ['/agent', 'bad_format'], ['/resource', 'bad_format']]);
+      for (const e of worded as { pointer: string; message: string }[]) assert.doesNotMatch(e.message, /\^|pattern/, e.pointer);
+      assert.match(worded.find((e: { pointer: string }) => e.pointer === '/resource').message, /resource:\/\/<path>/);
+      assert.match(worded.find((e: { pointer: string }) => e.pointer === '/agent').message, /did:<method>/);
       assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'no decision was recorded');
       // The shortest DIDs and percent escapes are DIDs: decided (here DENY: the permit is no permit), not refused.
       for (const did of ['did:x:y', 'did:web:example.com%3A8443', 'did:x::y']) {

@@ -24,7 +24,7 @@ export const AuthorizeBody = Type.Object({
   // No length bounds of its own (the body limit bounds it): an empty or oversized permit is one that
   // does not verify, so it is a recorded DENY permit_invalid (`malformed`, `too_large`), like any other.
   permit: Type.String({ description: 'Permit artifact: compact JWS, or a delegation chain joined by ~ (at most 16384 characters, else DENY permit_invalid too_large)' }),
-  action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: 'Printable ASCII, no spaces' }),
+  action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: '1 to 64 printable ASCII characters, no spaces' }),
   resource: Type.String({ minLength: 12, maxLength: 512, pattern: RESOURCE_URI_PATTERN, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments, no query or fragment' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { DID_PATTERN } from '../../domain/permit/did.ts';
 
-export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'Agent DID' });
+export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' });
 
 export const AgentState = Type.Object({
   agent: AgentDid,
