@@ -12,6 +12,7 @@ import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
+import { parseJsonExactly } from '../lib/json-parse.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -30,7 +31,7 @@ interface ProofFile {
 }
 
 function readProof(file: string): ProofFile {
-  const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+  const parsed: unknown = parseJsonExactly(readFileSync(file, 'utf8'));
   const p = parsed as Partial<ProofFile>;
   if (typeof parsed !== 'object' || parsed === null) throw new Error('the proof file must hold a JSON object');
   if (typeof p.audit_event_id !== 'string') throw new Error('audit_event_id is missing');

@@ -2,6 +2,7 @@
 // Validated once at start; a bad value stops the process with a message naming the key.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseJsonExactly } from '../lib/json-parse.ts';
 
 export interface Config {
   host: string;
@@ -101,7 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const path = env.GAVEL_CONFIG;
   if (path) {
     let parsed: unknown;
-    try { parsed = JSON.parse(readFileSync(path, 'utf8')); } catch (e) {
+    try { parsed = parseJsonExactly(readFileSync(path, 'utf8')); } catch (e) {
       throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} as JSON (${(e as Error).message})`);
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {

@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, Problem, type FieldError } from './problem.ts';
+import { closingQuote, isMemberName, memberNames, rebuild } from '../lib/json-parse.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -98,8 +99,12 @@ export function parseJson(bytes: Buffer): unknown {
     throw new Problem(400, 'malformed_json', `the body is not valid JSON: ${whereJsonBreaks(text, error)}`);
   }
   if (value !== null && typeof value === 'object') {
-    if (!clean(value)) throw invalidRequest(forbiddenMembers(value), 'the body has a member that could set an object\'s prototype; see errors');
-    if (walkedMembers !== memberNames(text)) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
+    const names = memberNames(text);
+    // lib/json-parse.ts: V8 can misread a member name written with an escape, so such a text is rebuilt.
+    const parsed = names.escaped ? rebuild(text) as object : value;
+    if (!clean(parsed)) throw invalidRequest(forbiddenMembers(parsed), 'the body has a member that could set an object\'s prototype; see errors');
+    if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
+    return parsed;
   }
   return value;
 }
@@ -154,31 +159,7 @@ function clean(root: object): boolean {
 // while a proxy or a signer in front of Gavel may have read the first, and the audit would then
 // record a request other than the one they checked. JSON.parse drops the earlier member of each
 // pair, so the parsed objects hold fewer members than the text names exactly when a name repeats.
-// Counting the text's names needs only its strings: in valid JSON a ':' outside a string follows a
-// member name and nothing else. About one indexOf per string, most of them skipping a long value.
-function memberNames(text: string): number {
-  let names = 0;
-  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) {
-    at = closingQuote(text, at);
-    let next = at + 1;
-    while (isSpace(text.charCodeAt(next))) next++;
-    if (text.charCodeAt(next) === 0x3a /* : */) names++;
-  }
-  return names;
-}
-
-/** The index of the quote that closes the string opening at `open` (the text is valid JSON). */
-function closingQuote(text: string, open: number): number {
-  let close = text.indexOf('"', open + 1);
-  while (close !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(close - 1 - backslashes) === 0x5c /* \ */) backslashes++;
-    if (backslashes % 2 === 0) return close;
-    close = text.indexOf('"', close + 1);
-  }
-  return text.length; // unreachable for valid JSON; ends the scan rather than looping
-}
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+// The text's names are counted by lib/json-parse.ts (memberNames), about one indexOf per string.
 
 /** Every repeated member with its pointer; only for a body that has one. Iterative, like the walks above. */
 function duplicateMembers(text: string): FieldError[] {
@@ -191,9 +172,7 @@ function duplicateMembers(text: string): FieldError[] {
     const top = frames[frames.length - 1];
     if (c === 0x22 /* " */) {
       const end = closingQuote(text, i);
-      let next = end + 1;
-      while (isSpace(text.charCodeAt(next))) next++;
-      if (top?.names && text.charCodeAt(next) === 0x3a) {
+      if (top?.names && isMemberName(text, end)) {
         const name = JSON.parse(text.slice(i, end + 1)) as string;
         top.key = name;
         if (top.names.has(name)) errors.push({ pointer: path(top), code: 'duplicate_member', message: `the member ${JSON.stringify(name)} appears more than once in this object` });

@@ -1,5 +1,6 @@
 // Opaque cursors for list routes: newest first, ordered by the sortable id.
 import { invalidRequest } from './problem.ts';
+import { parseJsonExactly } from '../lib/json-parse.ts';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
@@ -12,7 +13,7 @@ export function encodeCursor(lastId: string): string {
 export function decodeCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof parsed?.b === 'string' && /^[a-z]{2,5}_[0-9a-z]{26}$/.test(parsed.b)) return parsed.b;
   } catch { /* fall through */ }
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
@@ -30,7 +31,7 @@ export const encodeKeyCursor = (key: string): string => Buffer.from(JSON.stringi
 export function decodeKeyCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof parsed?.k === 'string' && parsed.k.length <= 300) return parsed.k;
   } catch { /* fall through */ }
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);

@@ -3,6 +3,7 @@
 // secret lives in a private field, so neither logging nor JSON.stringify can print it.
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/config.ts';
+import { parseJsonExactly } from '../lib/json-parse.ts';
 
 export const MERCHANT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type MerchantMethod = (typeof MERCHANT_METHODS)[number];
@@ -104,7 +105,7 @@ export function parseMerchants(doc: unknown, where = 'GAVEL_MERCHANTS_FILE'): Me
 export function loadMerchants(path: string | undefined): MerchantRegistry {
   if (!path) return new MerchantRegistry();
   let doc: unknown;
-  try { doc = JSON.parse(readFileSync(path, 'utf8')); } catch (e) {
+  try { doc = parseJsonExactly(readFileSync(path, 'utf8')); } catch (e) {
     throw new ConfigError('GAVEL_MERCHANTS_FILE', `cannot read ${path} as JSON (${(e as Error).message})`);
   }
   return parseMerchants(doc, `GAVEL_MERCHANTS_FILE ${path}`);

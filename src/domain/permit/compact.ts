@@ -4,6 +4,7 @@ import { base64urlDecode, base64urlEncode } from './base64url.ts';
 import { validateClaims } from './claims.ts';
 import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
 import { PermitError, fail } from './types.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export const PERMIT_TYP = 'gavel-permit+jwt';
 const HEADER_KEYS = new Set(['alg', 'typ', 'kid']);
@@ -21,7 +22,7 @@ function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false
   const bytes = base64urlDecode(segment);
   if (bytes === null) return { ok: false };
   try {
-    return { ok: true, value: JSON.parse(utf8.decode(bytes)) };
+    return { ok: true, value: parseJsonExactly(utf8.decode(bytes)) };
   } catch {
     return { ok: false };
   }

@@ -14,6 +14,7 @@ import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
 import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
 import { simulatePolicy } from '../../services/policy/simulate.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
 export const POLICY_BODY_LIMIT = POLICY_LIMITS.maxDocumentBytes;
@@ -107,7 +108,7 @@ function encodeVersionCursor(version: number): string {
 function decodeVersionCursor(cursor: string | undefined): number | undefined {
   if (cursor === undefined) return undefined;
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (Number.isSafeInteger(parsed?.v) && parsed.v >= 1) return parsed.v as number;
   } catch { /* fall through */ }
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);

@@ -10,6 +10,7 @@ import { nodePos, type NodeAddress, type StoredNode } from '../../domain/auditlo
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Signer key that signs checkpoints. Every instance sharing one log must hold the same key. */
 export const LOG_KEY = 'checkpoint-log';
@@ -62,7 +63,7 @@ export async function logIdentity(store: Store, signer: Signer): Promise<LogIden
 /** The record a leaf hashes (leaf_version gavel-audit-v1): the stored row with `data` parsed. */
 export function eventRecord(row: Pick<AuditEventsTable, 'id' | 'project_id' | 'kind' | 'actor' | 'created_at' | 'data'>): AuditEventRecord {
   let data: JsonValue;
-  try { data = JSON.parse(row.data) as JsonValue; } catch { data = row.data; }
+  try { data = parseJsonExactly(row.data) as JsonValue; } catch { data = row.data; }
   return { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data };
 }
 

@@ -9,6 +9,7 @@ import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity, readNodes } from './log.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface AuditLogDeps {
   store: Store;
@@ -143,5 +144,5 @@ export async function listAuditEvents(db: Db, projectId: string, before: string 
     .where('project_id', '=', projectId).orderBy('id', 'desc').limit(limit + 1);
   if (before !== undefined) q = q.where('id', '<', before);
   const rows = await q.execute();
-  return rows.map((r) => ({ ...r, data: JSON.parse(r.data) as unknown, leaf_index: r.leaf_index === null ? null : Number(r.leaf_index) }));
+  return rows.map((r) => ({ ...r, data: parseJsonExactly(r.data) as unknown, leaf_index: r.leaf_index === null ? null : Number(r.leaf_index) }));
 }

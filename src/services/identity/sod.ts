@@ -7,12 +7,13 @@ import { invalidRequest, Problem } from '../../http/problem.ts';
 import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { rolesLock } from './members.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** The project's SoD document; DEFAULT_SOD until an ADMIN has saved one. */
 export async function getSod(db: Db | Tx, projectId: string): Promise<SodDocument> {
   const row = await db.selectFrom('sod_settings').select('document').where('project_id', '=', projectId).executeTakeFirst();
   if (!row) return DEFAULT_SOD;
-  const parsed = validateSod(JSON.parse(row.document));
+  const parsed = validateSod(parseJsonExactly(row.document));
   // A stored document was validated when saved; if it ever fails, fall back to the strict default.
   return parsed.ok ? parsed.value : DEFAULT_SOD;
 }

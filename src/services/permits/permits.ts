@@ -10,6 +10,7 @@ import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { ensureAgent } from '../agents/agents.ts';
 import { fixedSql, queryFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** The Signer key that signs a project's permits. */
 export const permitKeyName = (projectId: string) => `permit-${projectId}`;
@@ -64,7 +65,7 @@ export async function signRootPermit(signer: Signer, input: IssueInput): Promise
 export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string): Promise<PermitView> {
   const commitment = permitCommitment(jws);
   const at = input.now.toISOString();
-  const claims = JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8'));
+  const claims = parseJsonExactly(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8'));
   await ensureAgent(trx, input.projectId, input.agent, input.actor, at);
   await trx.insertInto('permits').values({
     commitment, project_id: input.projectId, agent: input.agent, jws, parent: null, claims: JSON.stringify(claims),
@@ -137,7 +138,7 @@ export interface AncestorRevocation { commitment: string; revoked_at: string; re
  * refuses it), so it reads `revoked`, with the ancestor's time, actor and commitment.
  */
 export function view(row: Row, now: Date, ancestor?: AncestorRevocation, usage: PermitUsage = NOTHING_SPENT): PermitView {
-  const claims = JSON.parse(row.claims) as { nbf?: number };
+  const claims = parseJsonExactly(row.claims) as { nbf?: number };
   if (row.revoked_at) return { ...row, claims, revoked_via: null, status: 'revoked', usage };
   if (ancestor) return { ...row, claims, revoked_at: ancestor.revoked_at, revoked_by: ancestor.revoked_by, revoked_via: ancestor.commitment, status: 'revoked', usage };
   const status = row.expires_at <= now.toISOString() ? 'expired' : typeof claims.nbf === 'number' && claims.nbf * 1000 > now.getTime() ? 'not_yet_valid' : 'active';

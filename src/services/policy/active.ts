@@ -7,6 +7,7 @@ import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '
 import type { Db, Store } from '../../store/store.ts';
 import { fixedSql, queryFixed, readFixed } from '../../store/fixed-sql.ts';
 import type { ReadTag } from '../../store/read-epoch.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface ActivePolicy {
   version: number;
@@ -29,7 +30,7 @@ function remember(key: string, compiled: CompiledPolicy): void {
 
 /** Compiles a stored version's document, checking it still validates and still has its hash. */
 export function compileStored(document: string, hash: string): CompiledPolicy {
-  const result = validatePolicy(JSON.parse(document));
+  const result = validatePolicy(parseJsonExactly(document));
   if (!result.ok) throw new PolicyIntegrityError('a stored policy version no longer validates');
   if (policyHash(result.policy) !== hash) throw new PolicyIntegrityError('a stored policy version does not match its hash');
   return compilePolicy(result.policy);

@@ -2,6 +2,7 @@
 import { Problem } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { PolicyVersionState } from '../../store/schema/policy.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface VersionSummary {
   version: number;
@@ -34,7 +35,7 @@ export async function readActiveVersion(db: Db, projectId: string): Promise<Acti
     .where('a.project_id', '=', projectId).executeTakeFirst();
   if (!row) throw noActivePolicy();
   const { document, ...rest } = row;
-  return { ...summary(rest), policy: JSON.parse(document) };
+  return { ...summary(rest), policy: parseJsonExactly(document) };
 }
 
 /** Versions newest first, `before` exclusive; fetches limit+1 so the caller can tell if more exist. */

@@ -12,6 +12,7 @@ import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion } from './active.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
@@ -99,7 +100,7 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
   if (typeof until === 'number') q = q.where('created_at', '<', new Date(until).toISOString());
   const events = await q.orderBy('id', 'desc').limit(last).execute();
-  const rows = events.map((e) => ({ created_at: e.created_at, ...(JSON.parse(e.data) as DecisionEventData) }));
+  const rows = events.map((e) => ({ created_at: e.created_at, ...(parseJsonExactly(e.data) as DecisionEventData) }));
 
   const result: ReplayResult = {
     candidate, window: { from: body.from ?? null, until: body.until ?? null, last },

@@ -4,6 +4,7 @@
 import { Problem } from '../../http/problem.ts';
 import { NonceTaken } from '../../services/executions/errors.ts';
 import { StaleReadEpoch } from '../../store/read-epoch.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface CallMessage { id: number; name: string; args: unknown }
 
@@ -15,7 +16,7 @@ export interface CallMessage { id: number; name: string; args: unknown }
  */
 export type WireBatch<T> = T[] | string;
 export const encodeBatch = <T>(batch: T[], json: boolean): WireBatch<T> => (json ? JSON.stringify(batch) : batch);
-export const decodeBatch = <T>(message: WireBatch<T>): T[] => (typeof message === 'string' ? JSON.parse(message) as T[] : message);
+export const decodeBatch = <T>(message: WireBatch<T>): T[] => (typeof message === 'string' ? parseJsonExactly(message) as T[] : message);
 
 /**
  * A hot procedure's arguments as one line of text: its fields joined by a control character, so
@@ -63,7 +64,7 @@ export function decodeCalls(message: WireBatch<CallMessage>, text: TextCodecs): 
     const a = call.indexOf(PART_SEP);
     const b = call.indexOf(PART_SEP, a + 1);
     const name = call.slice(a + 1, b);
-    const args = call.charCodeAt(b + 1) === 1 ? text[name]!.decode(call.slice(b + 2)) : JSON.parse(call.slice(b + 1)) as unknown;
+    const args = call.charCodeAt(b + 1) === 1 ? text[name]!.decode(call.slice(b + 2)) : parseJsonExactly(call.slice(b + 1)) as unknown;
     return { id: Number(call.slice(0, a)), name, args };
   });
 }

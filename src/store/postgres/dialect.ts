@@ -3,8 +3,12 @@
 import pg from 'pg';
 import { PostgresDialect, sql, type DatabaseIntrospector, type Kysely, type SchemaMetadata, type TableMetadata } from 'kysely';
 import { preparedStatementName } from '../fixed-sql.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 pg.types.setTypeParser(20, (value: string) => Number(value));
+// json and jsonb columns: member names exactly as stored (lib/json-parse.ts: V8's JSON.parse can misread escaped ones).
+pg.types.setTypeParser(114, parseJsonExactly);
+pg.types.setTypeParser(3802, parseJsonExactly);
 
 export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number }): PostgresDialect {
   const pool = new pg.Pool({

@@ -1,0 +1,61 @@
+// parseJsonExactly must give what the text denotes even where V8's JSON.parse misreads an escaped
+// member name (nodejs/node#63785): checked against the documents the texts were rendered from.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { memberNames, parseJsonExactly, rebuild } from '../../src/lib/json-parse.ts';
+
+test('an escaped member name reads as written after V8 has parsed a backslash name', () => {
+  JSON.parse('{"h":[],"\\\\":0}'); // leaves "\" where V8 matches later names
+  for (const [text, keys] of [['{"h":1,"\\"":2}', ['h', '"']], ['{"h":1,"\\r":2}', ['h', '\r']], ['{"h":1,"\\f":2}', ['h', '\f']], ['{"h":1,"\\n":2}', ['h', '\n']]] as const) {
+    assert.deepEqual(Object.keys(parseJsonExactly(text) as object), keys, text);
+  }
+});
+
+test('member names are counted, and escaped ones noticed, only where they are names', () => {
+  assert.deepEqual(memberNames('{"a":"\\"b\\":","c":[{"d\\u0065":1}],"e":"\\\\"}'), { count: 4, escaped: true });
+  assert.deepEqual(memberNames('{"a":"\\"x\\":","b":["\\\\"]}'), { count: 2, escaped: false });
+  assert.deepEqual(memberNames('["a", ":"]'), { count: 0, escaped: false });
+});
+
+type Json = null | boolean | number | string | Json[] | { members: [string, Json][] };
+const name = fc.string({ unit: fc.constantFrom('a', 'h', '1', '"', '\\', ':', '/', ' ', 'é', '\n', '\r', '\f', '\b', '\t', '\u0001', '😀', '_', 'p'), maxLength: 3 });
+const json: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
+  value: fc.oneof({ maxDepth: 4 },
+    fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), name,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.array(fc.tuple(fc.oneof(name, fc.constantFrom('__proto__', '0', '10', '2')), tie('value')), { maxLength: 5 }).map((members) => ({ members }))),
+})).value;
+
+/** A string literal with some characters as \u escapes (`pick` decides which). */
+const literal = (s: string, pick: () => number) => `"${[...s].map((ch) => (pick() % 4 === 0 ? Array.from({ length: ch.length }, (_, j) => ch.charCodeAt(j)).map((u) => `\\u${u.toString(16).padStart(4, '0')}`).join('') : JSON.stringify(ch).slice(1, -1))).join('')}"`;
+function render(v: Json, ws: () => string, pick: () => number): string {
+  if (v === null || typeof v === 'boolean' || typeof v === 'number') return JSON.stringify(v);
+  if (typeof v === 'string') return literal(v, pick);
+  if (Array.isArray(v)) return `[${ws()}${v.map((x) => render(x, ws, pick)).join(`${ws()},${ws()}`)}${ws()}]`;
+  return `{${ws()}${v.members.map(([k, x]) => `${literal(k, pick)}${ws()}:${ws()}${render(x, ws, pick)}`).join(`,${ws()}`)}${ws()}}`;
+}
+/** What the text denotes: own data properties in JSON.parse's order, a repeated name keeping its place and its last value. */
+function denoted(v: Json): unknown {
+  if (Array.isArray(v)) return v.map(denoted);
+  if (v === null || typeof v !== 'object') return Object.is(v, -0) ? 0 : v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of v.members) Object.defineProperty(out, k, { value: denoted(x), writable: true, enumerable: true, configurable: true });
+  return out;
+}
+const shape = (x: unknown): unknown => (Array.isArray(x) ? x.map(shape) : x !== null && typeof x === 'object' ? Object.keys(x).map((k) => [k, shape((x as Record<string, unknown>)[k])]) : x);
+
+test('parseJsonExactly and rebuild give the denoted value, member order included, for any document', (t) => {
+  let misread = 0;
+  fc.assert(fc.property(json, fc.array(fc.constantFrom('', ' ', '\n\t', '\r\n '), { minLength: 1 }), fc.array(fc.nat(), { minLength: 1 }), (value, spaces, picks) => {
+    let s = 0;
+    let p = 0;
+    const text = render(value, () => spaces[s++ % spaces.length]!, () => picks[p++ % picks.length]!);
+    const want = shape(denoted(value));
+    if (JSON.stringify(shape(JSON.parse(text))) !== JSON.stringify(want)) misread++;
+    assert.deepEqual(shape(parseJsonExactly(text)), want, text);
+    assert.deepEqual(shape(rebuild(text)), want, text);
+  }), { numRuns: 5000 });
+  // Not asserted (a fixed V8 would make it 0): how often JSON.parse itself misread a document here.
+  t.diagnostic(`JSON.parse misread ${misread} of 5000 documents`);
+});
