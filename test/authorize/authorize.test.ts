@@ -117,7 +117,7 @@ for (const backend of backends()) {
       assert.equal(state.json().released_at, null);
       const again = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did } });
       assert.equal(again.statusCode, 409);
-      const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did } });
+      const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did, reason: 'cleared by review' } });
       assert.equal(released.statusCode, 200);
       // Released, the state still says since when and by whom; a new freeze is a new since-when.
       const after = (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent.did)}`, headers: key })).json();
@@ -125,8 +125,10 @@ for (const backend of backends()) {
       assert.ok(after.released_at >= state.json().frozen_at);
       assert.deepEqual(released.json(), after);
       assert.equal((await authorize(req)).json().decision, 'ALLOW');
-      const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'agent.%').execute()).map((e) => e.kind);
-      assert.ok(kinds.includes('agent.frozen') && kinds.includes('agent.released'));
+      const events = await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).where('kind', 'like', 'agent.%').execute();
+      const of = (kind: string) => events.filter((e) => e.kind === kind).map((e) => JSON.parse(e.data)).find((d) => d.agent === agent.did);
+      assert.deepEqual(of('agent.frozen'), { agent: agent.did, reason: 'suspicious' });
+      assert.deepEqual(of('agent.released'), { agent: agent.did, reason: 'cleared by review' }, 'the release says why, in the audit log');
     });
 
     /** A root permit to a new agent, delegated (read-only) to another new agent. */

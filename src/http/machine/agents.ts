@@ -32,8 +32,8 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
     schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_not_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
-    const body = request.body as { agent: string };
+    const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, at: app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
   });
 }

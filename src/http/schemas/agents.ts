@@ -13,9 +13,9 @@ export const AgentState = Type.Object({
   released_by: Type.Union([Type.String(), Type.Null()], { description: 'Who released it (principal or API key id)' }),
 });
 
-export const FreezeBody = Type.Object({
-  agent: AgentDid,
-  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-}, { additionalProperties: false });
+const Reason = Type.String({ minLength: 1, maxLength: 500, description: 'Why, in words; kept in the audit event' });
 
-export const ReleaseBody = Type.Object({ agent: AgentDid }, { additionalProperties: false });
+export const FreezeBody = Type.Object({ agent: AgentDid, reason: Type.Optional(Reason) }, { additionalProperties: false });
+
+/** A release may say why too; the reason is audited (agent.released), while the state clears the freeze's. */
+export const ReleaseBody = Type.Object({ agent: AgentDid, reason: Type.Optional(Reason) }, { additionalProperties: false });

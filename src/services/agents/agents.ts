@@ -60,13 +60,13 @@ export async function freezeAgent(trx: Tx, input: { projectId: string; did: stri
   return agentState(input.did, row);
 }
 
-export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; at: string }): Promise<AgentState> {
+export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {
   const row = await trx.updateTable('agents')
     .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: input.at, released_by: input.actor })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
     .returning(STATE_COLUMNS).executeTakeFirst();
   if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
-  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did } });
+  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did, reason: input.reason } });
   return agentState(input.did, row);
 }
 
