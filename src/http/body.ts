@@ -104,6 +104,7 @@ export function parseJson(bytes: Buffer): unknown {
     const parsed = names.escaped ? rebuild(text) as object : value;
     if (!clean(parsed)) throw invalidRequest(forbiddenMembers(parsed), 'the body has a member that could set an object\'s prototype; see errors');
     if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
+    if (inexactNumber) throw invalidRequest(inexactNumbers(parsed), 'the body has a number JSON does not carry exactly; see errors');
     return parsed;
   }
   return value;
@@ -136,11 +137,14 @@ function hasConstructorPrototype(node: object): boolean {
 // One walk over the parsed objects, about 75 ns for an authorize body, where secure-json-parse's
 // two regular expressions over the whole text took about 280 ns. Iterative: JSON.parse nests
 // deeper than the stack goes. The stack is shared: parsing is synchronous.
-// The same walk counts the objects' members (walkedMembers) for the duplicate check below.
+// The same walk counts the objects' members (walkedMembers) for the duplicate check below, and
+// notes a number JSON.parse could not read exactly (inexactNumber).
 const pending: object[] = [];
 let walkedMembers = 0;
+let inexactNumber = false;
 function clean(root: object): boolean {
   walkedMembers = 0;
+  inexactNumber = false;
   pending.push(root);
   while (pending.length > 0) {
     const node = pending.pop()!;
@@ -150,9 +154,32 @@ function clean(root: object): boolean {
       if (members) walkedMembers++;
       const v = (node as Record<string, unknown>)[key];
       if (v !== null && typeof v === 'object') pending.push(v);
+      else if (typeof v === 'number' && !isExact(v)) inexactNumber = true;
     }
   }
   return true;
+}
+
+// I-JSON (RFC 7493 §2.2): an integer beyond 2^53 - 1 in magnitude reads as a neighbour
+// (9007199254740993 as ...992), and 1e400 as Infinity, which no canonical JSON can write (a 500
+// once). The value a merchant, a policy or the audit log would get is not the one sent, so such a
+// number is refused where it stands; a fraction keeps JSON's usual reading as the nearest double.
+const isExact = (n: number) => Number.isSafeInteger(n) || (Number.isFinite(n) && !Number.isInteger(n));
+
+/** Every number not read exactly, with its pointer; only for a body that has one. */
+function inexactNumbers(root: object): FieldError[] {
+  const errors: FieldError[] = [];
+  const todo: [object, string][] = [[root, '']];
+  while (todo.length > 0) {
+    const [node, at] = todo.pop()!;
+    for (const key in node) {
+      const v = (node as Record<string, unknown>)[key];
+      const pointer = `${at}/${escapePointer(key)}`;
+      if (v !== null && typeof v === 'object') todo.push([v, pointer]);
+      else if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude); send it as a string' });
+    }
+  }
+  return errors.reverse();
 }
 
 // A member named twice in one object is refused (I-JSON, RFC 7493 §2.3): JSON.parse keeps the last,

@@ -159,6 +159,28 @@ for (const backend of backends()) {
       assert.equal((await authorize(await decisionBody('"i"'), { ...JSON_TYPE, 'content-encoding': 'identity' })).statusCode, 200);
     });
 
+    test('a number JSON does not carry exactly is 400 inexact_number at its pointer, on every route (it was changed, or a 500)', async () => {
+      const cases: [string, string[]][] = [
+        ['{"a": 9007199254740993}', ['/a']],
+        ['{"x": [1, {"y": 1e400}], "z": -9007199254740992}', ['/x/1/y', '/z']],
+      ];
+      for (const [payload, pointers] of cases) {
+        for (const { method, url } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+          assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
+          assert.deepEqual(fieldErrors(res), pointers.map((pointer) => ({ pointer, code: 'inexact_number' })), payload);
+        }
+      }
+      // An execution payload is where it mattered: the merchant would have been sent another number.
+      const body = JSON.parse(await decisionBody('"i"'));
+      const res = await authorize(JSON.stringify({ ...body, execution: { merchant: 'm', operation: 'o', nonce: 'n-1', payload: {} } }).replace('"payload":{}', '"payload":{"account":12345678901234567890}'));
+      assertProblem(res, 400, 'invalid_request');
+      assert.deepEqual(fieldErrors(res), [{ pointer: '/execution/payload/account', code: 'inexact_number' }]);
+      for (const text of ['{"a": 9007199254740991, "b": -9007199254740991, "c": 0.1, "d": 1.5e-300, "e": 3.141592653589793}']) {
+        assert.deepEqual(parseJson(Buffer.from(text)), JSON.parse(text), text);
+      }
+    });
+
     test('malformed JSON says where it breaks, without echoing the body', async () => {
       const cases: [string, string][] = [
         ['{"agent": "did:key:z" "permit": 1}', 'the body is not valid JSON: unexpected character at offset 22 (line 1, column 23)'],
