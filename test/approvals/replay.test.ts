@@ -32,17 +32,18 @@ for (const backend of backends()) {
       };
       const execution = (nonce: string) => ({ merchant: 'shop', operation: 'ok', payload: { order: 1 }, nonce });
 
-      const first = await authorize(req);
+      // The obligation states the call (decision 0503), so the request that opens it carries it too.
+      const nonce = randomUUID();
+      const first = await authorize({ ...req, execution: execution(nonce) });
       assert.equal(first.decision, 'REQUIRE_APPROVAL');
       await approve(first.approval_request_id);
-      const nonce = randomUUID();
       const executed = await authorize({ ...req, approval_request_id: first.approval_request_id, execution: execution(nonce) });
       assert.equal(executed.decision, 'ALLOW', JSON.stringify(executed));
       assert.equal(executed.execution.status, 'SUCCEEDED');
       assert.equal((await statusOf(first.approval_request_id)).status, 'consumed');
 
       // A second obligation, approved, then named by a repeat of the executed request.
-      const second = await authorize(req);
+      const second = await authorize({ ...req, execution: execution(randomUUID()) });
       await approve(second.approval_request_id);
       const replay = await authorize({ ...req, approval_request_id: second.approval_request_id, execution: execution(nonce) });
       assert.equal(replay.decision, 'REPLAY');

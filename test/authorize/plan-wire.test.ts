@@ -28,7 +28,7 @@ test('a decision plan, with an execution reservation, is plain JSON', async () =
     const authorizer = new Authorizer({ store: svc.ts.store, signer: svc.deps.signer, writer });
     const ctx = { projectId: svc.projectId, actor: 'key_x', requestId: 'req_x', now: new Date() };
     const input = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' }, intent: 'buy' };
-    await authorizer.decide(ctx, input, { executionId: 'exe_x', instanceId: 'i', nonce: 'n', fingerprint: 'f', merchant: 'm', operation: 'o', agent: agent.did, action: 'pay', resource: 'resource://shop/1' });
+    await authorizer.decide(ctx, input, { executionId: 'exe_x', instanceId: 'i', nonce: 'n', fingerprint: 'f', call: '{"merchant":"m","operation":"o","payload":{}}', merchant: 'm', operation: 'o', agent: agent.did, action: 'pay', resource: 'resource://shop/1' });
     await authorizer.decide(ctx, { ...input, permit: `${jws}x` }); // a failed permit check travels too
     // Planned under a cached key context: its one statement is prepared here and crosses instead.
     await authorizer.decide({ ...ctx, epoch: 1 }, { ...input, permit: `${jws}x` });

@@ -119,7 +119,7 @@ test('writer thread: errors keep their class, results are durable and visible, c
       projectId: 'prj_x', actor: 'system', requestId: 'req_x', at: new Date().toISOString(), failure: null, policyVersion: 1,
       input: { agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
       permit: null, policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: [] },
-      execution: { executionId: `exe_${nonce}`, instanceId: 'i', nonce, fingerprint: 'f', merchant: 'm', operation: 'o', agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
+      execution: { executionId: `exe_${nonce}`, instanceId: 'i', nonce, fingerprint: 'f', call: '{"merchant":"m","operation":"o","payload":{}}', merchant: 'm', operation: 'o', agent: 'did:key:z6Mkx', action: 'pay', resource: 'resource://a' },
     });
     const first = await writer.call('authorize.commit', plan('n1'));
     assert.equal(first.decision, 'ALLOW');

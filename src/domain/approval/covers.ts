@@ -1,5 +1,5 @@
 // Whether an authorize request is exactly the action an obligation states: same agent, action,
-// resource, amount (minor units and currency) and intent. A different amount is not covered,
+// resource, amount (minor units and currency), intent and execution call. A different amount is not covered,
 // larger or smaller: the approver approved these bytes, not a range.
 import type { ObligationFacts } from './statement.ts';
 
@@ -9,10 +9,12 @@ export interface RequestFacts {
   resource: string;
   amount?: { minor: number; currency: string } | undefined;
   intent?: string | undefined;
+  /** The call the request asks for (RFC 8785 text, as ObligationFacts.execution), or null. */
+  execution?: string | null | undefined;
 }
 
 /** null when covered; else the first field that differs. */
-export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent'>, r: RequestFacts): string | null {
+export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent' | 'execution'>, r: RequestFacts): string | null {
   if (o.agent !== r.agent) return 'agent';
   if (o.action !== r.action) return 'action';
   if (o.resource !== r.resource) return 'resource';
@@ -21,5 +23,8 @@ export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 're
   if ((a === null) !== (b === undefined)) return 'amount';
   if (a && b && (a.minor !== b.minor || a.currency !== b.currency)) return 'amount';
   if ((o.intent ?? null) !== (r.intent ?? null)) return 'intent';
+  // The call too (merchant, operation, payload; canonical text compares exactly): an approval of one
+  // payment is not an approval of another merchant call, and one given without a call covers none.
+  if ((o.execution ?? null) !== (r.execution ?? null)) return 'execution';
   return null;
 }

@@ -3,6 +3,7 @@
 // obligation's fields, and a signature over anything else (another amount, another agent, another
 // expiry) does not verify.
 import canonicalize from 'canonicalize';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export const APPROVAL_STATEMENT_TYPE = 'gavel-approval/v1';
 
@@ -15,13 +16,17 @@ export interface ObligationFacts {
   resource: string;
   amount: { minor: number; currency: string } | null;
   intent: string | null;
+  /** The call the request asked for, RFC 8785 text of {merchant, operation, payload}; null without an execution. */
+  execution: string | null;
   policy_version: number;
   /** RFC 3339 (the stored text, byte for byte). */
   expires_at: string;
 }
 
-export interface ApprovalStatement extends ObligationFacts {
+/** `execution` is present only for an obligation that states a call, so statements without one keep their bytes. */
+export interface ApprovalStatement extends Omit<ObligationFacts, 'execution'> {
   type: typeof APPROVAL_STATEMENT_TYPE;
+  execution?: { merchant: string; operation: string; payload: unknown };
 }
 
 export function approvalStatement(o: ObligationFacts): { statement: ApprovalStatement; text: string; bytes: Uint8Array } {
@@ -34,6 +39,7 @@ export function approvalStatement(o: ObligationFacts): { statement: ApprovalStat
     resource: o.resource,
     amount: o.amount ? { minor: o.amount.minor, currency: o.amount.currency } : null,
     intent: o.intent,
+    ...(o.execution !== null ? { execution: parseJsonExactly(o.execution) as NonNullable<ApprovalStatement['execution']> } : {}),
     policy_version: o.policy_version,
     expires_at: o.expires_at,
   };

@@ -31,6 +31,7 @@ export const ObligationView = Type.Object({
   resource: Type.String(),
   amount: Nullable(Money),
   intent: Nullable(Type.String()),
+  execution: Nullable(Type.Object({ merchant: Type.String(), operation: Type.String(), payload: Type.Unknown() }, { description: 'The merchant call the request asked for; only the same call (merchant, operation, payload) discharges the obligation' })),
   policy_version: Type.Integer(),
   matched_rules: Type.Array(Type.String()),
   permit_commitment: Nullable(Type.String()),

@@ -5,6 +5,7 @@ import { approvalStatement, effectiveStatus, verifyApproval, type ApprovalStatus
 import { base64urlDecode } from '../../domain/permit/base64url.ts';
 import { conflict, invalidRequest, notFound, Problem } from '../../http/problem.ts';
 import { newId } from '../../lib/ids.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 import type { ApprovalRequestsTable } from '../../store/schema/decisions.ts';
 import type { ApprovalsTable } from '../../store/schema/approvals.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
@@ -32,6 +33,8 @@ export interface ObligationView {
   resource: string;
   amount: { minor: number; currency: string } | null;
   intent: string | null;
+  /** The merchant call the request asked for, or null. */
+  execution: { merchant: string; operation: string; payload: unknown } | null;
   policy_version: number;
   matched_rules: string[];
   permit_commitment: string | null;
@@ -47,7 +50,7 @@ export function obligationFacts(r: ApprovalRequestsTable): ObligationFacts {
   return {
     approval_request_id: r.id, project_id: r.project_id, agent: r.agent, action: r.action, resource: r.resource,
     amount: r.amount_minor !== null && r.amount_currency !== null ? { minor: Number(r.amount_minor), currency: r.amount_currency } : null,
-    intent: r.intent, policy_version: Number(r.policy_version), expires_at: r.expires_at,
+    intent: r.intent, execution: r.execution ?? null, policy_version: Number(r.policy_version), expires_at: r.expires_at,
   };
 }
 
@@ -65,7 +68,7 @@ export function obligationView(r: ApprovalRequestsTable, a: ApprovalsTable | und
   try { matched = JSON.parse(r.matched_rules) as string[]; } catch { /* stored by us; never malformed */ }
   return {
     id: r.id, status: effectiveStatus(r, now), agent: r.agent, action: r.action, resource: r.resource, amount: facts.amount,
-    intent: r.intent, policy_version: facts.policy_version, matched_rules: matched, permit_commitment: r.permit_commitment,
+    intent: r.intent, execution: facts.execution === null ? null : parseJsonExactly(facts.execution), policy_version: facts.policy_version, matched_rules: matched, permit_commitment: r.permit_commitment,
     decision_id: r.decision_id, created_at: r.created_at, expires_at: r.expires_at,
     statement: approvalStatement(facts).text, approval: a ? approvalView(a) : null,
   };

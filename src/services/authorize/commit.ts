@@ -83,7 +83,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   let approvalRequestId: string | undefined;
   let consumed = false;
   if (combined.decision === 'REQUIRE_APPROVAL' && input.approval_request_id) {
-    const check = await checkApproval(trx, projectId, input.approval_request_id, input, now);
+    const check = await checkApproval(trx, projectId, input.approval_request_id, { ...input, execution: plan.execution?.call ?? null }, now);
     if (check.kind === 'pending') approvalRequestId = input.approval_request_id;
     else if (check.kind === 'unsatisfied') combined = { ...combined, detail: check.detail };
     else {
@@ -119,7 +119,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
       id: approvalRequestId, project_id: projectId, decision_id: decisionId, agent: input.agent, action: input.action,
       resource: input.resource, amount_minor: input.amount?.minor ?? null, amount_currency: input.amount?.currency ?? null,
       intent: input.intent ?? null, permit_commitment: permit?.commitment ?? null, policy_version: plan.policyVersion!,
-      matched_rules: JSON.stringify(policy?.matched_rules ?? []), status: 'pending', created_at: at,
+      matched_rules: JSON.stringify(policy?.matched_rules ?? []), execution: plan.execution?.call ?? null, status: 'pending', created_at: at,
       expires_at: new Date(now.getTime() + APPROVAL_REQUEST_TTL_MS).toISOString(),
     }).execute();
   }

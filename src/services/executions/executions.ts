@@ -13,7 +13,7 @@ import type { Db, Store, Tx } from '../../store/store.ts';
 import type { ExecutionsTable } from '../../store/schema/executions.ts';
 import { recordAudit, recordAuditWith } from '../audit/record.ts';
 import { execFixed, fixedSql, readFixed, type SqlTarget } from '../../store/fixed-sql.ts';
-import { actionFingerprint } from './fingerprint.ts';
+import { actionFingerprint, executionCall } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
 
 export type ExecutionStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN';
@@ -61,7 +61,7 @@ export class Executions {
 
     const executionId = newId('exe');
     const reservation: ExecutionReservation = {
-      executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, merchant: exec.merchant, operation: exec.operation,
+      executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, call: executionCall(exec), merchant: exec.merchant, operation: exec.operation,
       agent: input.agent, action: input.action, resource: input.resource,
     };
 

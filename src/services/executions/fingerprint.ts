@@ -9,6 +9,11 @@ export interface ActionFacts {
   merchant: string; operation: string; payload: unknown;
 }
 
+/** The call alone, as an obligation states it: RFC 8785 text of merchant, operation and payload (no nonce). */
+export function executionCall(e: { merchant: string; operation: string; payload: unknown }): string {
+  return canonicalize({ merchant: e.merchant, operation: e.operation, payload: e.payload }) ?? '';
+}
+
 export function actionFingerprint(f: ActionFacts): string {
   const canonical = canonicalize({
     agent: f.agent, action: f.action, resource: f.resource, amount: f.amount ?? null, intent: f.intent ?? null,

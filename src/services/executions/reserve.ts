@@ -5,6 +5,7 @@ import type { Tx } from '../../store/store.ts';
 import { fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 import { NonceTaken } from './errors.ts';
+import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 // Fixed SQL: this runs in every decision with an execution (store/fixed-sql.ts).
 const RESERVE = fixedSql(`insert into executions (id, project_id, nonce, fingerprint, decision_id, decision_audit_id,
@@ -18,6 +19,8 @@ export interface ExecutionReservation {
   instanceId: string;
   nonce: string;
   fingerprint: string;
+  /** The call itself, RFC 8785 text of {merchant, operation, payload}: what an obligation states and an approval covers. */
+  call: string;
   merchant: string;
   operation: string;
   agent: string;
@@ -34,6 +37,6 @@ export async function reserveExecution(trx: Tx, r: ExecutionReservation, decisio
   if (inserted.length === 0) throw new NonceTaken();
   await recordAudit(trx, {
     projectId: ctx.projectId, kind: 'execution.started', actor: ctx.actor, at: ctx.now,
-    data: { execution_id: r.executionId, decision_id: decision.decision_id, merchant: r.merchant, operation: r.operation, nonce: r.nonce, fingerprint: r.fingerprint },
+    data: { execution_id: r.executionId, decision_id: decision.decision_id, merchant: r.merchant, operation: r.operation, nonce: r.nonce, fingerprint: r.fingerprint, payload: (parseJsonExactly(r.call) as { payload: unknown }).payload },
   }, env);
 }

@@ -14,6 +14,8 @@ export interface ApprovalRequestsTable {
   permit_commitment: string | null;
   policy_version: number;
   matched_rules: string;
+  /** The call a request with an execution asked for: RFC 8785 text of {merchant, operation, payload}; null without one. */
+  execution: string | null;
   /** pending | approved | consumed | revoked | expired (docs/approvals.md). */
   status: string;
   created_at: string;

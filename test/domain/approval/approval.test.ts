@@ -8,7 +8,7 @@ import { approvalStatement, effectiveStatus, parseApprovalPublicKey, uncoveredFi
 
 const facts: ObligationFacts = {
   approval_request_id: 'apr_01jz0000000000000000000000', project_id: 'prj_01jz0000000000000000000000', agent: 'did:key:z6Mkabc',
-  action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' }, intent: null, policy_version: 3,
+  action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' }, intent: null, execution: null, policy_version: 3,
   expires_at: '2030-01-01T00:00:00.000Z',
 };
 
@@ -85,6 +85,14 @@ test('coverage is exact: agent, action, resource, amount (both ways, and currenc
   assert.equal(uncoveredField({ ...facts, amount: null }, req), 'amount');
   assert.equal(uncoveredField({ ...facts, amount: null }, { ...req, amount: undefined }), null);
   assert.equal(uncoveredField(facts, { ...req, intent: 'i' }), 'intent');
+  const call = '{"merchant":"acme","operation":"charge","payload":{"to":"DE89"}}';
+  assert.equal(uncoveredField(facts, { ...req, execution: call }), 'execution', 'an approval given without a call covers none');
+  assert.equal(uncoveredField({ ...facts, execution: call }, req), 'execution');
+  assert.equal(uncoveredField({ ...facts, execution: call }, { ...req, execution: call.replace('DE89', 'XX00') }), 'execution', 'another payload is another call');
+  assert.equal(uncoveredField({ ...facts, execution: call }, { ...req, execution: call }), null);
+  // The statement names the call only where there is one, so statements without it keep their bytes.
+  assert.ok(!approvalStatement(facts).text.includes('execution'));
+  assert.deepEqual(approvalStatement({ ...facts, execution: call }).statement.execution, { merchant: 'acme', operation: 'charge', payload: { to: 'DE89' } });
   assert.equal(uncoveredField({ ...facts, intent: 'i' }, { ...req, intent: 'i' }), null);
   assert.equal(uncoveredField(facts, { ...req, agent: 'did:key:other' }), 'agent');
   assert.equal(uncoveredField(facts, { ...req, action: 'refund' }), 'action');

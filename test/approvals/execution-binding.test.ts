@@ -1,0 +1,76 @@
+// An approval covers the merchant call its obligation states (decision 0503): the merchant, the
+// operation and the payload the opening request carried, which the statement shows the approver.
+// Another payload, operation or merchant, or a call where the obligation stated none, is not covered.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { newApprover } from '../support/approvals.ts';
+import { merchantsFile, startMerchant } from '../support/merchant.ts';
+
+for (const backend of backends()) {
+  test(`an approval covers only the merchant call it states (${backend.name})`, async () => {
+    const merchant = await startMerchant();
+    const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
+    try {
+      const key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const approver = await newApprover(svc);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+      const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+      const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
+      const obligation = async (id: string) => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
+      const approve = async (id: string) => {
+        const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) } });
+        assert.equal(res.statusCode, 201, res.body);
+      };
+      const call = { merchant: 'shop', operation: 'ok', payload: { to: 'DE89 3704', amount: 50_000 } };
+
+      const opened = await authorize({ ...req, execution: { ...call, nonce: randomUUID() } });
+      assert.equal(opened.decision, 'REQUIRE_APPROVAL');
+      const id = opened.approval_request_id as string;
+      const o = await obligation(id);
+      assert.deepEqual(o.execution, call, 'the obligation states the call');
+      assert.deepEqual(JSON.parse(o.statement).execution, call, 'and so does the statement the approver signs');
+      await approve(id);
+
+      for (const [what, execution] of [
+        ['another payload', { ...call, payload: { to: 'attacker', amount: 50_000 } }],
+        ['another operation', { ...call, operation: 'refuse' }],
+        ['another merchant', { ...call, merchant: 'other' }],
+      ] as const) {
+        const res = await authorize({ ...req, approval_request_id: id, execution: { ...execution, nonce: randomUUID() } });
+        assert.equal(res.decision, 'REQUIRE_APPROVAL', what);
+        assert.match(res.detail, /differs .* in execution/, what);
+        assert.equal(res.execution, undefined, what);
+      }
+      const without = await authorize({ ...req, approval_request_id: id });
+      assert.match(without.detail, /differs .* in execution/, 'an approved call is not a bare approval either');
+      assert.equal((await obligation(id)).status, 'approved', 'nothing consumed it');
+      assert.equal(merchant.calls.size, 0, 'no merchant was called');
+
+      const nonce = randomUUID();
+      const executed = await authorize({ ...req, approval_request_id: id, execution: { ...call, nonce } });
+      assert.equal(executed.reason_code, 'approval_granted', JSON.stringify(executed));
+      assert.equal(executed.execution.status, 'SUCCEEDED');
+      assert.deepEqual(merchant.bodies.get(nonce), call.payload);
+      // The audit log keeps what was sent, beside the call's fingerprint.
+      const started = await svc.ts.store.db.selectFrom('audit_events').select('data').where('kind', '=', 'execution.started').execute();
+      assert.deepEqual(started.map((e) => JSON.parse(e.data).payload), [call.payload]);
+
+      // An obligation opened without a call is not discharged by one.
+      const bare = await authorize(req);
+      await approve(bare.approval_request_id);
+      assert.equal((await obligation(bare.approval_request_id)).execution, null);
+      const smuggled = await authorize({ ...req, approval_request_id: bare.approval_request_id, execution: { ...call, nonce: randomUUID() } });
+      assert.match(smuggled.detail, /differs .* in execution/);
+      assert.equal((await authorize({ ...req, approval_request_id: bare.approval_request_id })).reason_code, 'approval_granted');
+    } finally {
+      await svc.stop();
+      await merchant.close();
+    }
+  });
+}
