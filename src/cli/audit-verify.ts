@@ -12,7 +12,7 @@ import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { parseJsonExactly } from '../lib/json-parse.ts';
+import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -30,8 +30,11 @@ interface ProofFile {
   event: AuditEventRecord;
 }
 
-function readProof(file: string): ProofFile {
-  const parsed: unknown = parseJsonExactly(readFileSync(file, 'utf8'));
+/** The proof, and the pointers of members its text names more than once. */
+function readProof(file: string): { proof: ProofFile; repeated: string[] } {
+  const text = readFileSync(file, 'utf8');
+  const parsed: unknown = parseJsonExactly(text);
+  const repeated = repeatedMembers(text).map((r) => r.pointer);
   const p = parsed as Partial<ProofFile>;
   if (typeof parsed !== 'object' || parsed === null) throw new Error('the proof file must hold a JSON object');
   if (typeof p.audit_event_id !== 'string') throw new Error('audit_event_id is missing');
@@ -39,7 +42,7 @@ function readProof(file: string): ProofFile {
   if (!Array.isArray(p.path) || !p.path.every((x) => typeof x === 'string')) throw new Error('path must be an array of base64 hashes');
   if (typeof p.checkpoint !== 'string') throw new Error('checkpoint (the signed note) is missing');
   if (typeof p.event !== 'object' || p.event === null) throw new Error('event (the audit event record) is missing');
-  return p as ProofFile;
+  return { proof: p as ProofFile, repeated };
 }
 
 /** Runs the verifier; returns the exit code (0 verified, 1 not verified, 2 usage error). */
@@ -49,6 +52,7 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
   let witnessKeys: VerifierKey[];
   let allowUnwitnessed: boolean;
   let proof: ProofFile;
+  let repeated: string[];
   try {
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
@@ -64,12 +68,15 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
     witnessKeys = (values['witness-key'] ?? []).map(parseVkey);
     allowUnwitnessed = values['allow-unwitnessed'] ?? false;
     if (witnessKeys.length === 0 && !allowUnwitnessed) throw new Error('give --witness-key (or --allow-unwitnessed to check the log signature only)');
-    proof = readProof(file);
+    ({ proof, repeated } = readProof(file));
   } catch (e) {
     err.write(`gavel audit verify: ${e instanceof Error ? e.message : String(e)}\n${AUDIT_VERIFY_USAGE}\n`);
     return 2;
   }
   const fail = (why: string): number => { out.write(`NOT VERIFIED: ${why}\n`); return 1; };
+  // A name given twice is read by some tools as its first value and by others as its last, so the
+  // event a person reads need not be the one checked: such a file verifies nothing.
+  if (repeated.length > 0) return fail(`the proof file names a member more than once (${repeated.join(', ')}); readers differ on which one counts`);
 
   if (proof.leaf_version !== undefined && proof.leaf_version !== LEAF_VERSION) return fail(`unknown leaf_version ${proof.leaf_version}`);
   if (proof.event.id !== proof.audit_event_id) return fail('the event record is not the event the proof names');

@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, Problem, type FieldError } from './problem.ts';
-import { closingQuote, isMemberName, memberNames, rebuild } from '../lib/json-parse.ts';
+import { memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -188,33 +188,9 @@ function inexactNumbers(root: object): FieldError[] {
 // pair, so the parsed objects hold fewer members than the text names exactly when a name repeats.
 // The text's names are counted by lib/json-parse.ts (memberNames), about one indexOf per string.
 
-/** Every repeated member with its pointer; only for a body that has one. Iterative, like the walks above. */
+/** Every repeated member with its pointer; only for a body that has one. */
 function duplicateMembers(text: string): FieldError[] {
-  type Frame = { at: string; names: Set<string> | null; index: number; key: string | null };
-  const errors: FieldError[] = [];
-  const frames: Frame[] = [];
-  const path = (f: Frame) => `${f.at}/${f.names ? escapePointer(f.key!) : String(f.index)}`;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    const top = frames[frames.length - 1];
-    if (c === 0x22 /* " */) {
-      const end = closingQuote(text, i);
-      if (top?.names && isMemberName(text, end)) {
-        const name = JSON.parse(text.slice(i, end + 1)) as string;
-        top.key = name;
-        if (top.names.has(name)) errors.push({ pointer: path(top), code: 'duplicate_member', message: `the member ${JSON.stringify(name)} appears more than once in this object` });
-        top.names.add(name);
-      }
-      i = end;
-    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      frames.push({ at: top ? path(top) : '', names: c === 0x7b ? new Set() : null, index: 0, key: null });
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      frames.pop();
-    } else if (c === 0x2c /* , */ && top && !top.names) {
-      top.index++;
-    }
-  }
-  return errors;
+  return repeatedMembers(text).map(({ pointer, name }) => ({ pointer, code: 'duplicate_member', message: `the member ${JSON.stringify(name)} appears more than once in this object` }));
 }
 
 /** Every forbidden member with its pointer; only for a body that has one. */

@@ -8,7 +8,7 @@ export interface FieldError {
 }
 
 /** A member name as a JSON Pointer (RFC 6901) reference token. */
-export const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+export { escapePointer } from '../lib/json-pointer.ts';
 
 export class Problem extends Error {
   readonly status: number;

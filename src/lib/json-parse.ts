@@ -4,6 +4,7 @@
 // not affected, and a name without a backslash has nothing to decode. So a text whose member
 // names hold no backslash keeps JSON.parse's result (one indexOf when the text holds none at all),
 // and any other is rebuilt here with every name decoded as a string value.
+import { escapePointer } from './json-pointer.ts';
 
 /** The index of the quote that closes the string opening at `open` (valid JSON assumed). */
 export function closingQuote(text: string, open: number): number {
@@ -44,6 +45,35 @@ export function memberNames(text: string): { count: number; escaped: boolean } {
     at = close;
   }
   return { count, escaped };
+}
+
+/** Each member named a second (third…) time in its object, with its JSON Pointer, in text order. Iterative. */
+export function repeatedMembers(text: string): { pointer: string; name: string }[] {
+  type Frame = { at: string; names: Set<string> | null; index: number; key: string | null };
+  const repeats: { pointer: string; name: string }[] = [];
+  const frames: Frame[] = [];
+  const path = (f: Frame) => `${f.at}/${f.names ? escapePointer(f.key!) : String(f.index)}`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const top = frames[frames.length - 1];
+    if (c === 0x22 /* " */) {
+      const end = closingQuote(text, i);
+      if (top?.names && isMemberName(text, end)) {
+        const name = JSON.parse(text.slice(i, end + 1)) as string; // a string value: read exactly
+        top.key = name;
+        if (top.names.has(name)) repeats.push({ pointer: path(top), name });
+        top.names.add(name);
+      }
+      i = end;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      frames.push({ at: top ? path(top) : '', names: c === 0x7b ? new Set() : null, index: 0, key: null });
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      frames.pop();
+    } else if (c === 0x2c /* , */ && top && !top.names) {
+      top.index++;
+    }
+  }
+  return repeats;
 }
 
 /**

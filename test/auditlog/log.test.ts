@@ -88,6 +88,14 @@ for (const backend of backends()) {
       assert.equal(await runAuditVerify([join(dir, 'altered.json'), '--log-key', a.logVkey, '--witness-key', a.witness!.publicKeyVkey], bad, sink()), 1);
       assert.match(bad.text, /^NOT VERIFIED: the event is not leaf/);
 
+      // The genuine event, with a forged copy of it named first: some readers see the forgery.
+      const genuine = (await import('node:fs')).readFileSync(file, 'utf8');
+      const forged = genuine.replace('"event":', `"event":${JSON.stringify(altered.event)},"event":`);
+      writeFileSync(join(dir, 'twice.json'), forged);
+      const twice = sink();
+      assert.equal(await runAuditVerify([join(dir, 'twice.json'), '--log-key', a.logVkey, '--witness-key', a.witness!.publicKeyVkey], twice, sink()), 1);
+      assert.match(twice.text, /^NOT VERIFIED: the proof file names a member more than once \(\/event\)/);
+
       // A log key the checkpoint is not signed by, and a witness that did not cosign.
       const other = sink();
       const { formatVkey, SIG_TYPE_ED25519, SIG_TYPE_COSIGNATURE_V1 } = await import('../../src/domain/auditlog/note.ts');
