@@ -70,8 +70,11 @@ export async function createService(config: Config, options: ServiceOptions = {}
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
-    witnessUrl: config.witnessUrl, now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
+    witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,
+    now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
+    // A refusal may mean a fork (the witness holds a checkpoint this log does not extend): said at once.
+    onWitnessProblem: (outcome) => app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness: config.witnessUrl, outcome }, 'the witness did not cosign the latest checkpoint'),
   });
   let closing: Promise<void> | undefined;
   return {

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseJsonExactly } from '../lib/json-parse.ts';
+import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
 
 export interface Config {
   host: string;
@@ -52,6 +53,13 @@ const text = (raw: string) => {
   if (raw.trim() === '') throw new Error('must not be empty');
   return raw;
 };
+/** A witness's cosignature/v1 verifier key (`<name>+<key id>+<base64>`), as `gavel witness` prints it. */
+const witnessVkey = (raw: string) => {
+  let key: ReturnType<typeof parseVkey>;
+  try { key = parseVkey(raw.trim()); } catch (e) { throw new Error(`must be a witness verifier key (name+id+base64): ${(e as Error).message}`); }
+  if (key.type !== SIG_TYPE_COSIGNATURE_V1) throw new Error('must be a cosignature/v1 key (the witness\'s, not the log\'s)');
+  return raw.trim();
+};
 const url = (protocols: string[]) => (raw: string) => {
   let u: URL;
   try { u = new URL(raw); } catch { throw new Error('must be a URL'); }
@@ -71,7 +79,7 @@ const SPECS: Record<keyof Config, Spec> = {
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
   witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:']) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
-  witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: text },
+  witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: witnessVkey },
   checkpointIntervalMs: { env: 'GAVEL_CHECKPOINT_INTERVAL_MS', file: 'checkpoint_interval_ms', parse: integer(10, 3_600_000) },
   checkpointMaxEvents: { env: 'GAVEL_CHECKPOINT_MAX_EVENTS', file: 'checkpoint_max_events', parse: integer(1, 10_000_000) },
   auditTickMs: { env: 'GAVEL_AUDIT_TICK_MS', file: 'audit_tick_ms', parse: integer(5, 60_000) },
@@ -125,6 +133,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const result = { ...(config as unknown as Config), ...overrides };
   result.dataDir = resolve(result.dataDir);
+  if (result.witnessUrl && !result.witnessVkey) {
+    throw new ConfigError('GAVEL_WITNESS_VKEY', 'is required with GAVEL_WITNESS_URL: cosignatures are checked against the key given here (`gavel witness` prints it), never against one the witness announces');
+  }
   return result;
 }
 

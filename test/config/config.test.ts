@@ -43,3 +43,13 @@ test('credentials in URLs are masked when printed', () => {
   assert.equal(c.databaseUrl, 'postgres://gavel:s3cret@db:5432/gavel');
   assert.ok(!JSON.stringify(redactConfig(c)).includes('s3cret'));
 });
+
+test('a witness URL needs its pinned key, and the key must be a witness cosignature key', async () => {
+  assert.throws(() => loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY');
+  const { formatVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } = await import('../../src/domain/auditlog/note.ts');
+  const witnessKey = formatVkey('localhost/gavel-witness', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3));
+  const logKey = formatVkey('localhost/gavel', SIG_TYPE_ED25519, new Uint8Array(32).fill(3));
+  assert.equal(loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402', GAVEL_WITNESS_VKEY: witnessKey }).witnessVkey, witnessKey);
+  assert.throws(() => loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402', GAVEL_WITNESS_VKEY: logKey }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY' && /cosignature/.test(e.message));
+  assert.throws(() => loadConfig({ GAVEL_WITNESS_VKEY: 'not a key' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY');
+});

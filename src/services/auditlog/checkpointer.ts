@@ -3,6 +3,8 @@
 // size the witness is believed to hold. Checkpoints are immutable rows keyed by size; only the
 // cosignature columns are filled in later.
 import { signCheckpoint } from '../../domain/auditlog/checkpoint.ts';
+import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
+import { parseVkey } from '../../domain/auditlog/note.ts';
 import { assemble, planConsistency, planRoot, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
@@ -78,6 +80,8 @@ export type WitnessOutcome =
   | { kind: 'nothing_to_do' }
   | { kind: 'no_witness' }
   | { kind: 'cosigned'; size: number }
+  /** The witness answered 200 with no cosignature its pinned key verifies: nothing is stored. */
+  | { kind: 'invalid_cosignature'; reason: string }
   | Exclude<AddCheckpointResult, { kind: 'cosigned' }>;
 
 /**
@@ -85,15 +89,20 @@ export type WitnessOutcome =
  * of the newest cosigned checkpoint; on a 409 the witness names the size it holds and we retry
  * once from there (e.g. after a crash between the witness's answer and our commit).
  */
-export async function witnessLatest(store: Store, witnessUrl: string | undefined, now: Date, timeoutMs = 5000): Promise<WitnessOutcome> {
+export async function witnessLatest(store: Store, witness: { url: string; vkey: string } | undefined, now: Date, timeoutMs = 5000): Promise<WitnessOutcome> {
   const latest = await latestCheckpoint(store.db);
   if (!latest || latest.witnessed_at !== null) return { kind: 'nothing_to_do' };
-  if (!witnessUrl) return { kind: 'no_witness' };
+  if (!witness) return { kind: 'no_witness' };
+  const witnessUrl = witness.url;
   let old = (await latestCheckpoint(store.db, { witnessed: true }))?.size ?? 0;
   for (let attempt = 0; attempt < 2; attempt++) {
     const proof = old > 0 && old < latest.size ? await consistencyFromStore(store.db, old, latest.size) : [];
     const r = await addCheckpoint(witnessUrl, old, proof, latest.note, { timeoutMs });
     if (r.kind === 'cosigned') {
+      // Stored only once the pinned key verifies it: a checkpoint marked witnessed is one a witness
+      // holding that key vouched for, whatever lines the answer carried.
+      const valid = verifyCosignatures(latest.note + r.cosignatures.join(''), [parseVkey(witness.vkey)]);
+      if (valid.length === 0) return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${parseVkey(witness.vkey).name}` };
       await store.db.updateTable('audit_checkpoints')
         .set({ cosignatures: r.cosignatures.join(''), witnessed_at: now.toISOString() })
         .where('size', '=', latest.size).execute();

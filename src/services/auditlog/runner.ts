@@ -13,10 +13,13 @@ import { sequencePending, type SequenceBatch } from './sequencer.ts';
 export interface AuditLogOptions extends CheckpointPolicy {
   /** Pause between ticks. */
   tickMs: number;
-  witnessUrl: string | undefined;
+  /** The witness and its pinned cosignature/v1 key (config requires the key with the URL). */
+  witness: { url: string; vkey: string } | undefined;
   witnessTimeoutMs?: number;
   now?: () => Date;
   onError?: (err: unknown) => void;
+  /** A witness that refused, could not be reached, or answered without a valid cosignature. */
+  onWitnessProblem?: (outcome: Extract<WitnessOutcome, { kind: 'refused' | 'unavailable' | 'invalid_cosignature' | 'conflict' }>) => void;
   /** Runs each sequencing batch; the service passes its writer so that the log's writes share the
    * decisions' commits (and fsyncs) and, on SQLite, run on the writer thread. */
   sequence?: SequenceBatch;
@@ -84,7 +87,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (!leader) return { leader, sequenced: 0, checkpoint: undefined, witness: undefined };
     const sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
     const cp = await checkpointIfDue(store, signer, now(), options, force);
-    const witness = await witnessLatest(store, options.witnessUrl, now(), options.witnessTimeoutMs);
+    const witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
+    if (witness.kind === 'refused' || witness.kind === 'unavailable' || witness.kind === 'invalid_cosignature' || witness.kind === 'conflict') options.onWitnessProblem?.(witness);
     return { leader, sequenced, checkpoint: cp?.size, witness };
   };
 

@@ -38,20 +38,15 @@ export interface VerificationResult {
 }
 
 export interface VerifyDeps extends AuditLogDeps {
-  /** The witness's cosignature/v1 vkey; when absent it is read from the witness's GET /. */
+  /** The witness's cosignature/v1 vkey, pinned by configuration. */
   witnessVkey?: string | undefined;
   witnessTimeoutMs?: number;
 }
 
+// Only the pinned key (GAVEL_WITNESS_VKEY, which configuration requires beside GAVEL_WITNESS_URL):
+// a key the witness announces would let any server answering at that URL be "independent".
 async function witnessKey(deps: VerifyDeps): Promise<VerifierKey | undefined> {
-  if (deps.witnessVkey) return parseVkey(deps.witnessVkey);
-  try {
-    const res = await fetch(`${deps.witnessUrl!.replace(/\/+$/, '')}/`, { signal: AbortSignal.timeout(deps.witnessTimeoutMs ?? 5000) });
-    const body = await res.json() as { vkey?: unknown };
-    return typeof body.vkey === 'string' ? parseVkey(body.vkey) : undefined;
-  } catch {
-    return undefined;
-  }
+  return deps.witnessVkey ? parseVkey(deps.witnessVkey) : undefined;
 }
 
 function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array | undefined, index: number, path: Uint8Array[] | undefined): string | null {
