@@ -73,6 +73,25 @@ for (const backend of backends()) {
       assert.equal(await count('decisions'), decisionsBefore, 'no new decision');
     });
 
+    test('a repeat is REPLAY even once its merchant has left the configuration; a new nonce for it is 422', async () => {
+      const nonce = randomUUID();
+      const first = (await pay('ok', nonce)).json();
+      assert.equal(first.execution.status, 'SUCCEEDED');
+      const configured = svc.deps.executions;
+      const { Executions } = await import('../../src/services/executions/executions.ts');
+      const { MerchantRegistry } = await import('../../src/merchants/config.ts');
+      (svc.deps as { executions: unknown }).executions = new Executions({ store: svc.ts.store, writer: svc.deps.writer, merchants: new MerchantRegistry(), instanceId: configured.instanceId, now: () => new Date() });
+      try {
+        const again = await pay('ok', nonce);
+        assert.equal(again.statusCode, 200, again.body);
+        assert.deepEqual([again.json().decision, again.json().execution], ['REPLAY', first.execution]);
+        const fresh = await pay('ok', randomUUID());
+        assert.equal(fresh.statusCode, 422);
+        assert.equal(fresh.json().code, 'unknown_merchant');
+      } finally { (svc.deps as { executions: unknown }).executions = configured; }
+      assert.equal(merchant.calls.get(nonce), 1);
+    });
+
     test('a replay spends no budget: a one-use permit replays after its use is spent', async () => {
       const a = newAgent();
       const one = (await issue(svc, a.did, { ...PAY, max_uses: 1 } as never)).jws;
@@ -130,6 +149,12 @@ for (const backend of backends()) {
       const during = await pay('slow', nonce);
       assert.equal(during.statusCode, 409, during.body);
       assert.equal(during.json().code, 'execution_in_progress');
+      // Nor can a person resolve it meanwhile: it has no outcome yet, and the detail says so.
+      const inFlight = await svc.ts.store.db.selectFrom('executions').select('id').where('nonce', '=', nonce).executeTakeFirstOrThrow();
+      const early = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: key, payload: { execution_id: inFlight.id, outcome: 'FAILED', note: 'looked' } });
+      assert.equal(early.statusCode, 409, early.body);
+      assert.equal(early.json().code, 'execution_not_unknown');
+      assert.match(early.json().detail, /is IN_FLIGHT \(the merchant call is still in progress/);
       assert.equal((await first).json().execution.status, 'SUCCEEDED');
       for (const res of [await pay('slow', nonce, {}, { order: 'other' }), await pay('slow', nonce, { resource: 'resource://shop/2' }), await pay('ok', nonce)]) {
         assert.equal(res.statusCode, 409, res.body);
@@ -231,8 +256,11 @@ for (const backend of backends()) {
       assert.equal((await row(ok.id)).status, 'SUCCEEDED');
       const missing = await resolve({ execution_id: 'exe_00000000000000000000000000', outcome: 'FAILED', note: 'x' });
       assert.equal(missing.statusCode, 404);
-      const noNote = await resolve({ execution_id: ok.id, outcome: 'FAILED', note: '' });
-      assert.equal(noNote.statusCode, 400);
+      for (const note of ['', '   ', '\n\t']) {
+        const blank = await resolve({ execution_id: ok.id, outcome: 'FAILED', note });
+        assert.equal(blank.statusCode, 400, JSON.stringify(note));
+        assert.deepEqual(blank.json().errors.map((e: { pointer: string }) => e.pointer), ['/note']);
+      }
     });
 
     test('console resolve (ADMIN): records who, when and the note', async () => {

@@ -18,7 +18,8 @@ export const ExecutionList = Type.Object({
 });
 
 export const Outcome = Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]);
-export const Note = Type.String({ minLength: 1, maxLength: 2000, description: 'What was checked to settle the outcome' });
+// At least one character that is not white space: the note is the record of what a person checked.
+export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: '\\S', description: 'What was checked to settle the outcome (not blank)' });
 export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
 
 export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });

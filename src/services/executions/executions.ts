@@ -52,12 +52,13 @@ export class Executions {
 
   async run(ctx: DecideContext, input: AuthorizeInput, exec: ExecutionRequestInput,
     decide: (reservation: ExecutionReservation) => Promise<DecisionRecord>): Promise<ExecutionResult> {
-    const target = this.resolveTarget(exec);
     const fingerprint = actionFingerprint({ ...input, merchant: exec.merchant, operation: exec.operation, payload: exec.payload });
 
-    // First check: a nonce already bound answers without deciding.
+    // First check: a nonce already bound answers without deciding, even if its merchant has since
+    // left the configuration (a repeat is always REPLAY with the stored outcome, spec 3).
     const seen = await this.#byNonce(ctx.projectId, exec.nonce);
     if (seen) return this.#repeat(ctx, seen, fingerprint);
+    const target = this.resolveTarget(exec);
 
     const executionId = newId('exe');
     const reservation: ExecutionReservation = {

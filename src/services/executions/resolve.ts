@@ -14,7 +14,8 @@ export async function resolveExecution(store: Store, input: ResolveInput): Promi
     .where('project_id', '=', input.projectId).where('id', '=', input.executionId).executeTakeFirst();
   if (!row) throw notFound(`no execution ${input.executionId} in this project`);
   if (row.status !== 'UNKNOWN') {
-    const how = row.resolved_at ? `resolved by ${row.resolved_by} at ${row.resolved_at}` : 'an outcome recorded from the merchant';
+    const how = row.status === 'IN_FLIGHT' ? 'the merchant call is still in progress; it becomes UNKNOWN only if no outcome comes'
+      : row.resolved_at ? `resolved by ${row.resolved_by} at ${row.resolved_at}` : 'an outcome recorded from the merchant';
     throw new Problem(409, 'execution_not_unknown', `execution ${row.id} is ${row.status} (${how}); only an UNKNOWN execution can be resolved`,
       { extra: { execution_status: row.status } });
   }
