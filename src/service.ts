@@ -20,6 +20,7 @@ import { Executions } from './services/executions/executions.ts';
 import { InstanceKeeper } from './services/executions/recovery.ts';
 import { randomUUID } from 'node:crypto';
 import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
+import { takeServingLock } from './store/sqlite/serving-lock.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -51,8 +52,20 @@ export interface ServiceOptions extends BuildOptions {
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
+  const where = storeOptions(config);
+  const servingLock = !options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
+  try {
+    return await assemble(config, options, where, servingLock);
+  } catch (e) {
+    servingLock?.release();
+    throw e;
+  }
+}
+
+async function assemble(config: Config, options: ServiceOptions, where: StoreOptions, servingLock: { release(): void } | undefined): Promise<Service> {
   const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
-  const store = options.store ?? openStore(storeOptions(config));
+  const store = options.store ?? openStore(where);
   await migrateToLatest(store);
   const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
   let logError: (err: unknown) => void = () => {};
@@ -89,6 +102,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
         await writer.close();
         await keeper.stop();
         if (!options.store) await store.close();
+        servingLock?.release();
       })();
       return closing;
     },

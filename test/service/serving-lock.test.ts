@@ -1,0 +1,40 @@
+// One serving process per SQLite database: a second `gavel serve` on the same data directory stops
+// before it recovers anything (it would have marked the first one's calls in flight UNKNOWN), and a
+// restart after kill -9 is not refused (the OS drops the lock with the process).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { backends } from '../support/backends.ts';
+import { prepareForChildren, spawnGavel } from '../support/process.ts';
+import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { openStore } from '../../src/store/store.ts';
+
+const sqlite = backends().find((b) => b.name === 'sqlite')!;
+
+test('a second server on the same SQLite database is refused before it touches the calls in flight; a restart after kill -9 is not', async () => {
+  const merchant = await startMerchant({ slowMs: 1_500 });
+  const { svc, agent, jws, key, env } = await prepareForChildren(sqlite, { merchantsFile: merchantsFile(merchant.url, 10_000) });
+  const first = await spawnGavel(env);
+  try {
+    const call = fetch(`${first.url}/v1/authorize`, {
+      method: 'POST', headers: { ...key, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'slow', payload: {}, nonce: randomUUID() } }),
+    }).then(async (r) => (await r.json()) as { execution?: { status: string } });
+    await merchant.waitForCalls(1);
+    await assert.rejects(spawnGavel(env), /another Gavel process is serving/);
+    assert.equal((await call).execution?.status, 'SUCCEEDED', 'the first server\'s call was left alone');
+    const store = openStore(svc.ts.options);
+    try {
+      const kinds = (await store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'execution.%').execute()).map((e) => e.kind);
+      assert.ok(!kinds.includes('execution.unknown'), kinds.join(', '));
+    } finally { await store.close(); }
+
+    await first.kill('SIGKILL');
+    const again = await spawnGavel(env);
+    await again.kill('SIGTERM');
+  } finally {
+    await first.kill('SIGKILL');
+    await svc.stop();
+    await merchant.close();
+  }
+});
