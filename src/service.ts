@@ -98,6 +98,9 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
         // close them as they do, or the server would wait for the clients' keep-alive timeout.
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
         try { await app.close(); } finally { clearInterval(idle); }
+        // Every event the stopped server answered for is sequenced and under a signed (and, if a
+        // witness answers, witnessed) checkpoint before it exits, not only after the next start.
+        await auditLog.tick({ force: true }).catch((err: unknown) => app.log.warn({ err }, 'the last checkpoint before stopping failed'));
         await auditLog.stop();
         await writer.close();
         await keeper.stop();
