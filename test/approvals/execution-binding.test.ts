@@ -5,28 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { newApprover } from '../support/approvals.ts';
-import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { approvedCallsFixture } from '../support/approvals.ts';
 
 for (const backend of backends()) {
   test(`an approval covers only the merchant call it states (${backend.name})`, async () => {
-    const merchant = await startMerchant();
-    const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
+    const { svc, merchant, req, authorize, obligation, approve, stop } = await approvedCallsFixture(backend);
     try {
-      const key = await svc.keyHeader([]);
-      await activatePolicy(svc, ALLOW_PAYMENTS);
-      const approver = await newApprover(svc);
-      const agent = newAgent();
-      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
-      const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
-      const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
-      const obligation = async (id: string) => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
-      const approve = async (id: string) => {
-        const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) } });
-        assert.equal(res.statusCode, 201, res.body);
-      };
       const call = { merchant: 'shop', operation: 'ok', payload: { to: 'DE89 3704', amount: 50_000 } };
 
       const opened = await authorize({ ...req, execution: { ...call, nonce: randomUUID() } });
@@ -69,8 +53,7 @@ for (const backend of backends()) {
       assert.match(smuggled.detail, /differs .* in execution/);
       assert.equal((await authorize({ ...req, approval_request_id: bare.approval_request_id })).reason_code, 'approval_granted');
     } finally {
-      await svc.stop();
-      await merchant.close();
+      await stop();
     }
   });
 }

@@ -4,32 +4,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { newApprover } from '../support/approvals.ts';
-import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { approvedCallsFixture } from '../support/approvals.ts';
 
 for (const backend of backends()) {
   test(`a REPLAY never consumes an approval (${backend.name})`, async () => {
-    const merchant = await startMerchant();
-    const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
+    const { merchant, req, authorize, obligation: statusOf, approve, stop } = await approvedCallsFixture(backend);
     try {
-      const key = await svc.keyHeader([]);
-      await activatePolicy(svc, ALLOW_PAYMENTS);
-      const approver = await newApprover(svc);
-      const agent = newAgent();
-      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
-      const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
-      const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
-      const statusOf = async (id: string) => {
-        const res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key });
-        return res.json().approvals.find((o: { id: string }) => o.id === id);
-      };
-      const approve = async (id: string) => {
-        const o = await statusOf(id);
-        const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) } });
-        assert.equal(res.statusCode, 201, res.body);
-      };
       const execution = (nonce: string) => ({ merchant: 'shop', operation: 'ok', payload: { order: 1 }, nonce });
 
       // The obligation states the call (decision 0503), so the request that opens it carries it too.
@@ -56,8 +36,7 @@ for (const backend of backends()) {
       assert.equal(fresh.decision, 'ALLOW');
       assert.equal((await statusOf(second.approval_request_id)).status, 'consumed');
     } finally {
-      await svc.stop();
-      await merchant.close();
+      await stop();
     }
   });
 }

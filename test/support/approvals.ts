@@ -3,7 +3,10 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { newId } from '../../src/lib/ids.ts';
 import { registerApprovalKey } from '../../src/services/approvals/keys.ts';
-import type { TestService } from './service.ts';
+import { startService, type TestService } from './service.ts';
+import type { Backend } from './backends.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from './authorize.ts';
+import { merchantsFile, startMerchant } from './merchant.ts';
 
 export interface Approver {
   principalId: string;
@@ -42,4 +45,27 @@ export async function seedObligation(svc: TestService, over: { expiresAt?: Date 
     expires_at: (over.expiresAt ?? new Date(now.getTime() + 3600_000)).toISOString(),
   }).execute();
   return id;
+}
+
+/**
+ * A service with a real merchant (`shop`), the payments policy active, an approver and an agent
+ * holding a payments permit; `req` is a payment the policy sends to approval. For tests of
+ * approved executions.
+ */
+export async function approvedCallsFixture(backend: Backend) {
+  const merchant = await startMerchant();
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
+  const key = await svc.keyHeader([]);
+  await activatePolicy(svc, ALLOW_PAYMENTS);
+  const approver = await newApprover(svc);
+  const agent = newAgent();
+  const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+  const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+  const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
+  const obligation = async (id: string) => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
+  const approve = async (id: string) => {
+    const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) } });
+    if (res.statusCode !== 201) throw new Error(`approving ${id}: ${res.body}`);
+  };
+  return { svc, merchant, req, authorize, obligation, approve, stop: async () => { await svc.stop(); await merchant.close(); } };
 }
