@@ -12,7 +12,14 @@ const KEYWORD_CODES: Record<string, string> = {
   wellFormed: 'invalid_unicode',
 };
 
-interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string; parentSchema?: { description?: unknown } }
+interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string; schema?: unknown; parentSchema?: { description?: unknown } }
+
+/** The values an `anyOf` of constants allows (a union of literals), or undefined for any other anyOf. */
+function allowedValues(e: AjvError): unknown[] | undefined {
+  if (e.keyword !== 'anyOf' || !Array.isArray(e.schema)) return undefined;
+  const branches = e.schema as { const?: unknown }[];
+  return branches.every((b) => b !== null && typeof b === 'object' && 'const' in b) ? branches.map((b) => b.const) : undefined;
+}
 
 /** A pattern's or format's own regular expression says little to a caller; the field's description says what is wanted. */
 function formatMessage(e: AjvError): string | undefined {
@@ -27,15 +34,20 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
   // A value that breaks its pattern or format and is also too short is reported once, by its form:
   // the length bound is implied by the pattern ("x" is not "fewer than 12 characters" but not a resource URI).
   const malformed = new Set(errors.filter((e) => e.keyword === 'pattern' || e.keyword === 'format').map((e) => e.instancePath));
+  // A union of literals fails once per literal ("must be equal to constant") and once as a whole:
+  // reported once, naming the values it allows.
+  const enumerated = new Set(errors.filter((e) => allowedValues(e) !== undefined).map((e) => e.instancePath));
   for (const e of errors) {
     if (e.keyword === 'minLength' && malformed.has(e.instancePath)) continue;
+    if (e.keyword === 'const' && enumerated.has(e.instancePath)) continue;
     // anyOf/oneOf report every branch; the branch errors are noise next to the summary.
     if (e.keyword === 'if') continue;
     let pointer = e.instancePath;
     if (e.keyword === 'required') pointer += '/' + escapePointer(String(e.params.missingProperty));
     if (e.keyword === 'additionalProperties') pointer += '/' + escapePointer(String(e.params.additionalProperty));
-    const code = KEYWORD_CODES[e.keyword] ?? 'invalid';
-    let message = e.message ?? 'is not valid';
+    const allowed = allowedValues(e);
+    const code = allowed ? 'not_allowed' : KEYWORD_CODES[e.keyword] ?? 'invalid';
+    let message = allowed ? `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : e.message ?? 'is not valid';
     if (e.keyword === 'required') message = 'is required';
     if (e.keyword === 'additionalProperties') message = 'is not a known field';
     if (e.keyword === 'pattern' || e.keyword === 'format') message = formatMessage(e) ?? message;

@@ -256,6 +256,10 @@ for (const backend of backends()) {
       assert.equal((await row(ok.id)).status, 'SUCCEEDED');
       const missing = await resolve({ execution_id: 'exe_00000000000000000000000000', outcome: 'FAILED', note: 'x' });
       assert.equal(missing.statusCode, 404);
+      // An outcome that is not one of the two is reported once, naming both.
+      const maybe = await resolve({ execution_id: ok.id, outcome: 'MAYBE', note: 'x' });
+      assert.equal(maybe.statusCode, 400);
+      assert.deepEqual(maybe.json().errors.map((e: { pointer: string; code: string; message: string }) => [e.pointer, e.code, e.message]), [['/outcome', 'not_allowed', 'must be one of "SUCCEEDED", "FAILED"']]);
       for (const note of ['', '   ', '\n\t']) {
         const blank = await resolve({ execution_id: ok.id, outcome: 'FAILED', note });
         assert.equal(blank.statusCode, 400, JSON.stringify(note));
