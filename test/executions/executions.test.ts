@@ -223,6 +223,18 @@ for (const backend of backends()) {
       const c = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/executions?limit=500`, headers: auditor.get });
       assert.equal(c.statusCode, 200, c.body);
       assert.deepEqual(c.json().executions.map((e: { id: string }) => e.id), seen.map((e) => e.id));
+      // Filtered by status, on both planes: what waits for a person, without paging through the rest.
+      for (const status of ['UNKNOWN', 'SUCCEEDED']) {
+        const want = seen.filter((e) => e.status === status).map((e) => e.id);
+        const m = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=500&status=${status}`, headers: key });
+        const cs = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/executions?limit=500&status=${status}`, headers: auditor.get });
+        assert.deepEqual(m.json().executions.map((e: { id: string }) => e.id), want, status);
+        assert.deepEqual(cs.json().executions.map((e: { id: string }) => e.id), want, status);
+      }
+      assert.ok(seen.some((e) => e.status === 'UNKNOWN') && seen.some((e) => e.status === 'SUCCEEDED'), 'both statuses were listed');
+      const bad = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?status=unknown`, headers: key });
+      assert.equal(bad.statusCode, 400);
+      assert.deepEqual(bad.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/status', 'not_allowed']]);
     });
 
     test('resolve: only UNKNOWN; the first of racing resolvers stands; the others get conflict or execution_not_unknown', async () => {

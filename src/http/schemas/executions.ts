@@ -34,8 +34,11 @@ export const Resolved = Type.Object({
 });
 
 /** Query strings arrive as text and the service does not coerce types, so limit is a decimal string. */
+export const ExecutionStatusFilter = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
+  { description: 'Only executions in this status (UNKNOWN: those waiting for a person to resolve them)' });
 export const ExecutionPageQuery = Type.Object({
+  status: Type.Optional(ExecutionStatusFilter),
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
   limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,1}|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' })),
 }, { additionalProperties: false });
-export const pageOf = (q: { cursor?: string; limit?: string }) => ({ cursor: q.cursor, limit: q.limit === undefined ? undefined : Number(q.limit) });
+export const pageOf = (q: { cursor?: string; limit?: string; status?: string }) => ({ cursor: q.cursor, limit: q.limit === undefined ? undefined : Number(q.limit), status: q.status });
