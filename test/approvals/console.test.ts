@@ -32,7 +32,7 @@ for (const backend of backends()) {
       const viaJwk = await registerKey(approver, approver.principalId, { public_key: { kty: 'OKP', crv: 'Ed25519', x: jwk.publicKey } });
       assert.equal(viaJwk.statusCode, 201, viaJwk.body);
       assert.equal(viaJwk.json().public_key, jwk.publicKey);
-      const dup = await registerKey(admin, approver.principalId, { public_key: raw.publicKey });
+      const dup = await registerKey(approver, approver.principalId, { public_key: raw.publicKey });
       assert.equal(dup.statusCode, 409);
       assert.equal(dup.json().code, 'approval_key_exists');
       const list = await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: approver.get });
@@ -55,17 +55,17 @@ for (const backend of backends()) {
       assert.equal(res.json().code, 'approval_key_retired');
     });
 
-    test('who may manage keys: ADMIN or the principal itself; a non-APPROVER gets no key; another APPROVER may not read or retire', async () => {
+    test('who may manage keys: only the principal itself registers one (not ADMIN); ADMIN or the owner retires; a non-APPROVER gets no key; another APPROVER may not read or retire', async () => {
       const other = await consoleMember(svc, ['APPROVER']);
       const auditor = await consoleMember(svc, ['AUDITOR']);
       const plain = await consoleMember(svc, ['POLICY_AUTHOR']);
-      const byAdmin = await registerKey(admin, approver.principalId, { public_key: ed25519Pair().publicKey });
+      // An ADMIN holding a key's private half could approve as its owner: refused.
+      const forSomeoneElse = await registerKey(admin, approver.principalId, { public_key: ed25519Pair().publicKey });
+      assert.equal(forSomeoneElse.statusCode, 403, forSomeoneElse.body);
+      const byAdmin = await registerKey(approver, approver.principalId, { public_key: ed25519Pair().publicKey });
       assert.equal(byAdmin.statusCode, 201, byAdmin.body);
       const byOther = await registerKey(other, approver.principalId, { public_key: ed25519Pair().publicKey });
       assert.equal(byOther.statusCode, 403);
-      const notApprover = await registerKey(admin, plain.principalId, { public_key: ed25519Pair().publicKey });
-      assert.equal(notApprover.statusCode, 422);
-      assert.equal(notApprover.json().code, 'not_an_approver');
       const selfNotApprover = await registerKey(plain, plain.principalId, { public_key: ed25519Pair().publicKey });
       assert.equal(selfNotApprover.json().code, 'not_an_approver');
       assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: auditor.get })).statusCode, 200);
@@ -84,12 +84,13 @@ for (const backend of backends()) {
         [{ kty: 'RSA', crv: 'Ed25519', x: ed25519Pair().publicKey }, 400], [42, 400],
       ];
       for (const [public_key, status] of bad) {
-        const res = await registerKey(admin, approver.principalId, { public_key });
+        const res = await registerKey(approver, approver.principalId, { public_key });
         assert.equal(res.statusCode, status, JSON.stringify(public_key));
         assert.equal(res.json().code, 'invalid_request');
       }
+      // Nobody registers a key for another principal, known or not (decision 0502, addendum).
       const unknown = await registerKey(admin, 'prn_00000000000000000000000000', { public_key: ed25519Pair().publicKey });
-      assert.equal(unknown.statusCode, 404);
+      assert.equal(unknown.statusCode, 403);
       const noKey = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/apk_00000000000000000000000000/retire`, headers: admin.post, payload: '{}' });
       assert.equal(noKey.statusCode, 404);
     });

@@ -189,7 +189,8 @@ export const ROUTES: RouteEntry[] = [
     example: async (ctx) => ({ params: { principalId: await ctx.newMember(['APPROVER']) } }),
   },
   {
-    method: 'POST', path: `${C}/principals/{principalId}/approval-keys`, plane: 'console', allowed: ['ADMIN'],
+    // No role registers a key for someone else, ADMIN included: only the principal itself (decision 0502, addendum).
+    method: 'POST', path: `${C}/principals/{principalId}/approval-keys`, plane: 'console', allowed: [],
     example: async (ctx) => {
       const { generateKeyPairSync } = await import('node:crypto');
       const x = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;

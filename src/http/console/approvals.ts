@@ -52,12 +52,15 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.post(`${C}/principals/:principalId/approval-keys`, {
-    schema: { tags, summary: 'Register an Ed25519 approval key for a principal holding APPROVER (ADMIN, or the principal itself)', params: PrincipalParams,
+    schema: { tags, summary: 'Register an Ed25519 approval key of one\'s own (the principal itself, holding APPROVER)', params: PrincipalParams,
       body: RegisterApprovalKeyBody, response: { 201: ApprovalKeyView, ...errorResponses() } },
     preValidation: consoleAuth(),
   }, async (request, reply) => {
     const { principalId } = request.params as { principalId: string };
-    requireRoleOrSelf(request, ['ADMIN'], principalId, 'registering an approval key');
+    // Whoever holds a key's private half approves in its owner's name, so a key is registered by its
+    // owner alone: an ADMIN who could register one for an APPROVER could approve as that person
+    // (decision 0502, addendum). Retiring a key stays open to ADMIN.
+    if (request.auth!.principalId !== principalId) throw forbidden('an approval key is registered by its owner alone; no role registers one for someone else');
     const body = request.body as { public_key: unknown; name?: string };
     const key = await registerApprovalKey(app.gavel.store, {
       projectId: request.auth!.projectId, principalId, publicKey: body.public_key, ...(body.name ? { name: body.name } : {}), actor: request.auth!.actor,
