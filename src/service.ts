@@ -34,6 +34,23 @@ function createWriter(store: Store, onError: (err: unknown) => void): GavelWrite
   return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw }, atomicProcedures);
 }
 
+/**
+ * Logs a witness that did not cosign: a refusal or conflict as an error (it may be a fork: the
+ * witness holds a checkpoint this log does not extend), an outage as a warning. The loop ticks ten
+ * times a second, so the same outcome is logged again only after a minute.
+ */
+export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: string | undefined): (outcome: { kind: string; reason?: string }) => void {
+  let last = '';
+  let at = 0;
+  return (outcome) => {
+    const key = `${outcome.kind}:${outcome.reason ?? ''}`;
+    if (key === last && Date.now() - at < 60_000) return;
+    last = key;
+    at = Date.now();
+    app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness, outcome }, 'the witness did not cosign the latest checkpoint');
+  };
+}
+
 export interface Service {
   app: FastifyInstance;
   deps: AppDeps;
@@ -86,8 +103,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
     witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,
     now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
-    // A refusal may mean a fork (the witness holds a checkpoint this log does not extend): said at once.
-    onWitnessProblem: (outcome) => app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness: config.witnessUrl, outcome }, 'the witness did not cosign the latest checkpoint'),
+    onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
   let closing: Promise<void> | undefined;
   return {

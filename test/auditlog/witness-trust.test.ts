@@ -62,3 +62,15 @@ for (const backend of backends()) {
     }
   });
 }
+
+test('a witness that does not cosign is logged: a refusal as an error, an outage as a warning, each outcome at most once a minute', async () => {
+  const { witnessProblemLog } = await import('../../src/service.ts');
+  const lines: [string, string][] = [];
+  const log = { warn: (o: { outcome: { kind: string } }) => lines.push(['warn', o.outcome.kind]), error: (o: { outcome: { kind: string } }) => lines.push(['error', o.outcome.kind]) };
+  const report = witnessProblemLog({ log } as never, 'http://127.0.0.1:1');
+  for (let i = 0; i < 10; i++) report({ kind: 'unavailable', reason: 'connect ECONNREFUSED' });
+  report({ kind: 'invalid_cosignature', reason: 'no cosignature by w' });
+  report({ kind: 'refused', reason: 'fork' });
+  report({ kind: 'refused', reason: 'fork' });
+  assert.deepEqual(lines, [['warn', 'unavailable'], ['error', 'invalid_cosignature'], ['error', 'refused']]);
+});
