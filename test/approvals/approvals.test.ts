@@ -252,6 +252,15 @@ for (const backend of backends()) {
       const res = (await authorize({ ...req, approval_request_id: id })).json();
       assert.equal(res.decision, 'REQUIRE_APPROVAL');
       assert.match(res.detail, /retired/);
+      // And it reads as withdrawn, not approved: in the view and in the status filters.
+      assert.equal((await obligation(id)).status, 'withdrawn');
+      const listed = async (status: string) => (await svc.app.inject({ method: 'GET', url: `${base()}?limit=500&status=${status}`, headers: key })).json().approvals.map((o: { id: string }) => o.id);
+      assert.ok((await listed('withdrawn')).includes(id));
+      assert.ok(!(await listed('approved')).includes(id));
+      const live = await opened();
+      await approve(live.id);
+      assert.ok((await listed('approved')).includes(live.id), 'an approval by a live key still lists as approved');
+      assert.ok(!(await listed('withdrawn')).includes(live.id));
     });
 
     test('every change is audited: recorded, revoked, and the consuming decision', async () => {

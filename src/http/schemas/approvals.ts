@@ -7,8 +7,8 @@ export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', descri
 const PrincipalId = Type.String({ pattern: '^prn_[0-9a-z]{26}$' });
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
-export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('revoked'), Type.Literal('expired')],
-  { description: 'pending → approved → consumed | revoked; pending or approved past expires_at reads as expired' });
+export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('revoked'), Type.Literal('expired'), Type.Literal('withdrawn')],
+  { description: 'pending → approved → consumed | revoked; pending or approved past expires_at reads as expired; approved whose key was retired or whose approver left or lost APPROVER reads as withdrawn' });
 
 export const ApprovalView = Type.Object({
   id: Type.String({ description: 'Approval id (apv_)' }),

@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 import type { ApprovalRequestsTable } from '../../store/schema/decisions.ts';
 import type { ApprovalsTable } from '../../store/schema/approvals.ts';
+import { sql } from 'kysely';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { approverEligibility } from './eligibility.ts';
@@ -62,20 +63,32 @@ function approvalView(a: ApprovalsTable): ApprovalView {
   };
 }
 
-export function obligationView(r: ApprovalRequestsTable, a: ApprovalsTable | undefined, now: Date): ObligationView {
+/**
+ * Whether the obligation's approval can still be used: its key live, its owner an enabled member
+ * holding APPROVER (as eligibility.ts checks when one is recorded or consumed). Read beside each row.
+ */
+const usableApproval = sql<number>`exists (select 1 from approvals a
+  join approval_keys k on k.id = a.key_id and k.project_id = a.project_id and k.retired_at is null
+  join memberships m on m.project_id = a.project_id and m.principal_id = k.principal_id and m.revoked_at is null
+  join principals p on p.id = k.principal_id and p.disabled_at is null
+  join role_grants g on g.project_id = a.project_id and g.principal_id = k.principal_id and g.role = 'APPROVER'
+  where a.approval_request_id = approval_requests.id)`;
+type ObligationRow = ApprovalRequestsTable & { usable?: number | boolean | null };
+
+export function obligationView(r: ObligationRow, a: ApprovalsTable | undefined, now: Date): ObligationView {
   const facts = obligationFacts(r);
   let matched: string[] = [];
   try { matched = JSON.parse(r.matched_rules) as string[]; } catch { /* stored by us; never malformed */ }
   return {
-    id: r.id, status: effectiveStatus(r, now), agent: r.agent, action: r.action, resource: r.resource, amount: facts.amount,
+    id: r.id, status: effectiveStatus(r, now, r.usable === undefined || r.usable === null ? undefined : Boolean(Number(r.usable))), agent: r.agent, action: r.action, resource: r.resource, amount: facts.amount,
     intent: r.intent, execution: facts.execution === null ? null : parseJsonExactly(facts.execution), policy_version: facts.policy_version, matched_rules: matched, permit_commitment: r.permit_commitment,
     decision_id: r.decision_id, created_at: r.created_at, expires_at: r.expires_at,
     statement: approvalStatement(facts).text, approval: a ? approvalView(a) : null,
   };
 }
 
-async function load(db: Db | Tx, projectId: string, id: string): Promise<{ row: ApprovalRequestsTable; approval: ApprovalsTable | undefined }> {
-  const row = await db.selectFrom('approval_requests').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+async function load(db: Db | Tx, projectId: string, id: string): Promise<{ row: ObligationRow; approval: ApprovalsTable | undefined }> {
+  const row = await db.selectFrom('approval_requests').selectAll().select(usableApproval.as('usable')).where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound(`no approval request ${id} in this project`);
   const approval = await db.selectFrom('approvals').selectAll().where('approval_request_id', '=', id).executeTakeFirst();
   return { row, approval };
@@ -89,6 +102,8 @@ function stateConflict(status: ApprovalStatus, id: string): Problem {
     case 'revoked': return conflict(`the approval of ${id} was revoked`, 'approval_revoked');
     case 'expired': return conflict(`approval request ${id} has expired`, 'approval_request_expired');
     case 'pending': return conflict(`approval request ${id} has no approval yet`, 'not_approved');
+    // Not raised today: recording and revoking read the stored status (a withdrawn approval may still be revoked).
+    case 'withdrawn': return conflict(`the approval of ${id} was withdrawn (its key retired, or its approver no longer one)`, 'approval_withdrawn');
   }
 }
 
@@ -106,11 +121,13 @@ export async function getObligation(db: Db, projectId: string, id: string, now: 
 
 export async function listObligations(db: Db, projectId: string, q: { before?: string; limit: number; status?: ApprovalStatus; agent?: string }, now: Date): Promise<ObligationView[]> {
   const at = now.toISOString();
-  let query = db.selectFrom('approval_requests').selectAll().where('project_id', '=', projectId);
+  let query = db.selectFrom('approval_requests').selectAll().select(usableApproval.as('usable')).where('project_id', '=', projectId);
   if (q.before) query = query.where('id', '<', q.before);
   if (q.agent) query = query.where('agent', '=', q.agent);
   if (q.status === 'expired') query = query.where('status', 'in', ['pending', 'approved']).where('expires_at', '<=', at);
-  else if (q.status === 'pending' || q.status === 'approved') query = query.where('status', '=', q.status).where('expires_at', '>', at);
+  else if (q.status === 'approved') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(usableApproval, '=', sql<number>`${sql.lit(true)}`);
+  else if (q.status === 'withdrawn') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`not ${usableApproval}`);
+  else if (q.status === 'pending') query = query.where('status', '=', q.status).where('expires_at', '>', at);
   else if (q.status) query = query.where('status', '=', q.status);
   const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
   const ids = rows.map((r) => r.id);
@@ -150,7 +167,8 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
       projectId: input.projectId, kind: 'approval.recorded', actor: input.actor, at: now,
       data: { approval_id: approval.id, approval_request_id: row.id, key_id: input.keyId, approver: eligible.principalId, signature: input.signature, statement: approvalStatement(obligationFacts(row)).text },
     });
-    return obligationView({ ...row, status: 'approved' }, approval, now);
+    // Usable: the key's eligibility was checked above, in this transaction (the row was read before the approval existed).
+    return obligationView({ ...row, status: 'approved', usable: true }, approval, now);
   });
 }
 
