@@ -63,6 +63,8 @@ export interface Service {
 
 export interface ServiceOptions extends BuildOptions {
   store?: Store;
+  /** The SQLite serving lock, when the caller took it first (`gavel up` before its local witness). */
+  servingLock?: { release(): void };
   signer?: Signer;
   clock?: Clock;
   merchants?: MerchantRegistry;
@@ -71,7 +73,7 @@ export interface ServiceOptions extends BuildOptions {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
-  const servingLock = !options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
+  const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
     return await assemble(config, options, where, servingLock);
   } catch (e) {

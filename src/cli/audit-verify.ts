@@ -32,7 +32,8 @@ interface ProofFile {
 
 /** The proof, and the pointers of members its text names more than once. */
 function readProof(file: string): { proof: ProofFile; repeated: string[] } {
-  const text = readFileSync(file, 'utf8');
+  let text: string;
+  try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the proof file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
   const parsed: unknown = parseJsonExactly(text);
   const repeated = repeatedMembers(text).map((r) => r.pointer);
   const p = parsed as Partial<ProofFile>;

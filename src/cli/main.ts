@@ -10,6 +10,7 @@ import { logIdentity } from '../services/auditlog/log.ts';
 import { startWitness, type RunningWitness } from '../witness/server.ts';
 import { runWitnessCommand } from '../witness/main.ts';
 import { runAuditVerify } from './audit-verify.ts';
+import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -48,9 +49,21 @@ async function localWitness(config: ReturnType<typeof loadConfig>): Promise<Runn
 
 async function serve(embedded: boolean): Promise<void> {
   let config = loadConfig();
-  const witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
-  if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
-  const service = await createService(config);
+  // The serving lock first: a second server on this database stops before it migrates anything or
+  // starts a witness on the same files (store/sqlite/serving-lock.ts).
+  const where = storeOptions(config);
+  const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
+  let witness: RunningWitness | undefined;
+  let service: Awaited<ReturnType<typeof createService>>;
+  try {
+    witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
+    if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
+    service = await createService(config, servingLock ? { servingLock } : {});
+  } catch (e) {
+    await witness?.close().catch(() => {});
+    servingLock?.release();
+    throw e;
+  }
   const { app } = service;
   app.log.info({ config: redactConfig(config) }, 'configuration');
   await app.listen({ host: config.host, port: config.port });
@@ -60,13 +73,13 @@ async function serve(embedded: boolean): Promise<void> {
   const lines = [
     `Gavel is running (${config.databaseUrl ? 'PostgreSQL' : `SQLite at ${storeOptions(config).kind === 'sqlite' ? (storeOptions(config) as { file: string }).file : ''}`}).`,
     `  API:      ${base}/v1`,
-    `  Console:  ${base}/v1/console (log in with POST /v1/console/login)`,
+    `  Console:  POST ${base}/v1/console/login exchanges a password for a session (docs/getting-started.md)`,
     `  OpenAPI:  ${base}/openapi.json`,
     `  Project:  ${service.bootstrap.projectId}`,
     `  Witness:  ${config.witnessUrl ?? 'none (checkpoints are signed, not witnessed)'}${witness ? ` (local, key ${witness.publicKeyVkey})` : ''}`,
   ];
   if (service.bootstrap.admin) {
-    lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this one-time password (shown only now):`, `  ${service.bootstrap.admin.password}`);
+    lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this generated password. It is printed this once and stored only as a hash; keep it:`, `  ${service.bootstrap.admin.password}`);
   } else if (embedded) {
     lines.push('', 'The administrator password was printed on first start only.');
   }
@@ -112,6 +125,6 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse) fail(e.message);
   throw e;
 }

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { prepareForChildren, spawnGavel } from '../support/process.ts';
+import { spawnSync } from 'node:child_process';
+import { MAIN, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { openStore } from '../../src/store/store.ts';
 
@@ -22,6 +23,10 @@ test('a second server on the same SQLite database is refused before it touches t
     }).then(async (r) => (await r.json()) as { execution?: { status: string } });
     await merchant.waitForCalls(1);
     await assert.rejects(spawnGavel(env), /another Gavel process is serving/);
+    // `gavel up` too, before it starts a local witness on the same files: one line, no stack trace.
+    const up = spawnSync(process.execPath, [MAIN, 'up'], { env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
+    assert.equal(up.status, 2, up.stderr);
+    assert.match(up.stderr, /^gavel: another Gavel process is serving .*\n$/);
     assert.equal((await call).execution?.status, 'SUCCEEDED', 'the first server\'s call was left alone');
     const store = openStore(svc.ts.options);
     try {

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { StoreOptions } from '../../src/store/store.ts';
 
-const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+export const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
 export interface GavelProcess { url: string; child: ChildProcess; kill(signal?: NodeJS.Signals): Promise<void> }
 
