@@ -49,6 +49,9 @@ async function localWitness(config: ReturnType<typeof loadConfig>): Promise<Runn
 
 async function serve(embedded: boolean): Promise<void> {
   let config = loadConfig();
+  // The data directory holds password, key and session hashes beside the private keys: everything
+  // this process creates there is its owner's alone (files 0600, directories 0700), as the keys were.
+  process.umask(0o077);
   // The serving lock first: a second server on this database stops before it migrates anything or
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
