@@ -80,6 +80,7 @@ async function serve(embedded: boolean): Promise<void> {
     `  OpenAPI:  ${base}/openapi.json`,
     `  Project:  ${service.bootstrap.projectId}`,
     `  Witness:  ${config.witnessUrl ?? 'none (checkpoints are signed, not witnessed)'}${witness ? ` (local, key ${witness.publicKeyVkey})` : ''}`,
+    `  Merchants: ${service.deps.merchants.size > 0 ? `${service.deps.merchants.size} from ${config.merchantsFile}` : 'none (set GAVEL_MERCHANTS_FILE to allow executions)'}`,
   ];
   if (service.bootstrap.admin) {
     lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this generated password. It is printed this once and stored only as a hash; keep it:`, `  ${service.bootstrap.admin.password}`);
