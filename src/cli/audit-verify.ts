@@ -4,7 +4,6 @@
 // Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
 // the checkpoint's signature by the log key; the RFC 9162 inclusion path to the checkpoint's
 // root; a valid cosignature by every witness key given. Exit 0 verified, 1 not, 2 usage error.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
@@ -12,7 +11,7 @@ import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
+import { readJsonFile } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -32,10 +31,7 @@ interface ProofFile {
 
 /** The proof, and the pointers of members its text names more than once. */
 function readProof(file: string): { proof: ProofFile; repeated: string[] } {
-  let text: string;
-  try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the proof file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
-  const parsed: unknown = parseJsonExactly(text);
-  const repeated = repeatedMembers(text).map((r) => r.pointer);
+  const { value: parsed, repeated } = readJsonFile(file, 'proof file');
   const p = parsed as Partial<ProofFile>;
   if (typeof parsed !== 'object' || parsed === null) throw new Error('the proof file must hold a JSON object');
   if (typeof p.audit_event_id !== 'string') throw new Error('audit_event_id is missing');

@@ -10,6 +10,7 @@ import { logIdentity } from '../services/auditlog/log.ts';
 import { startWitness, type RunningWitness } from '../witness/server.ts';
 import { runWitnessCommand } from '../witness/main.ts';
 import { runAuditVerify } from './audit-verify.ts';
+import { runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 
 const USAGE = `usage: gavel <command>
@@ -21,6 +22,8 @@ commands:
   witness   the C2SP tlog-witness (gavel witness --help for flags)
   audit verify <proof.json> --log-key VKEY --witness-key VKEY
             check an exported audit proof offline, with public keys alone
+  audit consistency <consistency.json> --log-key VKEY [--witness-key VKEY]
+            check offline that the log only grew between two checkpoints
 
 configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_LOG_LEVEL,
 GAVEL_BODY_LIMIT_BYTES, GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_WITNESS_VKEY,
@@ -121,7 +124,8 @@ try {
     case 'migrate': await migrate(); break;
     case 'witness': await runWitnessCommand(process.argv.slice(3)); break;
     case 'audit': {
-      if (process.argv[3] !== 'verify') fail(`unknown audit command "${process.argv[3] ?? ''}" (try: gavel audit verify)`);
+      if (process.argv[3] === 'consistency') { process.exitCode = await runAuditConsistency(process.argv.slice(4)); break; }
+      if (process.argv[3] !== 'verify') fail(`unknown audit command "${process.argv[3] ?? ''}" (try: gavel audit verify, gavel audit consistency)`);
       process.exitCode = await runAuditVerify(process.argv.slice(4));
       break;
     }

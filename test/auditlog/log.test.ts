@@ -10,7 +10,7 @@ import { fromBase64 } from '../../src/domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../../src/domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../../src/domain/auditlog/cosignature.ts';
 import { leafHashOfEvent } from '../../src/domain/auditlog/leaf.ts';
-import { parseVkey } from '../../src/domain/auditlog/note.ts';
+import { formatVkey, parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../../src/domain/auditlog/note.ts';
 import { verifyConsistency, verifyInclusion } from '../../src/domain/auditlog/verify.ts';
 import { runAuditVerify } from '../../src/cli/audit-verify.ts';
 import { backends } from '../support/backends.ts';
@@ -98,7 +98,7 @@ for (const backend of backends()) {
 
       // A log key the checkpoint is not signed by, and a witness that did not cosign.
       const other = sink();
-      const { formatVkey, SIG_TYPE_ED25519, SIG_TYPE_COSIGNATURE_V1 } = await import('../../src/domain/auditlog/note.ts');
+      const { SIG_TYPE_ED25519 } = await import('../../src/domain/auditlog/note.ts');
       const stranger = formatVkey(a.origin, SIG_TYPE_ED25519, new Uint8Array(32).fill(7));
       assert.equal(await runAuditVerify([file, '--log-key', stranger, '--witness-key', a.witness!.publicKeyVkey], other, sink()), 1);
       const noWitness = sink();
@@ -134,6 +134,30 @@ for (const backend of backends()) {
       const cpFrom = openCheckpoint(c.from_checkpoint, [parseVkey(a.logVkey)]).checkpoint;
       const cpTo = openCheckpoint(c.to_checkpoint, [parseVkey(a.logVkey)]).checkpoint;
       assert.ok(verifyConsistency(from, to, c.proof.map(fromBase64), cpFrom.root, cpTo.root));
+
+      // Offline, as an auditor holding the route's answer and the two public keys would check it.
+      const { runAuditConsistency } = await import('../../src/cli/audit-consistency.ts');
+      const keys = ['--log-key', a.logVkey, '--witness-key', a.witness!.publicKeyVkey];
+      const check = async (body: unknown, raw?: string) => {
+        const file = join(dir, `consistency-${Math.random().toString(36).slice(2)}.json`);
+        writeFileSync(file, raw ?? JSON.stringify(body));
+        const o = sink();
+        return { code: await runAuditConsistency([file, ...keys], o, sink()), text: o.text };
+      };
+      const ok = await check(c);
+      assert.equal(ok.code, 0, ok.text);
+      assert.match(ok.text, new RegExp(`^CONSISTENT: .* at size ${to} extends its tree at size ${from}, both cosigned by`));
+      // Sizes swapped, the proof altered, the newer checkpoint's size misstated, a repeated member: each refused.
+      assert.equal((await check({ ...c, from: to, to: from, from_checkpoint: c.to_checkpoint, to_checkpoint: c.from_checkpoint })).code, 1);
+      if (c.proof.length > 0) assert.equal((await check({ ...c, proof: [c.proof[0].replace(/^./, (ch: string) => (ch === 'A' ? 'B' : 'A')), ...c.proof.slice(1)] })).code, 1);
+      assert.match((await check({ ...c, to: to + 1 })).text, /^NOT CONSISTENT: the newer checkpoint is of size/);
+      assert.match((await check(undefined, JSON.stringify(c).replace('"proof":', '"proof":[],"proof":'))).text, /names a member more than once \(\/proof\)/);
+      const unwitnessed = sink();
+      const strangerWitness = formatVkey('other/witness', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(9));
+      const f = join(dir, 'consistency-w.json');
+      writeFileSync(f, JSON.stringify(c));
+      assert.equal(await runAuditConsistency([f, '--log-key', a.logVkey, '--witness-key', strangerWitness], unwitnessed, sink()), 1);
+      assert.equal(await runAuditConsistency([f], sink(), sink()), 2);
       const over = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/consistency?from=0&to=${to + 1000}`, headers: key });
       assert.equal(over.statusCode, 400);
     });

@@ -1,0 +1,72 @@
+// `gavel audit consistency <consistency.json> --log-key VKEY [--witness-key VKEY …]`: checks offline
+// that the log only grew between two checkpoints (invariant 9), with public keys alone. The file is
+// the output of GET /v1/projects/{projectId}/audit/consistency?from=M&to=N for two checkpoint sizes.
+// Checks: both checkpoints are signed by the log key (and cosigned by every witness key given) and
+// have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer.
+// Exit 0 consistent, 1 not, 2 usage error.
+import { parseArgs } from 'node:util';
+import { fromBase64 } from '../domain/auditlog/bytes.ts';
+import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
+import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
+import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
+import { verifyConsistency } from '../domain/auditlog/verify.ts';
+import { readJsonFile } from './json-file.ts';
+import type { Writable } from './audit-verify.ts';
+
+export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
+
+interface ConsistencyFile { from: number; to: number; proof: string[]; from_checkpoint: string | null; to_checkpoint: string | null }
+
+/** Runs the check; returns the exit code (0 consistent, 1 not, 2 usage error). */
+export async function runAuditConsistency(argv: readonly string[], out: Writable = process.stdout, err: Writable = process.stderr): Promise<number> {
+  let file: ConsistencyFile;
+  let repeated: string[];
+  let logKey: VerifierKey;
+  let witnessKeys: VerifierKey[];
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true,
+      options: { 'log-key': { type: 'string' }, 'witness-key': { type: 'string', multiple: true, default: [] } },
+    });
+    if (positionals.length !== 1 || !values['log-key']) throw new Error('a consistency file and --log-key are required');
+    logKey = parseVkey(values['log-key']);
+    witnessKeys = (values['witness-key'] ?? []).map(parseVkey);
+    const read = readJsonFile(positionals[0]!, 'consistency file');
+    repeated = read.repeated;
+    const f = read.value as Partial<ConsistencyFile> | null;
+    if (typeof f !== 'object' || f === null) throw new Error('the consistency file must hold a JSON object');
+    if (!Number.isSafeInteger(f.from) || !Number.isSafeInteger(f.to)) throw new Error('from and to must be integers');
+    if (!Array.isArray(f.proof) || !f.proof.every((x) => typeof x === 'string')) throw new Error('proof must be an array of base64 hashes');
+    file = f as ConsistencyFile;
+  } catch (e) {
+    err.write(`gavel audit consistency: ${e instanceof Error ? e.message : String(e)}\n${AUDIT_CONSISTENCY_USAGE}\n`);
+    return 2;
+  }
+  const fail = (why: string): number => { out.write(`NOT CONSISTENT: ${why}\n`); return 1; };
+  if (repeated.length > 0) return fail(`the file names a member more than once (${repeated.join(', ')}); readers differ on which one counts`);
+  if (typeof file.from_checkpoint !== 'string' || typeof file.to_checkpoint !== 'string') {
+    return fail('the file holds no signed checkpoint for one of its sizes: ask for two sizes that are checkpoints');
+  }
+  const open = (note: string, size: number, which: string) => {
+    const cp = openCheckpoint(note, [logKey]).checkpoint;
+    if (cp.size !== size) throw new Error(`the ${which} checkpoint is of size ${cp.size}, not ${size}`);
+    for (const w of witnessKeys) {
+      if (!verifyCosignatures(note, [w]).length) throw new Error(`no valid cosignature by witness ${w.name} on the ${which} checkpoint`);
+    }
+    return cp;
+  };
+  let older;
+  let newer;
+  try {
+    older = open(file.from_checkpoint, file.from, 'older');
+    newer = open(file.to_checkpoint, file.to, 'newer');
+  } catch (e) { return fail((e as Error).message); }
+  if (older.origin !== newer.origin) return fail(`the checkpoints are of two logs (${older.origin}, ${newer.origin})`);
+  let proof: Uint8Array[];
+  try { proof = file.proof.map(fromBase64); } catch { return fail('the proof holds a value that is not base64'); }
+  if (!verifyConsistency(file.from, file.to, proof, older.root, newer.root)) {
+    return fail(`the tree of size ${file.to} does not extend the tree of size ${file.from} by this proof (a checkpoint or the proof altered, or the log rewritten)`);
+  }
+  out.write(`CONSISTENT: ${newer.origin} at size ${file.to} extends its tree at size ${file.from}${witnessKeys.length ? `, both cosigned by ${witnessKeys.map((w) => w.name).join(', ')}` : ' (log signatures only)'}\n`);
+  return 0;
+}

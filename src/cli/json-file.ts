@@ -1,0 +1,12 @@
+// A JSON file an auditor hands the offline checkers: read with member names exactly as written
+// (lib/json-parse.ts), and with the pointers of any name given twice, which a checker refuses:
+// readers differ on which of the two counts, so what a person reads need not be what was checked.
+import { readFileSync } from 'node:fs';
+import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
+
+export function readJsonFile(file: string, what: string): { value: unknown; repeated: string[] } {
+  let text: string;
+  try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  const value: unknown = parseJsonExactly(text);
+  return { value, repeated: repeatedMembers(text).map((r) => r.pointer) };
+}
