@@ -10,7 +10,7 @@ import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyConsistency } from '../domain/auditlog/verify.ts';
-import { readJsonFile } from './json-file.ts';
+import { readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
@@ -43,7 +43,8 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
     return 2;
   }
   const fail = (why: string): number => { out.write(`NOT CONSISTENT: ${why}\n`); return 1; };
-  if (repeated.length > 0) return fail(`the file names a member more than once (${repeated.join(', ')}); readers differ on which one counts`);
+  const twice = repeatedReason('file', repeated);
+  if (twice) return fail(twice);
   if (typeof file.from_checkpoint !== 'string' || typeof file.to_checkpoint !== 'string') {
     return fail('the file holds no signed checkpoint for one of its sizes: ask for two sizes that are checkpoints');
   }

@@ -11,7 +11,7 @@ import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { readJsonFile } from './json-file.ts';
+import { readJsonFile, repeatedReason } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -71,9 +71,9 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
     return 2;
   }
   const fail = (why: string): number => { out.write(`NOT VERIFIED: ${why}\n`); return 1; };
-  // A name given twice is read by some tools as its first value and by others as its last, so the
-  // event a person reads need not be the one checked: such a file verifies nothing.
-  if (repeated.length > 0) return fail(`the proof file names a member more than once (${repeated.join(', ')}); readers differ on which one counts`);
+  // A name given twice: the event a person reads need not be the one checked (cli/json-file.ts).
+  const twice = repeatedReason('proof file', repeated);
+  if (twice) return fail(twice);
 
   if (proof.leaf_version !== undefined && proof.leaf_version !== LEAF_VERSION) return fail(`unknown leaf_version ${proof.leaf_version}`);
   if (proof.event.id !== proof.audit_event_id) return fail('the event record is not the event the proof names');

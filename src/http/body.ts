@@ -169,17 +169,10 @@ const isExact = (n: number) => Number.isSafeInteger(n) || (Number.isFinite(n) &&
 /** Every number not read exactly, with its pointer; only for a body that has one. */
 function inexactNumbers(root: object): FieldError[] {
   const errors: FieldError[] = [];
-  const todo: [object, string][] = [[root, '']];
-  while (todo.length > 0) {
-    const [node, at] = todo.pop()!;
-    for (const key in node) {
-      const v = (node as Record<string, unknown>)[key];
-      const pointer = `${at}/${escapePointer(key)}`;
-      if (v !== null && typeof v === 'object') todo.push([v, pointer]);
-      else if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude); send it as a string' });
-    }
-  }
-  return errors.reverse();
+  eachMember(root, (pointer, _key, v) => {
+    if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude); send it as a string' });
+  });
+  return errors;
 }
 
 // A member named twice in one object is refused (I-JSON, RFC 7493 §2.3): JSON.parse keeps the last,
@@ -196,15 +189,26 @@ function duplicateMembers(text: string): FieldError[] {
 /** Every forbidden member with its pointer; only for a body that has one. */
 function forbiddenMembers(root: object): FieldError[] {
   const errors: FieldError[] = [];
-  const todo: [object, string][] = [[root, '']];
-  while (todo.length > 0) {
-    const [node, at] = todo.pop()!;
-    if (hasProto(node)) errors.push({ pointer: `${at}/__proto__`, code: 'forbidden_member', message: 'a member named "__proto__" is not accepted' });
-    if (hasConstructorPrototype(node)) errors.push({ pointer: `${at}/constructor`, code: 'forbidden_member', message: 'a "constructor" member holding a "prototype" member is not accepted' });
-    for (const key in node) {
-      const v = (node as Record<string, unknown>)[key];
-      if (v !== null && typeof v === 'object') todo.push([v, `${at}/${escapePointer(key)}`]);
-    }
-  }
+  eachMember(root, (pointer, key, v, holder) => {
+    if (key === '__proto__' && !Array.isArray(holder)) errors.push({ pointer, code: 'forbidden_member', message: 'a member named "__proto__" is not accepted' });
+    else if (key === 'constructor' && hasConstructorPrototype(holder)) errors.push({ pointer, code: 'forbidden_member', message: 'a "constructor" member holding a "prototype" member is not accepted' });
+  });
   return errors;
+}
+
+/**
+ * Every member and element under `root`, in text order, with its JSON Pointer: the walk the error
+ * lists above share. Iterative, as JSON.parse nests deeper than the stack goes.
+ */
+function eachMember(root: object, visit: (pointer: string, key: string, value: unknown, holder: object) => void): void {
+  const todo: { node: object; at: string; keys: string[]; next: number }[] = [{ node: root, at: '', keys: Object.keys(root), next: 0 }];
+  while (todo.length > 0) {
+    const top = todo[todo.length - 1]!;
+    if (top.next === top.keys.length) { todo.pop(); continue; }
+    const key = top.keys[top.next++]!;
+    const value = (top.node as Record<string, unknown>)[key];
+    const pointer = `${top.at}/${escapePointer(key)}`;
+    visit(pointer, key, value, top.node);
+    if (value !== null && typeof value === 'object') todo.push({ node: value, at: pointer, keys: Object.keys(value), next: 0 });
+  }
 }

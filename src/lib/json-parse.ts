@@ -7,7 +7,7 @@
 import { escapePointer } from './json-pointer.ts';
 
 /** The index of the quote that closes the string opening at `open` (valid JSON assumed). */
-export function closingQuote(text: string, open: number): number {
+function closingQuote(text: string, open: number): number {
   let close = text.indexOf('"', open + 1);
   while (close !== -1) {
     let backslashes = 0;
@@ -18,10 +18,10 @@ export function closingQuote(text: string, open: number): number {
   return text.length; // unreachable for valid JSON; ends a scan rather than looping
 }
 
-export const isJsonSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+const isJsonSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** True when the string at [open, close] is followed by ':', i.e. is a member name (valid JSON: nothing else is). */
-export function isMemberName(text: string, close: number): boolean {
+function isMemberName(text: string, close: number): boolean {
   let next = close + 1;
   while (isJsonSpace(text.charCodeAt(next))) next++;
   return text.charCodeAt(next) === 0x3a /* : */;

@@ -125,7 +125,7 @@ export async function listObligations(db: Db, projectId: string, q: { before?: s
   if (q.before) query = query.where('id', '<', q.before);
   if (q.agent) query = query.where('agent', '=', q.agent);
   if (q.status === 'expired') query = query.where('status', 'in', ['pending', 'approved']).where('expires_at', '<=', at);
-  else if (q.status === 'approved') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(usableApproval, '=', sql<number>`${sql.lit(true)}`);
+  else if (q.status === 'approved') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`${usableApproval}`);
   else if (q.status === 'withdrawn') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`not ${usableApproval}`);
   else if (q.status === 'pending') query = query.where('status', '=', q.status).where('expires_at', '>', at);
   else if (q.status) query = query.where('status', '=', q.status);

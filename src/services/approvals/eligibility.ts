@@ -1,6 +1,7 @@
 // Who may approve: a live approval key whose owner is a current, enabled member of the project
 // holding APPROVER. Checked when an approval is recorded and again when one is consumed, so
-// retiring a key or revoking a role withdraws approvals not yet used.
+// retiring a key or revoking a role withdraws approvals not yet used. The same rule, as SQL, makes a
+// listed approval read as withdrawn (usableApproval in approvals.ts): change them together.
 import type { Db, Tx } from '../../store/store.ts';
 import { rolesOf } from '../identity/members.ts';
 

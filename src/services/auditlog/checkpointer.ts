@@ -101,8 +101,10 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
     if (r.kind === 'cosigned') {
       // Stored only once the pinned key verifies it: a checkpoint marked witnessed is one a witness
       // holding that key vouched for, whatever lines the answer carried.
-      const valid = verifyCosignatures(latest.note + r.cosignatures.join(''), [parseVkey(witness.vkey)]);
-      if (valid.length === 0) return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${parseVkey(witness.vkey).name}` };
+      const key = parseVkey(witness.vkey);
+      if (verifyCosignatures(latest.note + r.cosignatures.join(''), [key]).length === 0) {
+        return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${key.name}` };
+      }
       await store.db.updateTable('audit_checkpoints')
         .set({ cosignatures: r.cosignatures.join(''), witnessed_at: now.toISOString() })
         .where('size', '=', latest.size).execute();

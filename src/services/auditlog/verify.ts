@@ -43,12 +43,6 @@ export interface VerifyDeps extends AuditLogDeps {
   witnessTimeoutMs?: number;
 }
 
-// Only the pinned key (GAVEL_WITNESS_VKEY, which configuration requires beside GAVEL_WITNESS_URL):
-// a key the witness announces would let any server answering at that URL be "independent".
-async function witnessKey(deps: VerifyDeps): Promise<VerifierKey | undefined> {
-  return deps.witnessVkey ? parseVkey(deps.witnessVkey) : undefined;
-}
-
 function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array | undefined, index: number, path: Uint8Array[] | undefined): string | null {
   try {
     const opened = openCheckpoint(note, [logKey]);
@@ -93,8 +87,10 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
   const answer = await cosignedCheckpoint(deps.witnessUrl, id.origin, cp.root, { timeoutMs: deps.witnessTimeoutMs ?? 5000 });
   if (answer.kind === 'unavailable') return local('UNAVAILABLE', `the witness could not be consulted: ${answer.reason}`);
   if (answer.kind === 'not_found') return local('NOT_WITNESSED', `the witness answered that it never cosigned root ${toBase64(cp.root)} of ${id.origin}`);
-  const key = await witnessKey(deps);
-  if (!key) return local('UNAVAILABLE', 'the witness key could not be obtained');
+  // Only the pinned key (GAVEL_WITNESS_VKEY, which configuration requires beside GAVEL_WITNESS_URL):
+  // a key the witness announces would let any server answering at that URL be "independent".
+  if (!deps.witnessVkey) return local('UNAVAILABLE', 'no witness key is pinned (GAVEL_WITNESS_VKEY)');
+  const key = parseVkey(deps.witnessVkey);
   let sameCheckpoint = false;
   try {
     const opened = openCheckpoint(answer.note, [logKey]);
