@@ -18,6 +18,8 @@ for (const backend of backends()) {
     let svc: TestService;
     let merchant: TestMerchant;
     let key: { authorization: string };
+    /** A key held by a person: only a person resolves an UNKNOWN (invariant 6). */
+    let personKey: { authorization: string };
     let agent: Agent;
     let permit: string;
     const authorize = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body });
@@ -34,6 +36,7 @@ for (const backend of backends()) {
       merchant = await startMerchant();
       svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
       key = await svc.keyHeader([]);
+      personKey = { authorization: `Bearer ${(await svc.member([], undefined, 'person')).key}` };
       await activatePolicy(svc, ALLOW_PAYMENTS);
       agent = newAgent();
       permit = (await issue(svc, agent.did, PAY)).jws;
@@ -151,7 +154,7 @@ for (const backend of backends()) {
       assert.equal(during.json().code, 'execution_in_progress');
       // Nor can a person resolve it meanwhile: it has no outcome yet, and the detail says so.
       const inFlight = await svc.ts.store.db.selectFrom('executions').select('id').where('nonce', '=', nonce).executeTakeFirstOrThrow();
-      const early = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: key, payload: { execution_id: inFlight.id, outcome: 'FAILED', note: 'looked' } });
+      const early = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: personKey, payload: { execution_id: inFlight.id, outcome: 'FAILED', note: 'looked' } });
       assert.equal(early.statusCode, 409, early.body);
       assert.equal(early.json().code, 'execution_not_unknown');
       assert.match(early.json().detail, /is IN_FLIGHT \(the merchant call is still in progress/);
@@ -240,7 +243,12 @@ for (const backend of backends()) {
     test('resolve: only UNKNOWN; the first of racing resolvers stands; the others get conflict or execution_not_unknown', async () => {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');
-      const resolve = (body: Record<string, unknown>) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: key, payload: body });
+      const resolve = (body: Record<string, unknown>, headers = personKey) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers, payload: body });
+      // A service principal's key may find out, but not settle it: 403 person_required, nothing written.
+      const bySoftware = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'the reconciler saw no charge' }, key);
+      assert.equal(bySoftware.statusCode, 403, bySoftware.body);
+      assert.equal(bySoftware.json().code, 'person_required');
+      assert.equal((await row(unknown.id)).status, 'UNKNOWN');
       const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => resolve({ execution_id: unknown.id, outcome: i % 2 ? 'FAILED' : 'SUCCEEDED', note: `checked the ledger (${i})` })));
       const winners = racers.filter((r) => r.statusCode === 200);
       assert.equal(winners.length, 1, racers.map((r) => r.body).join('\n'));

@@ -79,7 +79,8 @@ for (const backend of backends()) {
       };
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));
-        keys.set(role, (await svc.member([role])).key);
+        // Keys held by persons: the machine plane's resolve takes a person's key alone (invariant 6).
+        keys.set(role, (await svc.member([role], undefined, 'person')).key);
       }
       // A signed-in person who is a member of no project.
       const p = await ctx.newPerson();

@@ -9,8 +9,8 @@ import type { Backend, TestStore } from './backends.ts';
 export interface TestService extends Service {
   ts: TestStore;
   projectId: string;
-  /** A new member of the project holding `roles`, with an API key carrying them. */
-  member(roles: Role[], name?: string): Promise<{ principalId: string; key: string; keyId: string }>;
+  /** A new member of the project holding `roles` (a service principal unless `kind` says person), with an API key carrying them. */
+  member(roles: Role[], name?: string, kind?: 'person' | 'service'): Promise<{ principalId: string; key: string; keyId: string }>;
   /** `authorization` header for a fresh key with `roles`. */
   keyHeader(roles: Role[]): Promise<{ authorization: string }>;
   stop(): Promise<void>;
@@ -26,11 +26,11 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
   const service = await createService(config, { store: ts.store, logger: process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false });
   const projectId = service.bootstrap.projectId;
-  const member: TestService['member'] = async (roles, name) => {
+  const member: TestService['member'] = async (roles, name, kind = 'service') => {
     const principalId = newId('prn');
     const at = new Date().toISOString();
     return ts.store.transaction(async (trx) => {
-      await trx.insertInto('principals').values({ id: principalId, kind: 'service', name: name ?? `svc-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
+      await trx.insertInto('principals').values({ id: principalId, kind, name: name ?? `${kind === 'service' ? 'svc' : 'person'}-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
       await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
       for (const role of roles) {
         await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();

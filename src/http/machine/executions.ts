@@ -6,6 +6,7 @@ import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { ExecutionList, ExecutionPageQuery, pageOf, MachineResolveBody, Resolved } from '../schemas/executions.ts';
 import { listExecutions } from '../../services/executions/list.ts';
 import { resolveExecution } from '../../services/executions/resolve.ts';
+import { Problem } from '../problem.ts';
 
 export async function machineExecutionRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['executions'];
@@ -21,11 +22,18 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
 
   app.post('/v1/projects/:projectId/executions/resolve', {
     schema: { tags, security, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
-      params: ProjectParams, body: MachineResolveBody, response: { 200: Resolved, ...errorResponses() } },
+      description: 'Any API key of the project whose holder is a person (invariant 6: only a person resolves an UNKNOWN); a service principal\'s key gets 403 `person_required`.',
+      params: ProjectParams, body: MachineResolveBody,
+      response: { 200: Resolved, ...errorResponses({ 403: ['forbidden', 'person_required'], 409: ['execution_not_unknown', 'conflict'], 422: false }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as Static<typeof MachineResolveBody>;
     const a = request.auth!;
+    // Invariant 6: a program may find out, but the statement that settles an UNKNOWN is a person's.
+    const holder = await app.gavel.store.db.selectFrom('principals').select('kind').where('id', '=', a.principalId).executeTakeFirst();
+    if (holder?.kind !== 'person') {
+      throw new Problem(403, 'person_required', `only a person resolves an UNKNOWN execution, and this key belongs to a service principal (${a.principalId}): resolve with a key of your own or in the console`);
+    }
     return resolveExecution(app.gavel.store, { projectId: a.projectId, executionId: body.execution_id, outcome: body.outcome, note: body.note, actor: a.actor, at: app.gavel.clock.now() });
   });
 }
