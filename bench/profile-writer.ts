@@ -12,7 +12,7 @@ await (await import('../src/services/auditlog/log.ts')).ensureLogState(store);
 const w = threadWriter<GavelProcedures>({ file });
 const plan = () => ({ projectId: 'prj_x', actor: 'key_x', requestId: 'req_x', at: new Date().toISOString(), failure: null, policyVersion: 1,
   input: { agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', action: 'pay', resource: 'resource://shop/basket-1', amount: { minor: 4200, currency: 'EUR' } },
-  permit: { commitment: 'c'.repeat(43), chain: ['c'.repeat(43)], delegation_depth: 0, counters: [] },
+  permit: { commitment: 'c'.repeat(43), chain: ['c'.repeat(43)], delegation_depth: 0, delegators: [], counters: [] },
   policy: { decision: 'ALLOW' as const, reason_code: 'policy_allow', matched_rules: ['amount-pay'] } });
 const seq = setInterval(() => { void w.call('auditlog.sequence', { max: 64, now: new Date() }).then(async function more(b): Promise<void> { if (b.count === 64) return w.call('auditlog.sequence', { max: 64, now: new Date() }).then(more); }); }, 100);
 for (const waves of [20, 200]) {

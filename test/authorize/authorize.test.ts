@@ -138,8 +138,37 @@ for (const backend of backends()) {
       const child = newAgent();
       const root = await issue(svc, parent.did, PAY);
       const chain = await delegate(root.jws, parent, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
-      return { root, req: { agent: child.did, permit: chain, action: 'read', resource: 'resource://docs/a' } };
+      return { root, parent, child, chain, req: { agent: child.did, permit: chain, action: 'read', resource: 'resource://docs/a' } };
     }
+
+    test('freezing an agent stops every permit it delegated, signed before or after the freeze, on the next decision; released, they act again', async () => {
+      const { parent, child, chain, root, req } = await delegatedChain();
+      const grandchild = newAgent();
+      const deeper = await delegate(chain, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const deeperReq = { ...req, agent: grandchild.did, permit: deeper };
+      assert.equal((await authorize(req)).json().decision, 'ALLOW');
+      assert.equal((await authorize(deeperReq)).json().decision, 'ALLOW');
+      const freeze = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: did } });
+      const release = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: did } });
+      assert.equal((await freeze(parent.did)).statusCode, 200);
+      // A frozen agent cannot act through a delegate: one made before the freeze, one below it, or
+      // one it signs after the freeze for a key of its own.
+      const after = newAgent();
+      const late = { ...req, agent: after.did, permit: await delegate(root.jws, parent, after.did, { actions: ['read'], resources: ['resource://docs/*'] }) };
+      for (const r of [req, deeperReq, late]) {
+        const denied = (await authorize(r)).json();
+        assert.equal(denied.decision, 'DENY', JSON.stringify(denied));
+        assert.equal(denied.reason_code, 'agent_frozen');
+        assert.equal(denied.detail, `the permit was delegated by ${parent.did}, which is frozen; nothing a frozen agent granted authorizes until it is released`);
+      }
+      assert.equal((await release(parent.did)).statusCode, 200);
+      for (const r of [req, deeperReq, late]) assert.equal((await authorize(r)).json().decision, 'ALLOW');
+      // A delegator in the middle of a chain, which never acted itself, stops the links below it alone.
+      assert.equal((await freeze(child.did)).statusCode, 200);
+      assert.equal((await authorize(deeperReq)).json().detail, `the permit was delegated by ${child.did}, which is frozen; nothing a frozen agent granted authorizes until it is released`);
+      assert.equal((await authorize(late)).json().decision, 'ALLOW');
+      assert.equal((await release(child.did)).statusCode, 200);
+    });
 
     test('revoking a parent permit denies every permit delegated from it, on the next decision', async () => {
       const { root, req } = await delegatedChain();

@@ -28,7 +28,7 @@ test('decision checks: shared within a batch, dropped between batches and by any
     const planFor = (agent: string, commitment: string, i: number): DecisionPlan => ({
       projectId: svc.projectId, actor: keyId, requestId: `req_checks_${i}`, at: new Date().toISOString(),
       input: { agent, action: 'read', resource: `resource://docs/${i}` }, failure: null,
-      permit: { commitment, chain: [commitment], delegation_depth: 0, counters: [] },
+      permit: { commitment, chain: [commitment], delegation_depth: 0, delegators: [], counters: [] },
       policy: { decision: 'ALLOW', reason_code: 'rule_allow', matched_rules: ['read-docs'] }, policyVersion: version, epoch,
     });
     const prepared = (plan: DecisionPlan): PreparedDecision => prepareDecision(plan)!.statement;

@@ -52,7 +52,7 @@ for (const backend of backends()) {
       return {
         projectId: svc.projectId, actor: keyId, requestId: 'req_one_statement', at: new Date().toISOString(),
         input: { agent: agent.did, action: 'read', resource: 'resource://docs/a' }, failure: null,
-        permit: { commitment, chain: [commitment], delegation_depth: 0, counters: [] },
+        permit: { commitment, chain: [commitment], delegation_depth: 0, delegators: [], counters: [] },
         policy: { decision: 'ALLOW', reason_code: 'rule_allow', matched_rules: ['read-docs'] },
         policyVersion: version, epoch: (await readEpoch(svc.ts.store)) ?? CHECKED_AT_COMMIT,
       };
@@ -194,7 +194,7 @@ test('only a decision whose transaction would write nothing but its event takes 
   const base: DecisionPlan = {
     projectId: 'prj_x', actor: 'key_x', requestId: 'req_x', at: new Date().toISOString(),
     input: { agent: 'did:key:zx', action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } }, failure: null,
-    permit: { commitment: 'c', chain: ['c'], delegation_depth: 0, counters: [] },
+    permit: { commitment: 'c', chain: ['c'], delegation_depth: 0, delegators: [], counters: [] },
     policy: { decision: 'ALLOW', reason_code: 'rule_allow', matched_rules: ['r'] }, policyVersion: 1, epoch: CHECKED_AT_COMMIT,
   };
   const withCounters = { ...base, permit: { ...base.permit!, counters: [{ link: 0, commitment: 'c', budget: { minor: 1_000, currency: 'EUR' } }] } };

@@ -6,6 +6,11 @@ export type Decision = Effect;
 
 export interface Conjuncts {
   frozen: boolean;
+  /**
+   * A frozen agent the permit chain was delegated by, if any: a frozen agent's grants stop with it
+   * (a delegate it made, before or after the freeze, acts for it).
+   */
+  frozenDelegator?: string | undefined;
   /** null when the permit verified and covers the request; else the failed check. */
   permitFailure: { check: string; detail: string } | null;
   /** null when there is no active policy; `detail` says why it failed closed, when it did. */
@@ -30,6 +35,9 @@ export const DECISION_REASONS = {
 export function combine(c: Conjuncts): Combined {
   // Precedence among DENY causes: frozen, then permit, then policy (most specific to the agent first).
   if (c.frozen) return { decision: 'DENY', reason_code: DECISION_REASONS.frozen, detail: 'the agent is frozen; nothing it presents authorizes' };
+  if (c.frozenDelegator !== undefined) {
+    return { decision: 'DENY', reason_code: DECISION_REASONS.frozen, detail: `the permit was delegated by ${c.frozenDelegator}, which is frozen; nothing a frozen agent granted authorizes until it is released` };
+  }
   if (c.permitFailure) return { decision: 'DENY', reason_code: DECISION_REASONS.permitInvalid, detail: c.permitFailure.detail };
   if (!c.policy) return { decision: 'DENY', reason_code: DECISION_REASONS.noActivePolicy, detail: 'the project has no active policy' };
   // The permit conjunct is ALLOW here (the identity of the meet).

@@ -41,6 +41,22 @@ export async function ensureAgent(trx: Tx, projectId: string, did: string, actor
   await execFixed(trx, target, ENSURE, [projectId, did, name, at, actor]);
 }
 
+const LOCK_STATES: ReturnType<typeof fixedSqlForShare>[] = [];
+const lockStates = (n: number) => (LOCK_STATES[n] ??=
+  fixedSqlForShare(`select did, frozen_at from agents where project_id = ? and did in (${Array(n).fill('?').join(', ')})`));
+
+/**
+ * The first of `dids` (in their order) that is frozen, read under the share lock lockAgentState
+ * takes. With `ensure`, each is given a row first, so that a freeze committing meanwhile waits for
+ * this transaction instead of inserting a row it never sees.
+ */
+export async function firstFrozen(trx: Tx, target: SqlTarget, projectId: string, dids: readonly string[], ensure: { actor: string; at: string } | null): Promise<string | undefined> {
+  if (ensure) for (const did of dids) await ensureAgent(trx, projectId, did, ensure.actor, ensure.at, null, target);
+  const rows = await queryFixed<{ did: string; frozen_at: string | null }>(trx, target, lockStates(dids.length), [projectId, ...dids]);
+  const frozen = new Set(rows.filter((r) => r.frozen_at !== null).map((r) => r.did));
+  return dids.find((did) => frozen.has(did));
+}
+
 /** The agent's frozen state, read under a share lock that a concurrent freeze must wait for. */
 export async function lockAgentState(trx: Tx, target: SqlTarget, projectId: string, did: string): Promise<{ frozen_at: string | null } | undefined> {
   return (await queryFixed<{ frozen_at: string | null }>(trx, target, LOCK_STATE, [projectId, did]))[0];

@@ -51,6 +51,10 @@ function policyOutcome(result: PolicyResult): DecisionPlan['policy'] {
 /** `presented`: the commitment a permit that did not verify is recorded by (presentedCommitment). */
 type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string; presented?: string } | null };
 
+const NO_DELEGATORS: string[] = [];
+/** The agents a permit was delegated by, root's subject first: each link's issuer after the root. */
+const delegatorsOf = (permit: VerifiedPermit): string[] => (permit.links.length > 1 ? permit.links.slice(0, -1).map((l) => l.claims.sub) : NO_DELEGATORS);
+
 export class Authorizer {
   readonly #store: Store;
   readonly #signer: Signer;
@@ -123,7 +127,7 @@ export class Authorizer {
     const { permit: _jws, ...request } = input;
     const plan: DecisionPlan = {
       projectId, actor: ctx.actor, requestId: ctx.requestId, at: toIso(now), input: request, failure,
-      permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, counters: liveLimits(permit).counters } : null,
+      permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, delegators: delegatorsOf(permit), counters: liveLimits(permit).counters } : null,
       policy: policy ? policyOutcome(policy) : null,
       policyVersion: active?.version ?? null,
       ...(execution ? { execution } : {}),

@@ -14,7 +14,7 @@ import { epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
 import { lockAgentForDecision } from './recheck.ts';
 import { CanonicalJson, recordAudit, type AuditInput } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
-import { ensureAgent, lockAgentState } from '../agents/agents.ts';
+import { ensureAgent, firstFrozen, lockAgentState } from '../agents/agents.ts';
 import { anyRevoked } from '../permits/permits.ts';
 import { checkApproval, consumeApproval } from '../approvals/discharge.ts';
 import { reserveExecution, type ExecutionReservation } from '../executions/reserve.ts';
@@ -37,7 +37,8 @@ export interface DecisionPlan {
    * the permit did not verify, `presented` is the SHA-256 of its last link, recorded as its commitment.
    */
   failure: { check: string; detail: string; presented?: string } | null;
-  permit: { commitment: string; chain: string[]; delegation_depth: number; counters: LiveCounter[] } | null;
+  /** `delegators`: the agents that delegated along the chain, root's subject first (empty for a root permit). */
+  permit: { commitment: string; chain: string[]; delegation_depth: number; delegators: string[]; counters: LiveCounter[] } | null;
   /** `detail`: set when the policy failed closed, naming the rules it could not evaluate. */
   policy: { decision: Effect; reason_code: string; matched_rules: string[]; detail?: string } | null;
   policyVersion: number | null;
@@ -68,13 +69,18 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
     await ensureAgent(trx, projectId, input.agent, plan.actor, at, null, env);
     agent = await lockAgentState(trx, env, projectId, input.agent);
   }
+  // A delegated permit acts for every agent that delegated it: one of them frozen stops it too, read
+  // under the same kind of lock as the agent's own state (a freeze waits for this decision).
+  const frozenDelegator = permit && permit.delegators.length > 0
+    ? await firstFrozen(trx, env, projectId, permit.delegators, tentative.decision === 'DENY' ? null : { actor: plan.actor, at })
+    : undefined;
   let permitFailure = plan.failure;
   const revoked = chain && (agent?.revoked ?? (await anyRevoked(trx, chain, env)));
   if (revoked) {
     permitFailure = { check: 'revoked', detail: 'revoked: the permit or one it was delegated from has been revoked' };
   }
   const frozen = Boolean(agent?.frozen_at);
-  let combined: Combined = combine({ ...conjuncts, frozen, permitFailure });
+  let combined: Combined = combine({ ...conjuncts, frozen, frozenDelegator, permitFailure });
 
   const decisionId = newId('dec');
   // Approvals (docs/approvals.md): a named, approved obligation covering exactly this request
@@ -91,7 +97,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
       consumed = await consumeApproval(trx, input.approval_request_id, decisionId, now);
       if (consumed) {
         approvalRequestId = input.approval_request_id;
-        combined = combine({ ...conjuncts, frozen, permitFailure, approvalSatisfied: true });
+        combined = combine({ ...conjuncts, frozen, frozenDelegator, permitFailure, approvalSatisfied: true });
       } else {
         await sql`release savepoint approval`.execute(trx);
         combined = { ...combined, detail: 'approval_not_satisfied: the approval was consumed or revoked by a concurrent request' };

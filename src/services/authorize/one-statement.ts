@@ -95,7 +95,8 @@ export function installDecisionChecks(): { clear(): void } {
 
 /** The plan's outcome if every check under the commit passes, when nothing but its event would be written. */
 function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
-  if (plan.epoch === undefined || plan.execution) return undefined;
+  // A delegated permit's delegators are checked for a freeze by the transaction (commit.ts).
+  if (plan.epoch === undefined || plan.execution || (plan.permit?.delegators.length ?? 0) > 0) return undefined;
   const combined = combine({ frozen: false, permitFailure: plan.failure, policy: plan.policy, approvalSatisfied: false });
   if (combined.decision === 'DENY') return combined;
   return combined.decision === 'ALLOW' && (plan.permit?.counters.length ?? 0) === 0 ? combined : undefined;
