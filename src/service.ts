@@ -7,6 +7,8 @@ import type { AppDeps } from './http/deps.ts';
 import { systemClock, type Clock } from './lib/time.ts';
 import { bootstrap, type BootstrapResult } from './services/bootstrap.ts';
 import { LocalSigner } from './signer/local.ts';
+import { PinnedSigner } from './signer/pinned.ts';
+import { LOG_KEY } from './services/auditlog/log.ts';
 import type { Signer } from './signer/signer.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
@@ -86,7 +88,9 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
   const store = options.store ?? openStore(where);
   await migrateToLatest(store);
-  const signer = options.signer ?? new LocalSigner(join(config.dataDir, 'keys'));
+  const signer = new PinnedSigner(options.signer ?? new LocalSigner(join(config.dataDir, 'keys')), store.db);
+  // Any instance may come to sign checkpoints (the sequencer's leader): refuse to start without the log's key.
+  await signer.assertHeld(LOG_KEY);
   let logError: (err: unknown) => void = () => {};
   const writer = createWriter(store, (err) => logError(err));
   const authorizer = new Authorizer({ store, signer, writer });

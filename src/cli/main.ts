@@ -12,6 +12,7 @@ import { runWitnessCommand } from '../witness/main.ts';
 import { runAuditVerify } from './audit-verify.ts';
 import { runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
+import { SigningKeyMismatch } from '../signer/pinned.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -133,6 +134,6 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch) fail(e.message);
   throw e;
 }

@@ -7,5 +7,6 @@ import type { DecisionTables } from './decisions.ts';
 import type { ApprovalTables } from './approvals.ts';
 import type { ExecutionTables } from './executions.ts';
 import type { AuditLogTables } from './auditlog.ts';
+import type { SignerTables } from './signer.ts';
 
-export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables, ExecutionTables, AuditLogTables {}
+export interface Database extends CoreTables, IdentityTables, PolicyTables, AuthorizeTables, DecisionTables, ApprovalTables, ExecutionTables, AuditLogTables, SignerTables {}
