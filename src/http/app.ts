@@ -78,7 +78,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       const publicRoute = ['/v1/console/login', '/v1/console/register'].includes(route.url) || !route.url.startsWith('/v1/');
       if (!publicRoute) route.schema.security = [route.url.startsWith('/v1/console/') ? { session: [] } : { apiKey: [] }];
     }
-    const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '/?$');
+    const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '$');
     for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });
   });
 
