@@ -83,6 +83,23 @@ for (const backend of backends()) {
       assert.equal(pattern.length, 513);
       const long = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: [pattern], expires_at: soon } });
       assert.equal(long.statusCode, 201, long.body);
+      assert.equal(long.headers['cache-control'], 'no-store', 'the permit is a bearer credential');
+      // Errors the schema finds and errors of the claims come in one answer too, each message
+      // saying what form is wanted.
+      const mixed = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent, actions: ['a b'], resources: ['resource://r/*/x'], max_uses: 0, not_before: '2030-01-01', expires_at: new Date(Date.now() - 60_000).toISOString(),
+      } });
+      assert.equal(mixed.statusCode, 400, mixed.body);
+      assert.deepEqual(mixed.json().errors.map((e: { pointer: string; code: string; message: string }) => `${e.pointer} ${e.code}: ${e.message}`).sort(), [
+        '/actions/0 bad_format: does not have the required form: 1 to 64 printable ASCII characters, no spaces; "*" alone for any action',
+        '/expires_at in_the_past: expires_at must be in the future',
+        '/max_uses too_small: must be >= 1',
+        '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z; before it the permit does not verify yet',
+        '/resources/0 invalid_pattern: a resource pattern may hold "*" only as its last character',
+      ]);
+      const list = await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=notadid`, headers: issuer.get });
+      assert.equal(list.statusCode, 400, list.body);
+      assert.equal(list.json().errors[0].pointer, '/agent');
     });
 
     test('a permit view says when it is not yet valid and what allowed decisions spent through it', async () => {

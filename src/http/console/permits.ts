@@ -2,10 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
-import { Problem, notFound } from '../problem.ts';
+import { Problem, notFound, type FieldError } from '../problem.ts';
+import { fieldErrors } from '../errors.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
+import { AgentDid } from '../schemas/agents.ts';
 import { permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
 import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
@@ -22,27 +24,32 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
       response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ 422: ['invalid_permit_claims'] }) } },
     preValidation: consoleAuth([...ISSUERS]),
+    // The schema's errors come to the handler, to be returned with the claim checks' in one answer.
+    attachValidation: true,
   }, async (request, reply) => {
     const body = request.body as Static<typeof IssuePermitBody>;
     const now = app.gavel.clock.now();
+    const validation = (request.validationError as { validation?: Parameters<typeof fieldErrors>[0] } | undefined)?.validation;
+    if (validation && (typeof body !== 'object' || body === null || Array.isArray(body))) throw request.validationError;
+    const errors: FieldError[] = validation ? fieldErrors(validation, 'body') : [];
+    // The claim checks below read only members the schema found well formed.
+    const bad = new Set(errors.map((e) => e.pointer.split('/')[1]));
+    const ok = (member: string) => !bad.has(member);
     // A permit's times are whole seconds (JWT NumericDate): fractions are dropped here, so the
     // checks below, the stored view and the signed claims all speak of the same instants.
-    const expiresAt = wholeSeconds(body.expires_at);
-    const notBefore = body.not_before ? wholeSeconds(body.not_before) : undefined;
-    const errors = [];
-    if (expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
-    if (notBefore && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
-    for (const f of ['max_per_request', 'budget'] as const) {
-      if (body[f] && body.max_per_request && body.budget && body.max_per_request.currency !== body.budget.currency) {
-        errors.push({ pointer: `/${f}`, code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
-        break;
-      }
+    const expiresAt = ok('expires_at') ? wholeSeconds(body.expires_at) : undefined;
+    const notBefore = body.not_before && ok('not_before') ? wholeSeconds(body.not_before) : undefined;
+    if (expiresAt && expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
+    if (notBefore && expiresAt && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
+    if (ok('max_per_request') && ok('budget') && body.max_per_request && body.budget && body.max_per_request.currency !== body.budget.currency) {
+      errors.push({ pointer: '/max_per_request', code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
     }
     // What the permit's own claim check would refuse, each at its place, so every error comes at once.
-    if (!didKeyIsWellFormed(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' });
-    body.actions.forEach((a, i) => { if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' }); });
-    body.resources.forEach((r, i) => { if (!isResourcePattern(r, MAX_RESOURCE_PATTERN_LENGTH)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern may hold "*" only as its last character' }); });
+    if (ok('agent') && !didKeyIsWellFormed(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' });
+    if (ok('actions')) body.actions.forEach((a, i) => { if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' }); });
+    if (ok('resources')) body.resources.forEach((r, i) => { if (!isResourcePattern(r, MAX_RESOURCE_PATTERN_LENGTH)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern may hold "*" only as its last character' }); });
     if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
+    if (!expiresAt) throw new Error('unreachable: expires_at is required and was found well formed');
     const input = {
       projectId: request.auth!.projectId, agent: body.agent, actor: request.auth!.actor, now, expiresAt,
       ...(notBefore ? { notBefore } : {}),
@@ -55,12 +62,14 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     };
     const jws = await signRootPermit(app.gavel.signer, input);
     const permit = await app.gavel.store.transaction((trx) => recordIssuedPermit(trx, input, jws));
+    // The permit is a bearer credential: no cache keeps this response.
+    reply.header('cache-control', 'no-store');
     return reply.code(201).send({ permit: jws, ...permit });
   });
 
   app.get(P, {
     schema: { tags, summary: 'Permits of the project, newest first', params: ProjectParams,
-      querystring: Type.Object({ ...PageQuery.properties, agent: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false }),
+      querystring: Type.Object({ ...PageQuery.properties, agent: Type.Optional(AgentDid) }, { additionalProperties: false }),
       response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {

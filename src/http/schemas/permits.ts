@@ -8,13 +8,13 @@ export const Commitment = Type.String({ pattern: '^[0-9a-f]{64}$', description: 
 
 export const IssuePermitBody = Type.Object({
   agent: AgentDid,
-  actions: Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN }), { minItems: 1, maxItems: 64, description: 'Action names, or "*"' }),
-  resources: Type.Array(Type.String({ minLength: 12, maxLength: MAX_RESOURCE_PATTERN_LENGTH, pattern: '^resource://' }), { minItems: 1, maxItems: 64, description: 'resource:// patterns; a trailing * matches any remainder' }),
+  actions: Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: '1 to 64 printable ASCII characters, no spaces; "*" alone for any action' }), { minItems: 1, maxItems: 64, description: 'Action names, or "*"' }),
+  resources: Type.Array(Type.String({ minLength: 12, maxLength: MAX_RESOURCE_PATTERN_LENGTH, pattern: '^resource://', description: 'resource://<path>, a trailing * matching any remainder' }), { minItems: 1, maxItems: 64, description: 'resource:// patterns; a trailing * matches any remainder' }),
   max_per_request: Type.Optional(Money),
   budget: Type.Optional(Money),
   max_uses: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
-  not_before: Type.Optional(Type.String({ format: 'date-time' })),
-  expires_at: Type.String({ format: 'date-time', description: 'When the permit stops verifying' }),
+  not_before: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z; before it the permit does not verify yet' })),
+  expires_at: Type.String({ format: 'date-time', description: 'RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z; from it on the permit no longer verifies' }),
 }, { additionalProperties: false });
 
 export const PermitView = Type.Object({
