@@ -32,16 +32,21 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const validation = (request.validationError as { validation?: Parameters<typeof fieldErrors>[0] } | undefined)?.validation;
     if (validation && (typeof body !== 'object' || body === null || Array.isArray(body))) throw request.validationError;
     const errors: FieldError[] = validation ? fieldErrors(validation, 'body') : [];
-    // The claim checks below read only members the schema found well formed.
+    // The claim checks below read only members the schema found well formed (when it stops early,
+    // as on a string that is not text, a member it did not reach may be anything: typed here too).
     const bad = new Set(errors.map((e) => e.pointer.split('/')[1]));
-    const ok = (member: string) => !bad.has(member);
+    const raw = body as Record<string, unknown>;
+    const ok = (member: string) => !bad.has(member) && (member === 'actions' || member === 'resources'
+      ? Array.isArray(raw[member]) && (raw[member] as unknown[]).every((v) => typeof v === 'string')
+      : member === 'max_per_request' || member === 'budget' ? typeof (raw[member] as { currency?: unknown } | undefined)?.currency === 'string'
+        : typeof raw[member] === 'string');
     // A permit's times are whole seconds (JWT NumericDate): fractions are dropped here, so the
     // checks below, the stored view and the signed claims all speak of the same instants.
     const expiresAt = ok('expires_at') ? wholeSeconds(body.expires_at) : undefined;
-    const notBefore = body.not_before && ok('not_before') ? wholeSeconds(body.not_before) : undefined;
+    const notBefore = ok('not_before') ? wholeSeconds(body.not_before!) : undefined;
     if (expiresAt && expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
     if (notBefore && expiresAt && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
-    if (ok('max_per_request') && ok('budget') && body.max_per_request && body.budget && body.max_per_request.currency !== body.budget.currency) {
+    if (ok('max_per_request') && ok('budget') && body.max_per_request!.currency !== body.budget!.currency) {
       errors.push({ pointer: '/max_per_request', code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
     }
     // What the permit's own claim check would refuse, each at its place, so every error comes at once.
