@@ -98,7 +98,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       info: {
         title: 'Gavel',
         version: '1',
-        description: 'Decides what AI agents may do, asks a person where a person must decide, executes allowed actions once, and proves what was decided.',
+        description: 'Decides what AI agents may do, asks a person where a person must decide, executes allowed actions once, and proves what was decided.\n\n'
+          + 'Every error is application/problem+json (RFC 9457) with a stable `code`; each operation lists the statuses and codes it gives. '
+          // Answers of the router and of Node's HTTP parser (frameworkErrors and the not-found handler here, http/client-errors.ts): no operation's.
+          + 'Before any operation is reached, a request may also get 404 `not_found` (no such route), 405 `method_not_allowed` (with `allow`), '
+          + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
+          + 'one that is not well-formed HTTP gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed.',
       },
       components: {
         securitySchemes: {

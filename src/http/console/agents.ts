@@ -34,7 +34,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   const P = '/v1/console/projects/:projectId/agents';
 
   app.post(P, {
-    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses({ 409: ['agent_exists'] }) } },
+    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_exists'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof CreateAgentBody>;
@@ -59,7 +59,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(P, {
     schema: { tags, summary: 'Agents of the project, newest first', params: ProjectParams, querystring: PageQuery,
-      response: { 200: Type.Object({ agents: Type.Array(AgentView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+      response: { 200: Type.Object({ agents: Type.Array(AgentView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: number };
@@ -78,7 +78,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(`${P}/:agentDid`, {
     schema: { tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDid }, { additionalProperties: false }),
-      response: { 200: AgentView, ...errorResponses() } },
+      response: { 200: AgentView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
     const { agentDid } = request.params as { agentDid: string };
@@ -88,7 +88,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/freeze`, {
-    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_already_frozen'] }) } },
+    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_already_frozen'] }) } },
     preValidation: consoleAuth([...STOPPERS]),
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;
@@ -97,7 +97,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/release`, {
-    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_not_frozen'] }) } },
+    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_not_frozen'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;

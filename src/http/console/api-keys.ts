@@ -14,7 +14,7 @@ import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/api-keys', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
     const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
     const rows = await listApiKeys(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeCursor(cursor) });
@@ -30,7 +30,7 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
       description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself; only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
       params: ProjectParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
-      response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses() },
+      response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses({ auth: 'session', body: true }, { 403: ['separation_of_duties'], 422: ['not_a_member', 'role_not_held'] }) },
     },
   }, async (request, reply) => {
     const auth = request.auth!;
@@ -57,7 +57,7 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
       tags: ['console'], summary: 'Revokes an API key; the next request with it gets 401 on every instance',
       params: Type.Object({ projectId: ProjectParams.properties.projectId, keyId: KeyId }, { additionalProperties: false }),
       body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
-      response: { 200: Type.Object({ api_key: ApiKeyView, changed: Type.Boolean() }), ...errorResponses() },
+      response: { 200: Type.Object({ api_key: ApiKeyView, changed: Type.Boolean() }), ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'] }) },
     },
   }, async (request) => {
     const auth = request.auth!;

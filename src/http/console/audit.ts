@@ -6,14 +6,14 @@ import { verifyProof } from '../../services/auditlog/verify.ts';
 import { consoleAuth } from '../auth/session.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, AuditPageQuery, auditPageLimit, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
+import { AuditPage, AuditPageQuery, auditPageLimit, PROOF_NOT_READY, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
 
 export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/audit', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
-      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses() },
+      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };
@@ -25,7 +25,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: "Verifies an audit event: recomputes its leaf, checks the path against the checkpoint, consults the witness",
-      params: ProjectParams, body: VerifyBody, response: { 200: VerificationSchema, ...errorResponses() },
+      params: ProjectParams, body: VerifyBody, response: { 200: VerificationSchema, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: PROOF_NOT_READY }) },
     },
   }, async (request) => {
     const { audit_event_id } = request.body as { audit_event_id: string };

@@ -15,6 +15,8 @@ import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, setSes
 import { Name, Password } from './schemas.ts';
 
 const Credentials = Type.Object({ name: Name, password: Password }, { additionalProperties: false });
+// Public, but a cross-site POST is refused all the same (checkSameOrigin).
+const CROSS_SITE = { what: 'A request from another site (Sec-Fetch-Site or Origin)', codes: ['csrf_failed'] };
 
 export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/register', {
@@ -22,7 +24,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Registers a person (no project memberships until an ADMIN adds them)',
       body: Credentials,
-      response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses() },
+      response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses({ auth: 'none', body: true }, { 403: CROSS_SITE, 409: ['name_taken'] }) },
     },
   }, async (request, reply) => {
     const { name: raw, password } = request.body as { name: string; password: string };
@@ -48,7 +50,11 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
           principal_id: Type.String(), name: Type.String(), csrf_token: Type.String(), expires_at: Type.String(),
           idle_timeout_seconds: Type.Integer(),
         }),
-        ...errorResponses(),
+        ...errorResponses({ auth: 'none', body: true }, {
+          401: { what: 'The name or the password is wrong (one answer for either)', codes: ['invalid_credentials'] },
+          403: CROSS_SITE,
+          429: { what: 'Too many failed sign-ins for this name or from this address; retry after `retry-after`', codes: ['too_many_attempts'] },
+        }),
       },
     },
   }, async (request, reply) => {
@@ -74,7 +80,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Ends the current session at once',
       body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
-      response: { 200: Type.Object({ ended: Type.Boolean() }), ...errorResponses() },
+      response: { 200: Type.Object({ ended: Type.Boolean() }), ...errorResponses({ auth: 'session', body: true, project: false }) },
     },
   }, async (request, reply) => {
     const auth = request.auth!;

@@ -19,7 +19,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/v1/console/projects/:projectId/members', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses() } },
+    schema: { tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
     const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
     const rows = await listMembers(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor) });
@@ -37,7 +37,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
           principal_id: Type.String(), kind: Type.String(), name: Type.String(), created_at: Type.String(),
           created_by: Type.Union([Type.String(), Type.Null()]), revoked_at: Type.Union([Type.String(), Type.Null()]), active: Type.Boolean(),
         })), next_cursor: NextCursor }),
-        ...errorResponses(),
+        ...errorResponses({ auth: 'session' }),
       },
     },
   }, async (request) => {
@@ -54,7 +54,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
       tags: ['console'], summary: 'Adds a registered principal (by principal_id or name) to the project with initial roles',
       params: ProjectParams,
       body: Type.Object({ principal_id: Type.Optional(PrincipalId), name: Type.Optional(Name), roles: Type.Optional(RoleList) }, { additionalProperties: false }),
-      response: { 201: Member, ...errorResponses() },
+      response: { 201: Member, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_member', 'sod_conflict'], 422: ['principal_disabled'] }) },
     },
   }, async (request, reply) => {
     const body = request.body as { principal_id?: string; name?: string; roles?: Role[] };
@@ -70,7 +70,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Ends a membership: roles removed, API keys revoked, sessions ended at once; the last ADMIN cannot be removed',
       params: MemberParams, body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
-      response: { 200: Type.Object({ principal_id: Type.String(), revoked_at: Type.String(), sessions_ended: Type.Integer(), keys_revoked: Type.Integer() }), ...errorResponses() },
+      response: { 200: Type.Object({ principal_id: Type.String(), revoked_at: Type.String(), sessions_ended: Type.Integer(), keys_revoked: Type.Integer() }), ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['last_admin'], 422: ['not_a_member'] }) },
     },
   }, async (request) => {
     const { principalId } = request.params as { principalId: string };
@@ -82,7 +82,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Grants a role to a member (refused where the SoD document forbids the combination)',
       params: MemberParams, body: Type.Object({ role: RoleSchema }, { additionalProperties: false }),
-      response: { 200: Changed, ...errorResponses() },
+      response: { 200: Changed, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['sod_conflict'], 422: ['not_a_member'] }) },
     },
   }, async (request) => {
     const { principalId } = request.params as { principalId: string };
@@ -95,7 +95,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Revokes a role from a member (the last ADMIN cannot lose ADMIN)',
       params: RoleParams, body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
-      response: { 200: Changed, ...errorResponses() },
+      response: { 200: Changed, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['last_admin'], 422: ['not_a_member'] }) },
     },
   }, async (request) => {
     const { principalId, role } = request.params as { principalId: string; role: Role };

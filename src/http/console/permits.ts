@@ -22,7 +22,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(P, {
     schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
-      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ 422: ['invalid_permit_claims'] }) } },
+      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ auth: 'session', body: true }, { 422: ['invalid_permit_claims'] }) } },
     preValidation: consoleAuth([...ISSUERS]),
     // The schema's errors come to the handler, to be returned with the claim checks' in one answer.
     attachValidation: true,
@@ -75,7 +75,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   app.get(P, {
     schema: { tags, summary: 'Permits of the project, newest first', params: ProjectParams,
       querystring: Type.Object({ ...PageQuery.properties, agent: Type.Optional(AgentDid) }, { additionalProperties: false }),
-      response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses() } },
+      response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: number; agent?: string };
@@ -99,7 +99,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(`${P}/:commitment`, {
-    schema: { tags, summary: 'One permit', params: CommitmentParams, response: { 200: PermitView, ...errorResponses() } },
+    schema: { tags, summary: 'One permit', params: CommitmentParams, response: { 200: PermitView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };
@@ -110,7 +110,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(`${P}/:commitment/revoke`, {
     schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
-      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses({ 409: ['already_revoked'] }) } },
+      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'] }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };

@@ -5,5 +5,5 @@ import { consoleAuth } from '../auth/session.ts';
 import { registerPolicyRoutes } from '../machine/policy.ts';
 
 export async function consolePolicyRoutes(app: FastifyInstance): Promise<void> {
-  await registerPolicyRoutes(app, { base: '/v1/console/projects/:projectId/policy', authenticate: consoleAuth, tags: ['console', 'policy'], security: [{ session: [] }] });
+  await registerPolicyRoutes(app, { base: '/v1/console/projects/:projectId/policy', authenticate: consoleAuth, auth: 'session', tags: ['console', 'policy'], security: [{ session: [] }] });
 }

@@ -26,7 +26,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
 
   app.get('/v1/console/projects', {
     preValidation: consoleAuth(),
-    schema: { tags: ['console'], summary: 'Projects the signed-in person belongs to, with their roles in each', response: { 200: Type.Object({ projects: Type.Array(Project) }), ...errorResponses() } },
+    schema: { tags: ['console'], summary: 'Projects the signed-in person belongs to, with their roles in each', response: { 200: Type.Object({ projects: Type.Array(Project) }), ...errorResponses({ auth: 'session', project: false }) } },
   }, async (request) => {
     const me = request.auth!.principalId;
     const rows = await db().selectFrom('memberships as m').innerJoin('projects as p', 'p.id', 'm.project_id')
@@ -39,7 +39,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     preValidation: consoleAuth(),
     schema: {
       tags: ['console'], summary: 'The signed-in person, their current roles in this project, and their session', params: ProjectParams,
-      response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({ id: Type.String(), expires_at: Type.String() }) }), ...errorResponses() },
+      response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({ id: Type.String(), expires_at: Type.String() }) }), ...errorResponses({ auth: 'session' }) },
     },
   }, async (request) => {
     const auth = request.auth!;
@@ -60,7 +60,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
           sod: SodDocumentSchema,
           roles: RoleList,
         }),
-        ...errorResponses(),
+        ...errorResponses({ auth: 'session' }),
       },
     },
   }, async (request) => {
@@ -90,7 +90,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
           live_sessions: Type.Integer(),
           sod: SodDocumentSchema, sod_updated_at: Type.Union([Type.String(), Type.Null()]), sod_updated_by: Type.Union([Type.String(), Type.Null()]),
         }),
-        ...errorResponses(),
+        ...errorResponses({ auth: 'session' }),
       },
     },
   }, async (request) => {
@@ -124,7 +124,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
           recent_audit_events: Type.Integer({ description: 'Audit events in the last 24 hours' }),
           extra: Open('Sections added by other capabilities (policy, approvals, executions)'),
         }),
-        ...errorResponses(),
+        ...errorResponses({ auth: 'session' }),
       },
     },
   }, async (request) => {

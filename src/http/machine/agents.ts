@@ -11,7 +11,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   const security = [{ apiKey: [] }];
   app.get('/v1/projects/:projectId/agents/state', {
     schema: { tags, security, summary: 'Whether an agent is frozen, since when and by whom', params: ProjectParams,
-      querystring: Type.Object({ agent: AgentDid }, { additionalProperties: false }), response: { 200: AgentState, ...errorResponses() } },
+      querystring: Type.Object({ agent: AgentDid }, { additionalProperties: false }), response: { 200: AgentState, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const { agent } = request.query as { agent: string };
@@ -20,7 +20,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v1/projects/:projectId/agents/freeze', {
     schema: { tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
-      body: FreezeBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_already_frozen'] }) } },
+      body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_already_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
@@ -29,7 +29,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/projects/:projectId/agents/release', {
-    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ 409: ['agent_not_frozen'] }) } },
+    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };

@@ -15,13 +15,17 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/v1/projects/:projectId/approvals', {
     schema: { tags, security, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
-      querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses() } },
+      querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, (request) => listObligationsPage(request));
 
   app.post('/v1/projects/:projectId/approvals', {
     schema: { tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
-      params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses() } },
+      params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
+        404: ['not_found'],
+        409: ['already_approved', 'approval_consumed', 'approval_revoked', 'approval_request_expired'],
+        422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'signature_invalid'],
+      }) } },
     preValidation: machineAuth(),
   }, async (request, reply) => {
     const body = request.body as { approval_request_id: string; key_id: string; signature: string };
@@ -32,7 +36,9 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
 
   app.post('/v1/projects/:projectId/approvals/revoke', {
     schema: { tags, security, summary: 'Withdraw an approval that has not been consumed', params: ProjectParams,
-      body: RevokeApprovalBody, response: { 200: ObligationView, ...errorResponses() } },
+      body: RevokeApprovalBody, response: { 200: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
+        404: ['not_found'], 409: ['not_approved', 'approval_consumed', 'approval_revoked', 'approval_request_expired'],
+      }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { approval_request_id: string; reason?: string };

@@ -8,14 +8,14 @@ import { consistencyBetween, listAuditEvents, proofFor } from '../../services/au
 import { machineAuth } from '../auth/api-key.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, AuditPageQuery, auditPageLimit, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema } from '../schemas/audit.ts';
+import { AuditPage, AuditPageQuery, auditPageLimit, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema, PROOF_NOT_READY } from '../schemas/audit.ts';
 
 export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/:auditId/proof', {
     preValidation: machineAuth([]),
     schema: {
       tags: ['audit'], summary: 'Inclusion proof of an audit event against the newest witnessed checkpoint (409 proof_not_ready with Retry-After until one covers it)',
-      security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses() },
+      security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses({ auth: 'apiKey' }, { 404: ['not_found'], 409: PROOF_NOT_READY }) },
     },
   }, async (request) => {
     const { auditId } = request.params as { auditId: string };
@@ -26,7 +26,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth([]),
     schema: {
       tags: ['audit'], summary: 'RFC 9162 consistency proof between two tree sizes (normally two checkpoints)',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses() },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses({ auth: 'apiKey' }) },
     },
   }, async (request) => {
     const q = request.query as { from: string; to: string };
@@ -37,7 +37,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth([]),
     schema: {
       tags: ['audit'], summary: "The log's origin, verifier keys and newest checkpoints",
-      security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses() },
+      security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses({ auth: 'apiKey' }) },
     },
   }, async () => {
     const { store, signer, config } = app.gavel;
@@ -54,7 +54,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['audit'], summary: 'Audit events of the project, newest first',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses() },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };

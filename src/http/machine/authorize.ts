@@ -111,14 +111,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       body: AuthorizeBody,
       response: {
         200: AuthorizeResponse,
-        // As thrown in src/ (http/errors.ts, services/executions/errors.ts, below): never 403, 404 or 429.
-        ...errorResponses({
-          400: ['malformed_json', 'invalid_request', 'both_execution_and_chain_authorization', 'execution_url_not_allowed', 'invalid_content_length', 'bad_request'],
-          401: { what: 'API key missing, malformed, unknown or revoked, or its holder no longer a member', codes: ['unauthorized'] },
-          403: false, 404: false, 429: false,
+        // As thrown in src/ (http/errors.ts, services/executions/errors.ts, below). The key names the
+        // project: a key of another one is a 401 (bearerUnauthorized), and no role is needed, so never 403.
+        ...errorResponses({ auth: 'apiKey', body: true, project: false }, {
+          400: ['both_execution_and_chain_authorization', 'execution_url_not_allowed'],
           409: ['nonce_reused', 'execution_in_progress'],
           422: ['chain_authorization_unavailable', 'unknown_merchant', 'unknown_operation'],
-          503: { what: 'Access rules kept changing while deciding (nothing was recorded), or the service is closing; retry after `retry-after`', codes: ['busy', 'shutting_down'] },
+          503: { what: 'Access rules kept changing while deciding (nothing was recorded), or the service is closing; retry after `retry-after`', codes: ['busy'] },
         }),
       },
     },

@@ -13,7 +13,7 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
   const security = [{ apiKey: [] }];
   app.get('/v1/projects/:projectId/executions', {
     schema: { tags, security, summary: 'Executions of the project, newest first', params: ProjectParams, querystring: ExecutionPageQuery,
-      response: { 200: ExecutionList, ...errorResponses() } },
+      response: { 200: ExecutionList, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const q = request.query as Static<typeof ExecutionPageQuery>;
@@ -24,7 +24,7 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
     schema: { tags, security, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
       description: 'Any API key of the project whose holder is a person (invariant 6: only a person resolves an UNKNOWN); a service principal\'s key gets 403 `person_required`.',
       params: ProjectParams, body: MachineResolveBody,
-      response: { 200: Resolved, ...errorResponses({ 403: ['forbidden', 'person_required'], 409: ['execution_not_unknown', 'conflict'], 422: false }) } },
+      response: { 200: Resolved, ...errorResponses({ auth: 'apiKey', body: true }, { 403: ['person_required'], 404: ['not_found'], 409: ['execution_not_unknown', 'conflict'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as Static<typeof MachineResolveBody>;

@@ -24,7 +24,7 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
         kind: Type.Union([Type.Literal('service'), Type.Literal('person')]), name: Name,
         password: Type.Optional(Password), roles: Type.Optional(RoleList),
       }, { additionalProperties: false }),
-      response: { 201: Member, ...errorResponses() },
+      response: { 201: Member, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['name_taken', 'sod_conflict'] }) },
     },
   }, async (request, reply) => {
     const body = request.body as { kind: 'service' | 'person'; name: string; password?: string; roles?: Role[] };
@@ -47,7 +47,7 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/v1/projects/:projectId/sod', {
     preValidation: machineAuth(['ADMIN', 'AUDITOR', 'POLICY_AUTHOR']),
-    schema: { tags: ['identity'], summary: 'The separation-of-duties document of the project', security: [{ apiKey: [] }], params: ProjectParams, response: { 200: SodRecord, ...errorResponses() } },
+    schema: { tags: ['identity'], summary: 'The separation-of-duties document of the project', security: [{ apiKey: [] }], params: ProjectParams, response: { 200: SodRecord, ...errorResponses({ auth: 'apiKey' }) } },
   }, async (request) => readSod(app.gavel.store.db, request.auth!.projectId));
 
   app.put('/v1/projects/:projectId/sod', {
@@ -55,7 +55,7 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
     schema: {
       tags: ['identity'], summary: 'Replaces the separation-of-duties document (refused while a member holds a pair it forbids)',
       security: [{ apiKey: [] }], params: ProjectParams, body: SodDocumentSchema,
-      response: { 200: SodRecord, ...errorResponses() },
+      response: { 200: SodRecord, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['sod_conflict'] }) },
     },
   }, async (request) => putSod(app.gavel.store, { projectId: request.auth!.projectId, document: request.body, actor: request.auth!.actor }, app.gavel.clock.now()));
 }

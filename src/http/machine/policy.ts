@@ -7,7 +7,7 @@ import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest } from '../problem.ts';
-import { errorResponses, Money, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
 import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
@@ -118,6 +118,8 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
 export interface PolicyPlane {
   base: string;
   authenticate: (roles: Role[]) => (request: FastifyRequest) => Promise<void>;
+  /** The credential `authenticate` demands, for the routes' error responses. */
+  auth: 'apiKey' | 'session';
   tags: string[];
   security: Record<string, string[]>[];
 }
@@ -127,13 +129,15 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   const app = instance.withTypeProvider<TypeBoxTypeProvider>();
   const { store, clock } = app.gavel;
   const { base, authenticate, tags: TAGS, security } = plane;
+  const read: RouteShape = { auth: plane.auth };
+  const write: RouteShape = { auth: plane.auth, body: true };
 
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
     preValidation: authenticate(['POLICY_AUTHOR']),
     schema: {
       tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
-      response: { 201: Saved, ...errorResponses() },
+      response: { 201: Saved, ...errorResponses(write) },
     },
   }, async (request, reply) => {
     const a = auth(request);
@@ -148,7 +152,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preValidation: authenticate([]),
     schema: {
       tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
-      params: ProjectParams, response: { 200: ActiveBody, ...errorResponses() },
+      params: ProjectParams, response: { 200: ActiveBody, ...errorResponses(read, { 404: ['no_active_policy'] }) },
     },
   }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
 
@@ -156,7 +160,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preValidation: authenticate([]),
     schema: {
       tags: TAGS, security, summary: 'Every policy version with its state, creator, note and hash, newest first',
-      params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses() },
+      params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses(read) },
     },
   }, async (request) => {
     const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
@@ -181,7 +185,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     }, { requiredRoles: ['POLICY_AUTHOR'] as const }),
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
-      params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses() },
+      params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses(write, { 403: ['four_eyes_required'], 404: ['policy_version_not_found'], 409: ['already_active'] }) },
     },
   }, async (request) => {
     const a = auth(request);
@@ -193,7 +197,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
       tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
-      params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses() },
+      params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'] }) },
     },
   }, async (request) => simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>);
 
@@ -202,7 +206,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
     schema: {
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
-      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses() },
+      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'] }) },
     },
   }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
 
@@ -210,5 +214,5 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
 }
 
 export async function policyMachineRoutes(app: FastifyInstance): Promise<void> {
-  await registerPolicyRoutes(app, { base: '/v1/projects/:projectId/policy', authenticate: machineAuth, tags: ['policy'], security: [{ apiKey: [] }] });
+  await registerPolicyRoutes(app, { base: '/v1/projects/:projectId/policy', authenticate: machineAuth, auth: 'apiKey', tags: ['policy'], security: [{ apiKey: [] }] });
 }

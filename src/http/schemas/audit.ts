@@ -70,3 +70,6 @@ export const AuditPageQuery = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'Page size 1-500 (default 50)' })),
 }, { additionalProperties: false });
 export const auditPageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
+
+/** 409 of a route that proves an event: no checkpoint covers it yet (services/auditlog/proofs.ts). */
+export const PROOF_NOT_READY = { what: 'No checkpoint covers the event yet; retry after `retry-after`', codes: ['proof_not_ready'] };

@@ -19,44 +19,81 @@ export const ProblemSchema = Type.Object({
 /** An error response as Fastify and the OpenAPI document take it: problem+json, as the service sends it. */
 export interface ProblemResponse { description: string; content: { 'application/problem+json': { schema: TSchema } } }
 
-/** What each error status means, and the `code`s it carries unless a route says otherwise. */
-const ERROR_DOCS: Record<number, { what: string; codes: readonly string[] }> = {
-  400: { what: 'Malformed or invalid request: for invalid_request, `errors` lists every fault with its JSON pointer and a code of its own such as required, unknown_field, wrong_type, bad_format, forbidden_member (__proto__), duplicate_member (a name repeated in one object) or invalid_unicode (not UTF-8, a lone surrogate or a NUL)', codes: ['malformed_json', 'invalid_request'] },
-  401: { what: 'API key or session missing, wrong or revoked', codes: ['unauthorized'] },
-  403: { what: 'The caller may not do this: a role it lacks, another project, or a console mutation without a valid CSRF token', codes: ['forbidden', 'csrf_failed'] },
-  404: { what: 'No such resource in the project', codes: ['not_found'] },
-  409: { what: 'Conflicts with the current state', codes: [] },
-  413: { what: 'The body is larger than the route accepts', codes: ['payload_too_large'] },
-  415: { what: 'The body is not application/json', codes: ['unsupported_media_type'] },
-  422: { what: 'Well-formed but refused', codes: [] },
-  429: { what: 'Too many attempts; retry after `retry-after`', codes: ['too_many_attempts'] },
-  500: { what: 'A fault of the service, logged; the body gives no details', codes: ['internal_error'] },
-  503: { what: 'Temporarily unavailable; retry after `retry-after`', codes: ['shutting_down'] },
+const BODY_400 = 'Malformed or invalid request: for invalid_request, `errors` lists every fault with its JSON pointer and a code of its own such as required, unknown_field, wrong_type, bad_format, forbidden_member (__proto__), duplicate_member (a name repeated in one object) or invalid_unicode (not UTF-8, a lone surrogate or a NUL)';
+
+/** What each error status means, unless the route's shape or the route says more. */
+const MEANING: Record<number, string> = {
+  400: 'Invalid path or query parameters: `errors` lists every fault with its JSON pointer, where it is (`in`) and a code of its own',
+  403: 'The caller may not do this',
+  404: 'No such resource in the project',
+  409: 'Conflicts with the current state',
+  413: 'The body is larger than the route accepts',
+  415: 'The body is not application/json in UTF-8, or it is content-encoded',
+  422: 'Well-formed but refused',
+  429: 'Too many attempts; retry after `retry-after`',
+  500: 'A fault of the service, logged; the body gives no details',
+  503: 'Temporarily unavailable; retry after `retry-after`',
 };
 
-/**
- * Per status: the codes the route gives (replacing the default list), a description of its own
- * with or without codes, or false for a status the route never gives.
- */
-export type ErrorOverrides = Record<number, readonly string[] | { what?: string; codes?: readonly string[] } | false>;
+/** How a route is reached: it fixes the refusals every route reached that way can give. */
+export interface RouteShape {
+  /** The credential the route demands: an API key (machine plane), a console session, or none. */
+  auth: 'apiKey' | 'session' | 'none';
+  /** The route reads a JSON body (POST, PUT). */
+  body?: boolean;
+  /**
+   * The path names a project (`…/{projectId}/…`), so its parameters are validated and a key or
+   * session of another project, or without the route's role, is refused. Default: true with a credential.
+   */
+  project?: boolean;
+}
+
+/** Per status, the codes a route gives beyond its shape's: a list, or a description of its own with them. */
+export type ErrorOverrides = Record<number, readonly string[] | { what: string; codes: readonly string[] }>;
 
 // Array.isArray does not narrow a readonly array.
 const isCodeList = (o: unknown): o is readonly string[] => Array.isArray(o);
 
+/** The refusals every route of this shape can give, by status (what it means, and its codes). */
+function shapeErrors({ auth, body = false, project = auth !== 'none' }: RouteShape): Record<number, { what: string; codes: string[] }> {
+  const out: Record<number, { what: string; codes: string[] }> = {};
+  // A body is read (http/body.ts, http/errors.ts) before it is validated; a GET's is never read.
+  if (body) out[400] = { what: BODY_400, codes: ['malformed_json', 'invalid_request', 'invalid_content_length', 'bad_request'] };
+  else if (project) out[400] = { what: MEANING[400]!, codes: ['invalid_request'] };
+  if (auth === 'apiKey') out[401] = { what: 'API key missing, malformed, unknown or revoked, or its holder no longer a member', codes: ['unauthorized'] };
+  if (auth === 'session') out[401] = { what: 'No live console session (missing, expired or ended)', codes: ['unauthorized'] };
+  // http/auth: forbidden for another project or a missing role; csrf_failed on console mutations only.
+  const refused = [...(auth !== 'none' && project ? ['forbidden'] : []), ...(auth === 'session' && body ? ['csrf_failed'] : [])];
+  if (refused.length > 0) out[403] = { what: MEANING[403]!, codes: refused };
+  if (body) {
+    out[413] = { what: MEANING[413]!, codes: ['payload_too_large'] };
+    out[415] = { what: MEANING[415]!, codes: ['unsupported_media_type'] };
+  }
+  out[500] = { what: MEANING[500]!, codes: ['internal_error'] };
+  // Any route, while the service closes (http/app.ts).
+  out[503] = { what: MEANING[503]!, codes: ['shutting_down'] };
+  return out;
+}
+
 const problemResponse = (what: string, codes: readonly string[]): ProblemResponse => ({
-  description: `${what} (${codes.length === 0 ? 'a code specific to the route' : `code${codes.length > 1 ? 's' : ''} ${codes.join(', ')}`})`,
+  description: `${what} (code${codes.length > 1 ? 's' : ''} ${codes.join(', ')})`,
   content: { 'application/problem+json': { schema: Type.Ref('Problem') } },
 });
 
-/** Error responses of a route, merged into its `response`: every default status unless `overrides` drops or refines it. */
-export function errorResponses(overrides: ErrorOverrides = {}): Record<number, ProblemResponse> {
+/**
+ * Error responses of a route, merged into its `response`: those of its shape, and its own codes.
+ * Router-level answers (no such route, 405, 414, bad_url) are not an operation's: the document's
+ * description states them once (http/app.ts).
+ */
+export function errorResponses(shape: RouteShape, own: ErrorOverrides = {}): Record<number, ProblemResponse> {
+  const base = shapeErrors(shape);
   const out: Record<number, ProblemResponse> = {};
-  for (const status of new Set([...Object.keys(ERROR_DOCS), ...Object.keys(overrides)].map(Number))) {
-    const o = overrides[status];
-    if (o === false) continue;
-    const base = ERROR_DOCS[status] ?? { what: 'Refused', codes: [] };
-    const spec = o === undefined ? {} : isCodeList(o) ? { codes: o } : o;
-    out[status] = problemResponse(spec.what ?? base.what, spec.codes ?? base.codes);
+  for (const status of new Set([...Object.keys(base), ...Object.keys(own)].map(Number))) {
+    const o = own[status];
+    const spec: { what?: string; codes: readonly string[] } = o === undefined ? { codes: [] } : isCodeList(o) ? { codes: o } : o;
+    const codes = [...new Set([...(base[status]?.codes ?? []), ...spec.codes])];
+    if (codes.length === 0) throw new Error(`error response ${status} names no code`);
+    out[status] = problemResponse(spec.what ?? base[status]?.what ?? MEANING[status] ?? 'Refused', codes);
   }
   return out;
 }

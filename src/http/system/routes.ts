@@ -6,17 +6,17 @@ import { Problem } from '../problem.ts';
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
   app.get('/healthz', {
-    schema: { tags: ['system'], summary: 'Liveness: the process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses() } },
+    schema: { tags: ['system'], summary: 'Liveness: the process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses({ auth: 'none' }) } },
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
-    schema: { tags: ['system'], summary: 'Readiness: the database answers', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses() } },
+    schema: { tags: ['system'], summary: 'Readiness: the database answers', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses({ auth: 'none' }, { 503: { what: 'Not ready: the database does not answer, or the service is closing (then retry after `retry-after`)', codes: ['not_ready'] } }) } },
   }, async () => {
     if (!(await app.gavel.store.ping())) throw new Problem(503, 'not_ready', 'the database does not answer');
     return { status: 'ready' as const };
   });
 
   app.get('/openapi.json', {
-    schema: { tags: ['system'], summary: 'This OpenAPI 3.1 document', response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses() } },
+    schema: { tags: ['system'], summary: 'This OpenAPI 3.1 document', response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses({ auth: 'none' }) } },
   }, async () => app.swagger());
 }
