@@ -1,6 +1,8 @@
 // What the OpenAPI document says about errors and roles: problem+json error responses whose
-// descriptions name the codes (each one thrown somewhere in src/), POST /v1/authorize's codes and
-// reason codes as docs/reason-codes.md has them, and the roles each guarded operation demands.
+// descriptions name the codes (each one thrown somewhere in src/), exactly the refusals each kind of
+// route can give, POST /v1/authorize's codes and reason codes as docs/reason-codes.md has them, and
+// the roles each guarded operation demands. That every code a route sends is declared is checked
+// on every test service as it stops (test/support/declared-problems.ts).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -8,14 +10,13 @@ import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { newAgent } from '../support/authorize.ts';
-import { ROUTES } from '../security/role-matrix.data.ts';
+import { PUBLIC_ROUTES, ROUTES } from '../security/role-matrix.data.ts';
+import { codesIn, undeclared } from '../support/declared-problems.ts';
+import { consoleMember } from '../support/console.ts';
 import { REASON_CODES } from '../../src/http/machine/authorize.ts';
 
 const C = '/v1/console/projects/{projectId}';
 const M = '/v1/projects/{projectId}';
-
-/** The codes a response description lists: "(code x)" or "(codes x, y)". */
-const codesIn = (description: string) => /\(codes? ([a-z_, ]+)\)$/.exec(description)?.[1]!.split(', ') ?? [];
 
 const srcText = (dir: string): string => readdirSync(dir, { withFileTypes: true })
   .map((e) => e.isDirectory() ? srcText(join(dir, e.name)) : e.name.endsWith('.ts') ? readFileSync(join(dir, e.name), 'utf8') : '').join('\n');
@@ -53,7 +54,7 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
           assert.deepEqual(Object.keys(res.content ?? {}), ['application/problem+json'], label);
           assert.equal(res.content['application/problem+json'].schema.$ref, `#/components/schemas/${problemRef}`, label);
           assert.notEqual(res.description, 'Default Response', label);
-          assert.match(res.description, /\((codes? [a-z_, ]+|a code specific to the route)\)$/, label);
+          assert.match(res.description, /\(codes? [a-z_, ]+\)$/, label);
         }
       }
     }
@@ -76,7 +77,7 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     const statuses = Object.keys(o.responses).map(Number).filter((s) => s >= 400);
     assert.deepEqual(statuses, [400, 401, 409, 413, 415, 422, 500, 503]);
     const codes = (s: number) => codesIn(o.responses[s].description);
-    assert.deepEqual(codes(400), ['malformed_json', 'invalid_request', 'both_execution_and_chain_authorization', 'execution_url_not_allowed', 'invalid_content_length', 'bad_request']);
+    assert.deepEqual(codes(400), ['malformed_json', 'invalid_request', 'invalid_content_length', 'bad_request', 'both_execution_and_chain_authorization', 'execution_url_not_allowed']);
     assert.match(o.responses[400].description, /invalid_unicode/);
     assert.deepEqual(codes(401), ['unauthorized']);
     assert.deepEqual(codes(409), ['nonce_reused', 'execution_in_progress']);
@@ -111,6 +112,72 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
       assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);
       assert.deepEqual(codes('POST', `${base}/agents/release`, 409), ['agent_not_frozen']);
     }
+  });
+
+  test('each operation declares exactly the refusals its kind of route gives', () => {
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        const label = `${method.toUpperCase()} ${path}`;
+        const statuses = Object.keys(o.responses).map(Number).filter((s) => s >= 400);
+        const codes = (status: number) => codesIn(o.responses[status]?.description ?? '');
+        const body = o.requestBody !== undefined;
+        // Only a body is read and can be too large or of another type; GETs have none.
+        assert.equal(statuses.includes(413), body, `${label}: 413 with a body only`);
+        assert.equal(statuses.includes(415), body, `${label}: 415 with a body only`);
+        assert.equal(statuses.includes(400), body || (o.parameters ?? []).length > 0, `${label}: 400 with input only`);
+        // The CSRF token and the site are checked on console mutations (login and register included), never on reads or API keys.
+        assert.equal(codes(403).includes('csrf_failed'), path.startsWith('/v1/console/') && method !== 'get', `${label}: csrf_failed on console mutations only`);
+        assert.equal(statuses.includes(429), label === 'POST /v1/console/login', `${label}: 429 on login only`);
+        assert.equal(codes(401).includes('unauthorized'), o.security !== undefined, `${label}: unauthorized where a credential is needed`);
+        assert.equal(codes(403).includes('forbidden'), o.security !== undefined && path.includes('{projectId}'), `${label}: forbidden where the credential must be of the path's project`);
+        assert.deepEqual(codes(500), ['internal_error'], label);
+        assert.ok(codes(503).includes('shutting_down'), label);
+      }
+    }
+    for (const route of PUBLIC_ROUTES) {
+      const [method, path] = route.split(' ') as [string, string];
+      const o = op(method, path);
+      assert.equal(o.security, undefined, route);
+      const refusals = [401, 403].flatMap((status) => codesIn(o.responses[status]?.description ?? ''));
+      assert.ok(!refusals.includes('unauthorized') && !refusals.includes('forbidden'), `${route}: no authentication refusals`);
+    }
+    // Nothing refuses a caller of the system routes: only a fault, or the service closing (or, for readyz, not ready).
+    for (const path of ['/healthz', '/readyz', '/openapi.json']) {
+      assert.deepEqual(Object.keys(op('GET', path).responses).filter((s) => Number(s) >= 400), ['500', '503'], path);
+    }
+    assert.deepEqual(codesIn(op('GET', '/readyz').responses[503].description), ['shutting_down', 'not_ready']);
+    assert.deepEqual(codesIn(op('POST', '/v1/console/login').responses[401].description), ['invalid_credentials']);
+  });
+
+  test('a code a route sends but does not declare is caught', async () => {
+    // Every test service checks this as it stops; here on calls whose codes the document once missed.
+    const before = svc.problems.length;
+    const author = await consoleMember(svc, ['POLICY_AUTHOR']);
+    const key = await svc.keyHeader(['POLICY_AUTHOR']);
+    const P = `/v1/projects/${svc.projectId}/policy`;
+    const CP = `/v1/console/projects/${svc.projectId}/policy`;
+    const calls = [
+      { method: 'POST', url: '/v1/console/login', payload: { name: author.name, password: `not-${author.password}` } },
+      { method: 'POST', url: '/v1/console/login', headers: { origin: 'https://elsewhere.example' }, payload: { name: author.name, password: author.password } },
+      { method: 'GET', url: P, headers: key },
+      { method: 'POST', url: `${P}/activate`, headers: key, payload: { version: 99 } },
+      { method: 'POST', url: `${CP}/simulate`, headers: author.post, payload: { request: {} } },
+    ];
+    for (const call of calls) await svc.app.inject(call);
+    assert.deepEqual(svc.problems.slice(before).map((p) => `${p.method} ${p.route} ${p.status} ${p.code}`), [
+      'POST /v1/console/login 401 invalid_credentials',
+      'POST /v1/console/login 403 csrf_failed',
+      'GET /v1/projects/:projectId/policy 404 no_active_policy',
+      'POST /v1/projects/:projectId/policy/activate 404 policy_version_not_found',
+      'POST /v1/console/projects/:projectId/policy/simulate 400 agent_required',
+    ]);
+    assert.deepEqual(undeclared(doc, svc.problems), []);
+    // What one not declared looks like (stop() throws with it).
+    assert.deepEqual(undeclared(doc, [
+      { method: 'GET', route: '/healthz', status: 401, code: 'unauthorized' },
+      { method: 'HEAD', route: '/v1/projects/:projectId/policy', status: 404, code: 'no_active_policy' },
+      { method: 'POST', route: '/v1/projects/:projectId/policy/activate', status: 409, code: 'nonce_reused' },
+    ]), ['GET /healthz 401 unauthorized', 'POST /v1/projects/{projectId}/policy/activate 409 nonce_reused']);
   });
 
   test('a problem sent under a problem+json response schema keeps its extra members', async () => {

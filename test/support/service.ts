@@ -5,6 +5,7 @@ import { newId } from '../../src/lib/ids.ts';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import type { Backend, TestStore } from './backends.ts';
+import { recordProblems, undeclared, type SentProblem } from './declared-problems.ts';
 
 export interface TestService extends Service {
   ts: TestStore;
@@ -13,6 +14,9 @@ export interface TestService extends Service {
   member(roles: Role[], name?: string, kind?: 'person' | 'service'): Promise<{ principalId: string; key: string; keyId: string }>;
   /** `authorization` header for a fresh key with `roles`. */
   keyHeader(roles: Role[]): Promise<{ authorization: string }>;
+  /** Every problem+json answer a route has sent so far (test/support/declared-problems.ts). */
+  problems: SentProblem[];
+  /** Stops the service; throws if a route sent a problem its OpenAPI operation does not declare. */
   stop(): Promise<void>;
 }
 
@@ -26,6 +30,7 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
   const service = await createService(config, { store: ts.store, logger: process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false });
   const projectId = service.bootstrap.projectId;
+  const problems = recordProblems(service.app);
   const member: TestService['member'] = async (roles, name, kind = 'service') => {
     const principalId = newId('prn');
     const at = new Date().toISOString();
@@ -40,8 +45,13 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
     });
   };
   return {
-    ...service, ts, projectId, member,
+    ...service, ts, projectId, member, problems,
     async keyHeader(roles) { return { authorization: `Bearer ${(await member(roles)).key}` }; },
-    async stop() { await service.close(); await ts.cleanup(); },
+    async stop() {
+      const missing = problems.length > 0 ? undeclared(service.app.swagger(), problems) : [];
+      await service.close();
+      await ts.cleanup();
+      if (missing.length > 0) throw new Error(`problems sent but not declared in /openapi.json: ${missing.join('; ')}`);
+    },
   };
 }
