@@ -89,7 +89,8 @@ test('pacedLoadFresh returns the figures of a loop run in another process, lead-
     assert.equal(r.rps, 100);
     assert.equal(r.errors, 0);
     assert.ok(r.leadInP99 >= 30, `the late answers are in the lead-in's p99 (${r.leadInP99} ms)`);
-    assert.ok(r.p99 < 30, 'and not in the measured one');
+    // Relative, not a time limit: on a loaded machine every answer is late, the lead-in's 30 ms more.
+    assert.ok(r.p99 < r.leadInP99, `and not in the measured one (${r.p99} against ${r.leadInP99} ms)`);
     assert.equal(server.peers.size, 4, 'the connections asked for');
     assert.equal(server.fromHere.size, 0, 'none of them from this process');
     assert.ok(r.window.from >= started + 500 && r.window.until - r.window.from >= 990 && r.window.until <= Date.now() + 1,

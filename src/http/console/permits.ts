@@ -22,7 +22,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(P, {
     schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
-      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ auth: 'session', body: true }, { 422: ['invalid_permit_claims'] }) } },
+      response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ auth: 'session', body: true }, { 422: ['invalid_permit_claims'], 503: ['signing_key_mismatch'] }) } },
     preValidation: consoleAuth([...ISSUERS]),
     // The schema's errors come to the handler, to be returned with the claim checks' in one answer.
     attachValidation: true,
