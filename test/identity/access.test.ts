@@ -289,6 +289,23 @@ for (const backend of backends()) {
       } finally { svc.deps.clock = { now: () => new Date() }; }
     });
 
+    test('login: concurrent guesses are counted before any password is checked; a login that succeeds does not count', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const attempt = (password: string, ip: string) => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password } });
+      // 40 at once, the right password among them: no more than the 5 attempts a lock allows are
+      // checked, and whatever comes after them (the right password too, if it is late) waits.
+      const burst = await Promise.all(Array.from({ length: 40 }, (_, i) => attempt(i === 25 ? m.password : `wrong guess ${i}`, '203.0.113.40')));
+      const checked = burst.filter((r) => r.statusCode !== 429);
+      assert.ok(checked.length <= 5, `${checked.length} attempts were checked: ${burst.map((r) => r.statusCode).join(' ')}`);
+      assert.ok(burst.filter((r) => r.statusCode === 429).length >= 35);
+      // Successful logins give their attempt back: 60 in a row from one address never lock it.
+      const n = await consoleMember(svc, ['AUDITOR']);
+      for (let i = 0; i < 60; i++) {
+        const ok = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: n.name, password: n.password } });
+        assert.equal(ok.statusCode, 200, `login ${i}: ${ok.body}`);
+      }
+    });
+
     test('login throttles per address across accounts', async () => {
       const ip = '192.0.2.99';
       let last = 0;

@@ -1,6 +1,6 @@
 // Password login. The answer and the work are the same whether or not the account exists: an
-// unknown name is verified against a dummy Argon2id hash, and every failure counts against the
-// name and the address alike.
+// unknown name is verified against a dummy Argon2id hash, and every attempt counts against the
+// name and the address alike until it succeeds.
 import { randomBytes } from 'node:crypto';
 import { normalizeName } from '../../domain/access/names.ts';
 import { MAX_PASSWORD_LENGTH } from '../../domain/access/password-rule.ts';
@@ -8,7 +8,7 @@ import { hashPassword, verifyPassword } from '../../lib/passwords.ts';
 import type { Store } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { createSession, endSessionByToken } from './sessions.ts';
-import { clearAccount, recordFailure, throttleWait } from './throttle.ts';
+import { settleSuccess, takeAttempt } from './throttle.ts';
 
 let dummy: Promise<string> | undefined;
 /** A hash of a random password with the same parameters, computed once per process. */
@@ -21,7 +21,7 @@ export type LoginResult =
 
 export async function login(store: Store, input: { name: string; password: string; address: string; previousToken?: string | undefined }, now: Date): Promise<LoginResult> {
   const name = normalizeName(input.name).slice(0, 256);
-  const wait = await throttleWait(store, name, input.address, now);
+  const wait = await takeAttempt(store, name, input.address, now);
   if (wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(wait / 1000) };
 
   const person = await store.db.selectFrom('principals').select(['id', 'name', 'password_hash', 'disabled_at'])
@@ -29,14 +29,12 @@ export async function login(store: Store, input: { name: string; password: strin
   const usable = person && person.password_hash && !person.disabled_at && input.password.length <= MAX_PASSWORD_LENGTH;
   // Always one Argon2id verification, so timing does not tell a known name from an unknown one.
   const verified = await verifyPassword(usable ? person.password_hash! : await dummyHash(), input.password.slice(0, MAX_PASSWORD_LENGTH));
-  if (!usable || !verified) {
-    await recordFailure(store, name, input.address, now);
-    return { ok: false, reason: 'invalid_credentials' };
-  }
+  // A failure was counted when the attempt was taken.
+  if (!usable || !verified) return { ok: false, reason: 'invalid_credentials' };
   return store.transaction(async (trx) => {
     // A fresh session id at every login; a session the browser still carried is ended (fixation).
     if (input.previousToken) await endSessionByToken(trx, input.previousToken, 'replaced', now);
-    await clearAccount(trx, name);
+    await settleSuccess(trx, store.dialect, name, input.address);
     const session = await createSession(trx, person.id, now);
     const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', person.id).where('revoked_at', 'is', null).execute();
     for (const m of memberships) {

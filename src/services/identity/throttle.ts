@@ -9,26 +9,42 @@ async function read(db: Store['db'] | Tx, key: string): Promise<ThrottleState | 
   return db.selectFrom('login_throttle').select(['failures', 'window_start', 'locked_until']).where('key', '=', key).executeTakeFirst();
 }
 
-/** Milliseconds before another attempt for this account or address is allowed (0: go ahead). */
-export async function throttleWait(store: Store, name: string, address: string, now: Date): Promise<number> {
-  const [a, b] = await Promise.all([read(store.db, accountKey(name)), read(store.db, addressKey(address))]);
-  return Math.max(lockRemaining(a, now), lockRemaining(b, now));
-}
+const keys = (name: string, address: string) => [[accountKey(name), ACCOUNT_LIMITS], [addressKey(address), ADDRESS_LIMITS]] as const;
 
-/** Counts one failed login against the account name (known or not) and the address. */
-export async function recordFailure(store: Store, name: string, address: string, now: Date): Promise<void> {
-  await store.transaction(async (trx) => {
-    for (const [key, limits] of [[accountKey(name), ACCOUNT_LIMITS], [addressKey(address), ADDRESS_LIMITS]] as const) {
+/**
+ * Takes one login attempt for this account and address: refused (the milliseconds to wait) when
+ * either is locked, else counted as a failure before the password is checked, so that concurrent
+ * guesses cannot all pass the check before any of them is counted. A login that succeeds gives its
+ * count back (`settleSuccess`).
+ */
+export async function takeAttempt(store: Store, name: string, address: string, now: Date): Promise<number> {
+  return store.transaction(async (trx) => {
+    const states = [];
+    // Locks in one order everywhere (account, then address), here and in settleSuccess.
+    for (const [key, limits] of keys(name, address)) {
       await lockFor(trx, store.dialect, `throttle:${key}`);
-      const next = afterFailure(await read(trx, key), now, limits);
+      states.push({ key, limits, state: await read(trx, key) });
+    }
+    const wait = Math.max(...states.map((s) => lockRemaining(s.state, now)));
+    if (wait > 0) return wait;
+    for (const { key, limits, state } of states) {
+      const next = afterFailure(state, now, limits);
       await trx.insertInto('login_throttle').values({ key, ...next })
         .onConflict((oc) => oc.column('key').doUpdateSet({ failures: next.failures, window_start: next.window_start, locked_until: next.locked_until }))
         .execute();
     }
+    return 0;
   });
 }
 
-/** A successful login clears the account's counter (the address keeps its own). */
-export async function clearAccount(trx: Tx, name: string): Promise<void> {
+/** A successful login clears the account's counter and gives the address back the attempt it took. */
+export async function settleSuccess(trx: Tx, dialect: Store['dialect'], name: string, address: string): Promise<void> {
+  for (const [key] of keys(name, address)) await lockFor(trx, dialect, `throttle:${key}`);
   await trx.deleteFrom('login_throttle').where('key', '=', accountKey(name)).execute();
+  const state = await read(trx, addressKey(address));
+  if (!state || state.failures === 0) return;
+  const failures = state.failures - 1;
+  await trx.updateTable('login_throttle')
+    .set({ failures, locked_until: failures < ADDRESS_LIMITS.lockAfter ? null : state.locked_until })
+    .where('key', '=', addressKey(address)).execute();
 }
