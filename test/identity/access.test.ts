@@ -189,27 +189,42 @@ for (const backend of backends()) {
       const notMine = await post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: admin.principalId }, author.post);
       assert.equal(notMine.statusCode, 403);
       assert.equal(notMine.json().code, 'forbidden');
-      // With the exclusion lifted, the grant is allowed and audited; putting it back is refused while held.
       const adminKey = await svc.keyHeader(['ADMIN']);
       const sodUrl = `/v1/projects/${svc.projectId}/sod`;
       const put = (doc: unknown) => svc.app.inject({ method: 'PUT', url: sodUrl, headers: adminKey, payload: doc as object });
-      assert.equal((await put({ exclusive_roles: [], four_eyes_policy_activation: true })).statusCode, 200);
-      assert.deepEqual(await getSod(svc.ts.store.db, svc.projectId), { exclusive_roles: [], four_eyes_policy_activation: true });
-      assert.equal((await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' })).statusCode, 200);
-      const refused = await put({ exclusive_roles: [['POLICY_AUTHOR', 'ADMIN']], four_eyes_policy_activation: true });
+      // ADMIN and POLICY_AUTHOR stay apart whatever the document says: an ADMIN writes it, so it
+      // could otherwise lift the pair and grant itself the role (spec 5.5).
+      const dropped = await put({ exclusive_roles: [], four_eyes_policy_activation: true });
+      assert.equal(dropped.statusCode, 400, dropped.body);
+      assert.deepEqual(dropped.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/exclusive_roles', 'required_pair']]);
+      const selfGrant = await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
+      assert.equal(selfGrant.statusCode, 409);
+      assert.equal(selfGrant.json().code, 'sod_conflict');
+      // A document saved before the pair was required reads with it.
+      await svc.ts.store.db.insertInto('sod_settings').values({ project_id: svc.projectId, document: '{"exclusive_roles":[],"four_eyes_policy_activation":true}', updated_at: new Date().toISOString(), updated_by: 'test' })
+        .onConflict((oc) => oc.column('project_id').doUpdateSet({ document: '{"exclusive_roles":[],"four_eyes_policy_activation":true}' })).execute();
+      assert.deepEqual(await getSod(svc.ts.store.db, svc.projectId), { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true });
+      // Other pairs are the project's own: lifted, the grant is allowed and audited; put back, refused while held.
+      const holder = await svc.member(['APPROVER']);
+      const both = [['ADMIN', 'POLICY_AUTHOR'], ['PERMIT_ISSUER', 'APPROVER']];
+      assert.equal((await put({ exclusive_roles: both, four_eyes_policy_activation: true })).statusCode, 200);
+      assert.equal((await post(`${P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).json().code, 'sod_conflict');
+      assert.equal((await put({ exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true })).statusCode, 200);
+      assert.equal((await post(`${P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).statusCode, 200);
+      const refused = await put({ exclusive_roles: both, four_eyes_policy_activation: true });
       assert.equal(refused.statusCode, 409);
       assert.equal(refused.json().code, 'sod_conflict');
-      assert.equal(refused.json().conflicts[0].principal_id, admin.principalId);
-      assert.equal((await post(`${P}/members/${admin.principalId}/roles/POLICY_AUTHOR/revoke`, {})).statusCode, 200);
-      const back = await put({ exclusive_roles: [['POLICY_AUTHOR', 'ADMIN']], four_eyes_policy_activation: false });
+      assert.equal(refused.json().conflicts[0].principal_id, holder.principalId);
+      assert.equal((await post(`${P}/members/${holder.principalId}/roles/PERMIT_ISSUER/revoke`, {})).statusCode, 200);
+      const back = await put({ exclusive_roles: both, four_eyes_policy_activation: false });
       assert.equal(back.statusCode, 200);
-      assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR']], 'pairs are normalized');
+      assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'PERMIT_ISSUER']], 'pairs are normalized');
       const audits = await svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
-      assert.equal(audits.length, 2);
+      assert.equal(audits.length, 3);
       // The SELECT has no order (PostgreSQL returned them either way round): find the event by content.
       const restored = audits.map((a) => JSON.parse(a.data)).find((d) => d.after.four_eyes_policy_activation === false);
-      assert.deepEqual(restored?.before, { exclusive_roles: [], four_eyes_policy_activation: true });
-      assert.deepEqual(restored?.after, { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false });
+      assert.deepEqual(restored?.before, { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true });
+      assert.deepEqual(restored?.after, { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'PERMIT_ISSUER']], four_eyes_policy_activation: false });
       const bad = await put({ exclusive_roles: [['ADMIN', 'ADMIN'], ['ADMIN']], four_eyes_policy_activation: 'yes' });
       assert.equal(bad.statusCode, 400);
       assert.ok(bad.json().errors.length >= 2, 'every error at once');

@@ -1,6 +1,7 @@
 // The separation-of-duties document of a project, and the rules that read it. Pure.
 //   { "exclusive_roles": [["ADMIN","POLICY_AUTHOR"]], "four_eyes_policy_activation": true }
-// exclusive_roles: pairs no single principal may hold together in the project.
+// exclusive_roles: pairs no single principal may hold together in the project; ADMIN and
+// POLICY_AUTHOR always among them (REQUIRED_PAIR).
 // four_eyes_policy_activation: the principal that saved a policy version may not activate it.
 import { isRole, ROLES, type Role } from './roles.ts';
 
@@ -8,6 +9,14 @@ export interface SodDocument {
   exclusive_roles: [Role, Role][];
   four_eyes_policy_activation: boolean;
 }
+
+/**
+ * The pair no document may drop (spec 5.5: ADMIN does not acquire POLICY_AUTHOR by being ADMIN).
+ * An ADMIN writes the document, so a pair it could lift is no separation: it would lift it and
+ * grant itself the role.
+ */
+export const REQUIRED_PAIR: readonly [Role, Role] = ['ADMIN', 'POLICY_AUTHOR'];
+const REQUIRED_KEY = REQUIRED_PAIR.join('|');
 
 /** Until an ADMIN changes it: ADMIN and POLICY_AUTHOR exclusive; four eyes off (one author may activate). */
 export const DEFAULT_SOD: SodDocument = {
@@ -55,6 +64,9 @@ export function validateSod(input: unknown): { ok: true; value: SodDocument } | 
       seen.add(key);
       pairs.push(sorted);
     });
+  }
+  if (Array.isArray(raw) && raw.length <= 10 && !pairs.some((p) => p.join('|') === REQUIRED_KEY)) {
+    errors.push({ pointer: '/exclusive_roles', code: 'required_pair', message: `must keep ${REQUIRED_PAIR.join(' and ')} apart: ADMIN never acquires POLICY_AUTHOR` });
   }
   if (errors.length > 0) return { ok: false, errors };
   pairs.sort((a, b) => a.join('|').localeCompare(b.join('|')));

@@ -18,11 +18,14 @@ test('validateSod normalizes pairs and reports every error at once', () => {
   assert.equal(bad.ok, false);
   if (!bad.ok) {
     assert.deepEqual(bad.errors.map((e) => `${e.pointer} ${e.code}`).sort(), [
-      '/exclusive_roles/0 not_allowed', '/exclusive_roles/1/1 not_allowed', '/exclusive_roles/2 wrong_type', '/exclusive_roles/4 duplicate',
+      '/exclusive_roles required_pair', '/exclusive_roles/0 not_allowed', '/exclusive_roles/1/1 not_allowed', '/exclusive_roles/2 wrong_type', '/exclusive_roles/4 duplicate',
       '/extra unknown_field', '/four_eyes_policy_activation wrong_type',
     ]);
   }
   for (const v of [null, [], 'x', 1, undefined]) assert.equal(validateSod(v).ok, false);
+  // ADMIN and POLICY_AUTHOR are always kept apart: a document may add pairs, never drop that one.
+  const dropped = validateSod({ exclusive_roles: [['APPROVER', 'PERMIT_ISSUER']], four_eyes_policy_activation: false });
+  assert.deepEqual(dropped.ok ? [] : dropped.errors.map((e) => `${e.pointer} ${e.code}`), ['/exclusive_roles required_pair']);
 });
 
 test('validateSod never throws on arbitrary input', () => {
