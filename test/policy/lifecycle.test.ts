@@ -224,6 +224,14 @@ for (const backend of backends()) {
       assert.equal(badDoc.statusCode, 400);
       assert.deepEqual(badDoc.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/policy/rules', '/policy/spec_version']);
       assert.equal((await post(author, '/simulate', {})).statusCode, 400);
+      // Every error at once: the request's (a missing agent, a member of the wrong type) with the
+      // submitted document's.
+      const both = await post(author, '/simulate', { request: { action: 'pay' }, policy: { spec_version: 1, rules: {} } });
+      assert.equal(both.json().code, 'agent_required');
+      assert.deepEqual(both.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/policy/rules', '/policy/spec_version', '/request/agent']);
+      const typed = await post(author, '/simulate', { request: { agent: AGENT, delegation_depth: '1' }, policy: { spec_version: 1, rules: {} } });
+      assert.equal(typed.json().code, 'invalid_request');
+      assert.deepEqual(typed.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/policy/rules', '/policy/spec_version', '/request/delegation_depth']);
     });
 
     test('bad documents create no version and list every error under /policy', async () => {
@@ -244,6 +252,10 @@ for (const backend of backends()) {
         for (const p of pointers) assert.ok(got.includes(p), `${JSON.stringify(policy)}: ${got} includes ${p}`);
         for (const e of res.json().errors) assert.ok(typeof e.code === 'string' && typeof e.message === 'string');
       }
+      // The body's own errors come with the document's.
+      const noted = await put(author, { policy: { spec_version: '2', rules: 'x' }, note: '' });
+      assert.equal(noted.statusCode, 400);
+      assert.deepEqual(noted.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/note', '/policy/rules', '/policy/spec_version']);
       // Deeply nested conditions.
       let when: unknown = { op: 'eq', input: 'action', value: 'pay' };
       for (let i = 0; i < 200; i++) when = { op: 'not', args: [when] };

@@ -7,6 +7,8 @@ import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest } from '../problem.ts';
+import { fieldErrors } from '../errors.ts';
+import { policyErrors } from '../../services/policy/document.ts';
 import { errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
@@ -124,6 +126,21 @@ export interface PolicyPlane {
   security: Record<string, string[]>[];
 }
 
+/**
+ * For a route with `attachValidation`: a body that broke its schema is refused with the submitted
+ * document's own errors beside the schema's, every error at once (the schema does not look inside
+ * `policy`; the engine does).
+ */
+function refuseInvalidBody(request: FastifyRequest): void {
+  const failed = request.validationError as (Error & { validation?: Parameters<typeof fieldErrors>[0]; validationContext?: string }) | undefined;
+  if (!failed?.validation) return;
+  const errors = fieldErrors(failed.validation, failed.validationContext ?? 'body');
+  const document = (request.body as { policy?: unknown } | null | undefined)?.policy;
+  if (failed.validationContext === 'body' && typeof request.body === 'object' && !Array.isArray(request.body) && document !== undefined
+    && !errors.some((e) => e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
+  throw invalidRequest(errors);
+}
+
 /** Registers the policy lifecycle routes for one plane; both planes share every handler. */
 export async function registerPolicyRoutes(instance: FastifyInstance, plane: PolicyPlane): Promise<void> {
   const app = instance.withTypeProvider<TypeBoxTypeProvider>();
@@ -135,11 +152,13 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
     preValidation: authenticate(['POLICY_AUTHOR']),
+    attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
       response: { 201: Saved, ...errorResponses(write) },
     },
   }, async (request, reply) => {
+    refuseInvalidBody(request);
     const a = auth(request);
     const saved = await savePolicyVersion(store, {
       projectId: a.projectId, principalId: a.principalId, actor: a.actor,
@@ -195,11 +214,15 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.post(`${base}/simulate`, {
     bodyLimit: POLICY_BODY_LIMIT,
     preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'] }) },
     },
-  }, async (request) => simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>);
+  }, async (request) => {
+    refuseInvalidBody(request);
+    return simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>;
+  });
 
   app.post(`${base}/replay`, {
     bodyLimit: POLICY_BODY_LIMIT,

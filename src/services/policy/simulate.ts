@@ -5,7 +5,7 @@ import { isAction, isDid, isResourceUri, isSha256Hex, parseTimestamp } from '../
 import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import { getActivePolicy } from './active.ts';
-import { requireValidPolicy } from './document.ts';
+import { policyErrors, requireValidPolicy } from './document.ts';
 import { noActivePolicy } from './read.ts';
 
 export interface SimulationRequest {
@@ -63,7 +63,15 @@ export function simulationInput(request: SimulationRequest, now: Date, at = '/re
 }
 
 export async function simulatePolicy(db: Db, projectId: string, body: { request: SimulationRequest; policy?: unknown }, now: Date): Promise<SimulationResult> {
-  const input = simulationInput(body.request, now);
+  let input: PolicyInput;
+  try {
+    input = simulationInput(body.request, now);
+  } catch (error) {
+    // Every error at once: a submitted document's own errors come with the request's.
+    const documentErrors = body.policy === undefined ? [] : policyErrors(body.policy);
+    if (!(error instanceof Problem) || documentErrors.length === 0) throw error;
+    throw new Problem(error.status, error.code, error.detail, { errors: [...(error.errors ?? []), ...documentErrors] });
+  }
   let compiled: CompiledPolicy;
   let version: number | null;
   let hash: string;
