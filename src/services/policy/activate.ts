@@ -32,7 +32,7 @@ export interface Activated {
 }
 
 const PROBLEMS: Record<ActivationRefusal, (version: number | null) => Problem> = {
-  role_missing: () => new Problem(403, 'forbidden', 'activating a policy needs the POLICY_AUTHOR role; ADMIN does not acquire it'),
+  role_missing: () => new Problem(403, 'forbidden', 'activating a policy needs the POLICY_AUTHOR role, which this caller does not hold (no other role implies it, ADMIN included)'),
   four_eyes: (v) => new Problem(403, 'four_eyes_required', `version ${v} was saved by you; this project requires a different POLICY_AUTHOR to activate it`),
   version_not_found: (v) => new Problem(404, 'policy_version_not_found', `policy version ${v} does not exist in this project`),
   already_active: (v) => new Problem(409, 'already_active', `policy version ${v} is already the active version`),
