@@ -51,7 +51,8 @@ const lockStates = (n: number) => (LOCK_STATES[n] ??=
  * this transaction instead of inserting a row it never sees.
  */
 export async function firstFrozen(trx: Tx, target: SqlTarget, projectId: string, dids: readonly string[], ensure: { actor: string; at: string } | null): Promise<string | undefined> {
-  if (ensure) for (const did of dids) await ensureAgent(trx, projectId, did, ensure.actor, ensure.at, null, target);
+  // In one order (sorted), so two decisions inserting the same new rows never wait on each other in a cycle.
+  if (ensure) for (const did of [...dids].sort()) await ensureAgent(trx, projectId, did, ensure.actor, ensure.at, null, target);
   const rows = await queryFixed<{ did: string; frozen_at: string | null }>(trx, target, lockStates(dids.length), [projectId, ...dids]);
   const frozen = new Set(rows.filter((r) => r.frozen_at !== null).map((r) => r.did));
   return dids.find((did) => frozen.has(did));
