@@ -59,8 +59,20 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
   return out;
 }
 
-function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
+/** The database refused a connection or dropped one: nothing is wrong with the request, and it may be retried. */
+function databaseUnreachable(error: Error & { code?: unknown }): boolean {
+  const code = typeof error.code === 'string' ? error.code : '';
+  // Node's socket errors; PostgreSQL's class 08 (connection exception) and 57P0x (the server shutting down or starting).
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH'].includes(code) || code.startsWith('08') || /^57P0[1-3]$/.test(code)) return true;
+  // node-postgres's own, which carry no code.
+  return /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/.test(error.message);
+}
+
+export function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
   if (error instanceof Problem) return error;
+  if (databaseUnreachable(error)) {
+    return new Problem(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', { headers: { 'retry-after': '1' } });
+  }
   if (error.validation) {
     return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {
       errors: fieldErrors(error.validation, error.validationContext ?? 'body'),

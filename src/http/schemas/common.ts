@@ -70,8 +70,8 @@ function shapeErrors({ auth, body = false, project = auth !== 'none' }: RouteSha
     out[415] = { what: MEANING[415]!, codes: ['unsupported_media_type'] };
   }
   out[500] = { what: MEANING[500]!, codes: ['internal_error'] };
-  // Any route, while the service closes (http/app.ts).
-  out[503] = { what: MEANING[503]!, codes: ['shutting_down'] };
+  // Any route, while the service closes (http/app.ts); any that reads the database, while it cannot be reached.
+  out[503] = { what: MEANING[503]!, codes: ['shutting_down', ...(auth !== 'none' || body ? ['database_unavailable'] : [])] };
   return out;
 }
 

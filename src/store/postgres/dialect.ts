@@ -14,14 +14,20 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
+    // Named in pg_stat_activity, by schema when it has one of its own (what an operator, or a test, looks for).
+    application_name: options.schema ? `gavel/${options.schema}` : 'gavel',
     // A test run or a tenant can live in its own schema.
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // A client losing its connection must not crash the process: idle ones are reported on the pool,
+  // which replaces them; one checked out (a request's, or the audit log leader's held connection)
+  // on the client itself, and the query it runs fails (503 for a request, readiness answers 503,
+  // the leader gives up its lock). The pool drops a client that errored when it comes back.
   pool.on('error', () => {});
   // Statements declared prepared (store/fixed-sql.ts) run by name: planned once per connection.
   // Kysely sends every query as (text, parameters); the text alone says which ones they are.
   pool.on('connect', (client) => {
+    client.on('error', () => {});
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
       const name = typeof text === 'string' ? preparedStatementName(text) : undefined;

@@ -1,0 +1,43 @@
+// A PostgreSQL connection that drops (a restart, a failover, a proxy in between) must not take the
+// process down: the audit log's leader gives up its lock and takes it again, and requests keep
+// being answered. Requests that met the outage are 503 database_unavailable, not 500.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import { toProblem } from '../../src/http/errors.ts';
+
+const pg = backends().find((b) => b.name === 'postgres');
+
+test('the audit log leader\'s connection terminated: the process lives on, and leads again', { skip: !pg && 'PostgreSQL not configured' }, async () => {
+  const svc = await startService(pg!);
+  try {
+    assert.equal((await svc.auditLog.tick()).leader, true);
+    const schema = (svc.ts.options as { schema?: string }).schema!;
+    // Every connection of this service's pool (named by its schema), the leader's held one among them.
+    const killed = await sql<{ n: number }>`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+      where application_name = ${`gavel/${schema}`} and pid <> pg_backend_pid()`.execute(svc.ts.reopen().db);
+    assert.ok(killed.rows[0]!.n >= 1, 'the leader connection was terminated');
+    await new Promise((r) => setTimeout(r, 200));
+    // Without an error listener on checked-out clients, the process would have died above.
+    let leader = false;
+    for (let i = 0; i < 5 && !leader; i++) leader = (await svc.auditLog.tick().catch(() => ({ leader: false }))).leader;
+    assert.equal(leader, true, 'the lock was given up and taken again');
+    const res = await svc.app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(res.statusCode, 200, res.body);
+  } finally { await svc.stop(); }
+});
+
+test('an unreachable database is 503 database_unavailable with retry-after, not 500', () => {
+  for (const error of [
+    Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5999'), { code: 'ECONNREFUSED' }),
+    new Error('Connection terminated unexpectedly'),
+    Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    Object.assign(new Error('connection failure'), { code: '08006' }),
+  ]) {
+    const p = toProblem(error as never);
+    assert.deepEqual([p.status, p.code, p.headers?.['retry-after']], [503, 'database_unavailable', '1'], error.message);
+  }
+  assert.equal(toProblem(new Error('a bug') as never).status, 500);
+});
