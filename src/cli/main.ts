@@ -31,6 +31,26 @@ GAVEL_BODY_LIMIT_BYTES, GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_WITNESS_VKE
 GAVEL_CHECKPOINT_INTERVAL_MS, GAVEL_CHECKPOINT_MAX_EVENTS, GAVEL_AUDIT_TICK_MS, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL,
 or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`;
 
+/**
+ * A failure an operator fixes in the environment (a port, a host, the database), in one line;
+ * undefined for anything else, whose stack is printed as a fault of the service.
+ */
+function startupProblem(e: unknown): string | undefined {
+  const err = e as Error & { code?: string; address?: string; port?: number; hostname?: string };
+  const at = err.address ? `${err.address}${err.port ? `:${err.port}` : ''}` : '';
+  switch (err.code) {
+    case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness)`;
+    case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
+    case 'EACCES': return `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`;
+    case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;
+    case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
+    case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
+    case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): GAVEL_DATA_DIR must be a writable directory`;
+    case 'SQLITE_NOTADB': case 'SQLITE_CORRUPT': return `the SQLite database in GAVEL_DATA_DIR is not a Gavel database or is damaged (${err.message})`;
+    default: return undefined;
+  }
+}
+
 function fail(message: string): never {
   process.stderr.write(`gavel: ${message}\n`);
   process.exit(2);
@@ -73,7 +93,17 @@ async function serve(embedded: boolean): Promise<void> {
   }
   const { app } = service;
   app.log.info({ config: redactConfig(config) }, 'configuration');
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    await service.close().catch(() => {});
+    await witness?.close().catch(() => {});
+    // The account exists now and its password is printed nowhere else: a failed first start must not lose it.
+    if (service.bootstrap.admin) {
+      process.stderr.write(`The first start created the administrator "${service.bootstrap.admin.name}" before it failed; its generated password, printed this once and stored only as a hash:\n  ${service.bootstrap.admin.password}\n`);
+    }
+    throw e;
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -108,6 +138,8 @@ async function serve(embedded: boolean): Promise<void> {
 
 async function migrate(): Promise<void> {
   const config = loadConfig();
+  // As serve does: a database this creates is its owner's alone.
+  process.umask(0o077);
   const store = openStore(storeOptions(config));
   try {
     const applied = await migrateToLatest(store);
@@ -135,5 +167,7 @@ try {
   }
 } catch (e) {
   if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch) fail(e.message);
+  const problem = startupProblem(e);
+  if (problem) fail(problem);
   throw e;
 }

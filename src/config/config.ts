@@ -60,10 +60,12 @@ const witnessVkey = (raw: string) => {
   if (key.type !== SIG_TYPE_COSIGNATURE_V1) throw new Error('must be a cosignature/v1 key (the witness\'s, not the log\'s)');
   return raw.trim();
 };
-const url = (protocols: string[]) => (raw: string) => {
+const url = (protocols: string[], credentials = true) => (raw: string) => {
   let u: URL;
   try { u = new URL(raw); } catch { throw new Error('must be a URL'); }
   if (!protocols.includes(u.protocol)) throw new Error(`must use ${protocols.join(' or ')}`);
+  // fetch refuses a URL with credentials, and these URLs are printed: they take none.
+  if (!credentials && (u.username || u.password)) throw new Error('must not carry a user name or password');
   return raw;
 };
 
@@ -77,14 +79,14 @@ const SPECS: Record<keyof Config, Spec> = {
     parse: (raw) => { if (!LOG_LEVELS.includes(raw)) throw new Error(`must be one of ${LOG_LEVELS.join(', ')}`); return raw; },
   },
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
-  witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:']) },
+  witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:'], false) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
   witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: witnessVkey },
   checkpointIntervalMs: { env: 'GAVEL_CHECKPOINT_INTERVAL_MS', file: 'checkpoint_interval_ms', parse: integer(10, 3_600_000) },
   checkpointMaxEvents: { env: 'GAVEL_CHECKPOINT_MAX_EVENTS', file: 'checkpoint_max_events', parse: integer(1, 10_000_000) },
   auditTickMs: { env: 'GAVEL_AUDIT_TICK_MS', file: 'audit_tick_ms', parse: integer(5, 60_000) },
   merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: text },
-  publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:']) },
+  publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:'], false) },
 };
 
 export const DEFAULTS: Config = {
@@ -139,11 +141,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return result;
 }
 
-/** A printable copy of the configuration with credentials in URLs masked. */
+/** A printable copy of the configuration with credentials in URLs masked (in the user part or the query). */
 export function redactConfig(config: Config): Record<string, unknown> {
   const mask = (u: string | undefined) => {
     if (!u) return u;
-    try { const x = new URL(u); if (x.password) x.password = '***'; return x.toString(); } catch { return '***'; }
+    try {
+      const x = new URL(u);
+      if (x.password) x.password = '***';
+      // node-postgres reads connection settings from the query too (password, sslkey, sslpassword…).
+      for (const k of [...x.searchParams.keys()]) if (/pass|secret|key|token/i.test(k)) x.searchParams.set(k, '***');
+      return x.toString();
+    } catch { return '***'; }
   };
   return { ...config, databaseUrl: mask(config.databaseUrl), witnessUrl: mask(config.witnessUrl) };
 }

@@ -42,6 +42,14 @@ test('credentials in URLs are masked when printed', () => {
   const c = loadConfig({ GAVEL_DATABASE_URL: 'postgres://gavel:s3cret@db:5432/gavel' });
   assert.equal(c.databaseUrl, 'postgres://gavel:s3cret@db:5432/gavel');
   assert.ok(!JSON.stringify(redactConfig(c)).includes('s3cret'));
+  // node-postgres takes a password from the query as well.
+  const q = loadConfig({ GAVEL_DATABASE_URL: 'postgres://gavel@db:5432/gavel?password=Qu3ry&sslpassword=Tls&application_name=x' });
+  const printed = JSON.stringify(redactConfig(q));
+  assert.ok(!printed.includes('Qu3ry') && !printed.includes('Tls') && printed.includes('application_name=x'), printed);
+  // The witness and public URLs are printed and fetched: credentials in them are refused by name.
+  for (const [k, v] of [['GAVEL_WITNESS_URL', 'http://w:pw@127.0.0.1:7402'], ['GAVEL_PUBLIC_URL', 'https://u:pw@gavel.example']] as const) {
+    assert.throws(() => loadConfig({ [k]: v }), (e: unknown) => e instanceof ConfigError && e.key === k && /user name or password/.test(e.message));
+  }
 });
 
 test('a witness URL needs its pinned key, and the key must be a witness cosignature key', async () => {

@@ -1,0 +1,63 @@
+// Start-up failures an operator fixes in the environment are one line and exit 2, and a first start
+// that fails after creating the administrator still hands over its password (it is printed nowhere
+// else). `gavel migrate` creates the database for its owner alone, as serve does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { MAIN, spawnGavel } from '../support/process.ts';
+
+const gavel = (args: string[], env: Record<string, string | undefined>) =>
+  spawnSync(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, encoding: 'utf8', timeout: 60_000 });
+
+test('a first start whose port is taken says so in one line and still gives the administrator\'s password, which then logs in', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'gavel-start-')), 'data');
+  const busy = createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  const port = (busy.address() as AddressInfo).port;
+  try {
+    const failed = gavel(['serve'], { GAVEL_DATA_DIR: dir, GAVEL_PORT: String(port) });
+    assert.equal(failed.status, 2, failed.stderr);
+    assert.match(failed.stderr, new RegExp(`gavel: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
+    assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
+    const password = /printed this once and stored only as a hash:\n {2}(\S+)\n/.exec(failed.stderr)?.[1];
+    assert.ok(password, failed.stderr);
+    busy.close();
+    const server = await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined });
+    try {
+      const login = await fetch(`${server.url}/v1/console/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'admin', password }) });
+      assert.equal(login.status, 200);
+    } finally { await server.kill('SIGTERM'); }
+  } finally {
+    busy.close();
+    rmSync(join(dir, '..'), { recursive: true, force: true });
+  }
+});
+
+test('an unreachable PostgreSQL and a database that does not exist are one line each, exit 2', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-start-'));
+  try {
+    const refused = gavel(['serve'], { GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' });
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /^gavel: cannot connect to the database at 127\.0\.0\.1:1: connection refused/);
+    const pgUrl = process.env.GAVEL_TEST_DATABASE_URL;
+    if (pgUrl) {
+      const missing = gavel(['serve'], { GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: new URL('/gavel_no_such_database', pgUrl).toString() });
+      assert.equal(missing.status, 2, missing.stderr);
+      assert.match(missing.stderr, /^gavel: the database refused the connection: database "gavel_no_such_database" does not exist/);
+    }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('gavel migrate creates a database its owner alone can read', () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'gavel-migrate-')), 'data');
+  try {
+    const r = gavel(['migrate'], { GAVEL_DATA_DIR: dir });
+    assert.equal(r.status, 0, r.stderr);
+    for (const f of [dir, join(dir, 'gavel.db')]) assert.equal(statSync(f).mode & 0o077, 0, `${f} is ${(statSync(f).mode & 0o777).toString(8)}`);
+  } finally { rmSync(join(dir, '..'), { recursive: true, force: true }); }
+});
