@@ -12,6 +12,7 @@ export function repeatedReason(what: string, repeated: readonly string[]): strin
 export function readJsonFile(file: string, what: string): { value: unknown; repeated: string[] } {
   let text: string;
   try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
-  const value: unknown = parseJsonExactly(text);
+  let value: unknown;
+  try { value = parseJsonExactly(text); } catch (e) { throw new Error(`the ${what} ${file} is not JSON: ${(e as Error).message}`); }
   return { value, repeated: repeatedMembers(text).map((r) => r.pointer) };
 }

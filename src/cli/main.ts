@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { LocalSigner } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
 import { startWitness, type RunningWitness } from '../witness/server.ts';
-import { runWitnessCommand } from '../witness/main.ts';
+import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { runAuditVerify } from './audit-verify.ts';
 import { runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
@@ -154,8 +154,15 @@ try {
   switch (command) {
     case 'up': await serve(true); break;
     case 'serve': await serve(false); break;
-    case 'migrate': await migrate(); break;
-    case 'witness': await runWitnessCommand(process.argv.slice(3)); break;
+    case 'migrate':
+      // Migrations only go up, all of them: an argument here is a mistake, not an option.
+      if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);
+      await migrate();
+      break;
+    case 'witness':
+      if (['--help', '-h', 'help'].includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
+      await runWitnessCommand(process.argv.slice(3));
+      break;
     case 'audit': {
       if (process.argv[3] === 'consistency') { process.exitCode = await runAuditConsistency(process.argv.slice(4)); break; }
       if (process.argv[3] !== 'verify') fail(`unknown audit command "${process.argv[3] ?? ''}" (try: gavel audit verify, gavel audit consistency)`);
@@ -166,7 +173,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

@@ -2,7 +2,7 @@
 // Validated once at start; a bad value stops the process with a message naming the key.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseJsonExactly } from '../lib/json-parse.ts';
+import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
 import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
 
 export interface Config {
@@ -112,15 +112,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const path = env.GAVEL_CONFIG;
   if (path) {
     let parsed: unknown;
-    try { parsed = parseJsonExactly(readFileSync(path, 'utf8')); } catch (e) {
+    let text: string;
+    try { text = readFileSync(path, 'utf8'); parsed = parseJsonExactly(text); } catch (e) {
       throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} as JSON (${(e as Error).message})`);
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new ConfigError('GAVEL_CONFIG', `${path} must hold a JSON object`);
     }
+    const [twice] = repeatedMembers(text);
+    if (twice) throw new ConfigError(`${path}: ${twice.name}`, 'is given more than once');
     const known = new Set(Object.values(SPECS).map((s) => s.file));
     for (const [k, v] of Object.entries(parsed)) {
       if (!known.has(k)) throw new ConfigError(`${path}: ${k}`, `unknown key (known: ${[...known].join(', ')})`);
+      // A value is a string or a number, as the variable would be: nothing is made a string of.
+      if (typeof v !== 'string' && typeof v !== 'number') throw new ConfigError(`${path}: ${k}`, `must be a string or a number, not ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
       fromFile[k] = v;
     }
   }

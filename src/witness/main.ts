@@ -7,7 +7,24 @@ import { parseArgs } from 'node:util';
 import { parseVkey } from '../domain/auditlog/note.ts';
 import { startWitness, type RunningWitness, type WitnessLogConfig, type WitnessOptions } from './server.ts';
 
+export const WITNESS_USAGE = `usage: gavel witness --log ORIGIN=VKEY [--log …] [--data-dir DIR] [--host H] [--port P] [--name NAME]
+  --log ORIGIN=VKEY   a log it cosigns for (repeatable); --log VKEY takes the origin from the key's name
+  --data-dir DIR      its key and database (default ./data/witness)
+  --host H --port P   where it listens (default 127.0.0.1:7380)
+  --name NAME         its key name (default localhost/gavel-witness)`;
+
+/** A mistake in the command line: said in one line with the usage, never as a stack trace. */
+export class WitnessUsageError extends Error {}
+
 export function parseWitnessArgs(argv: readonly string[]): WitnessOptions {
+  try {
+    return parseOrThrow(argv);
+  } catch (e) {
+    throw new WitnessUsageError(`${(e as Error).message}\n\n${WITNESS_USAGE}`);
+  }
+}
+
+function parseOrThrow(argv: readonly string[]): WitnessOptions {
   const { values } = parseArgs({
     args: [...argv],
     options: {
@@ -20,13 +37,16 @@ export function parseWitnessArgs(argv: readonly string[]): WitnessOptions {
     strict: true,
   });
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be 0-65535');
+  if (!/^\d+$/.test(values.port as string) || port > 65535) throw new Error('--port must be 0-65535');
   const byOrigin = new Map<string, string[]>();
   for (const spec of values.log ?? []) {
     // Origins contain no '+' (tlog-checkpoint recommends it) and every vkey does before any '='.
     const eq = spec.indexOf('=');
-    const [origin, vkey] = eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [parseVkey(spec).name, spec];
-    parseVkey(vkey);
+    const vkeyOf = (text: string) => {
+      try { return parseVkey(text); } catch (e) { throw new Error(`--log ${spec}: not a verifier key (${(e as Error).message})`); }
+    };
+    const [origin, vkey] = eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [vkeyOf(spec).name, spec];
+    vkeyOf(vkey);
     byOrigin.set(origin, [...(byOrigin.get(origin) ?? []), vkey]);
   }
   if (byOrigin.size === 0) throw new Error('at least one --log ORIGIN=VKEY is required');

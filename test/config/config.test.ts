@@ -36,6 +36,14 @@ test('an unknown key in the config file is refused by name', () => {
   assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /prot: unknown key/);
   writeFileSync(file, '[1,2]');
   assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /JSON object/);
+  // Values are strings or numbers, each given once: nothing is made a string of, nothing is last-wins.
+  for (const [text, said] of [['{"port":[18720]}', /port: must be a string or a number, not an array/], ['{"host":{"a":1}}', /host: must be a string or a number, not object/],
+    ['{"port":7400,"port":7401}', /port: is given more than once/], ['{"log_level":null}', /log_level: must be a string or a number, not null/]] as const) {
+    writeFileSync(file, text);
+    assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), said, text);
+  }
+  writeFileSync(file, '{"port":7411,"host":"127.0.0.1"}');
+  assert.equal(loadConfig({ GAVEL_CONFIG: file }).port, 7411);
 });
 
 test('credentials in URLs are masked when printed', () => {

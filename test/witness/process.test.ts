@@ -1,11 +1,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { parseWitnessArgs } from '../../src/witness/main.ts';
+import { MAIN } from '../support/process.ts';
 import { addCheckpoint } from '../../src/witness/client.ts';
 import { leafHash } from '../../src/domain/auditlog/hash.ts';
 import { appendLeaves, consistencyProof, nodeKey, type StoredNode } from '../../src/domain/auditlog/tree.ts';
@@ -33,6 +34,20 @@ test('parseWitnessArgs: ORIGIN=VKEY and bare VKEY (origin = key name), with defa
   assert.throws(() => parseWitnessArgs([]), /--log/);
   assert.throws(() => parseWitnessArgs(['--log', 'o=not-a-vkey']));
   assert.throws(() => parseWitnessArgs(['--log', vkey, '--port', '70000']));
+});
+
+test('gavel witness: --help prints the usage; a wrong command line is one line and the usage, exit 2, no stack trace', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [MAIN, 'witness', ...args], { encoding: 'utf8', timeout: 30_000 });
+  const help = run(['--help']);
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /^usage: gavel witness --log ORIGIN=VKEY/);
+  for (const [args, said] of [[[], /at least one --log/], [['--log'], /argument missing|--log/], [['--log', 'garbage'], /--log garbage: not a verifier key/], [['--nope'], /Unknown option '--nope'/]] as const) {
+    const r = run([...args]);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, said);
+    assert.match(r.stderr, /^gavel: [^\n]*\n\nusage: gavel witness/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  }
 });
 
 async function spawnWitness(vkey: string): Promise<string> {
