@@ -28,6 +28,7 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
       args: [...argv], allowPositionals: true, strict: true,
       options: { 'log-key': { type: 'string' }, 'witness-key': { type: 'string', multiple: true, default: [] } },
     });
+    if (positionals.length > 1) throw new Error(`one consistency file at a time (got ${positionals.length})`);
     if (positionals.length !== 1 || !values['log-key']) throw new Error('a consistency file and --log-key are required');
     logKey = parseVkey(values['log-key']);
     witnessKeys = (values['witness-key'] ?? []).map(parseVkey);

@@ -59,6 +59,7 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
         'allow-unwitnessed': { type: 'boolean', default: false },
       },
     });
+    if (positionals.length > 1) throw new Error(`one proof file at a time (got ${positionals.length})`);
     if (positionals.length !== 1 || !values['log-key']) throw new Error('a proof file and --log-key are required');
     file = positionals[0] as string;
     logKey = parseVkey(values['log-key']);
