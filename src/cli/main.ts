@@ -36,12 +36,13 @@ or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`
  * undefined for anything else, whose stack is printed as a fault of the service.
  */
 function startupProblem(e: unknown): string | undefined {
-  const err = e as Error & { code?: string; address?: string; port?: number; hostname?: string };
+  const err = e as Error & { code?: string; address?: string; port?: number; hostname?: string; syscall?: string; path?: string };
   const at = err.address ? `${err.address}${err.port ? `:${err.port}` : ''}` : '';
   switch (err.code) {
     case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness)`;
     case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
-    case 'EACCES': return `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`;
+    case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
+      : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (GAVEL_DATA_DIR must be writable by this user)`;
     case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;
     case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
