@@ -261,6 +261,25 @@ for (const backend of backends()) {
       await approve(live.id);
       assert.ok((await listed('approved')).includes(live.id), 'an approval by a live key still lists as approved');
       assert.ok(!(await listed('withdrawn')).includes(live.id));
+      // Withdrawn for good: the approver losing APPROVER and getting it back revives nothing.
+      const flapping = await newApprover(svc);
+      const later = await opened();
+      await approve(later.id, flapping);
+      const { grantRole, revokeRole } = await import('../../src/services/identity/members.ts');
+      const role = { projectId: svc.projectId, principalId: flapping.principalId, role: 'APPROVER' as const, actor: 'system' };
+      await revokeRole(svc.deps.store, role, new Date());
+      assert.equal((await obligation(later.id)).status, 'withdrawn');
+      await new Promise((r) => setTimeout(r, 5));
+      await grantRole(svc.deps.store, role, new Date());
+      assert.equal((await obligation(later.id)).status, 'withdrawn', 'still withdrawn with the role back');
+      assert.ok((await listed('withdrawn')).includes(later.id));
+      const revived = (await authorize({ ...later.req, approval_request_id: later.id })).json();
+      assert.equal(revived.decision, 'REQUIRE_APPROVAL');
+      assert.match(revived.detail, /lost APPROVER after approving/);
+      // New approvals by the same approver count again.
+      const fresh = await opened();
+      await approve(fresh.id, flapping);
+      assert.equal((await authorize({ ...fresh.req, approval_request_id: fresh.id })).json().decision, 'ALLOW');
     });
 
     test('every change is audited: recorded, revoked, and the consuming decision', async () => {

@@ -65,13 +65,13 @@ function approvalView(a: ApprovalsTable): ApprovalView {
 
 /**
  * Whether the obligation's approval can still be used: its key live, its owner an enabled member
- * holding APPROVER (as eligibility.ts checks when one is recorded or consumed). Read beside each row.
+ * holding APPROVER since before it approved (as eligibility.ts checks when one is consumed). Read beside each row.
  */
 const usableApproval = sql<number>`exists (select 1 from approvals a
   join approval_keys k on k.id = a.key_id and k.project_id = a.project_id and k.retired_at is null
   join memberships m on m.project_id = a.project_id and m.principal_id = k.principal_id and m.revoked_at is null
   join principals p on p.id = k.principal_id and p.disabled_at is null
-  join role_grants g on g.project_id = a.project_id and g.principal_id = k.principal_id and g.role = 'APPROVER'
+  join role_grants g on g.project_id = a.project_id and g.principal_id = k.principal_id and g.role = 'APPROVER' and g.granted_at <= a.created_at
   where a.approval_request_id = approval_requests.id)`;
 type ObligationRow = ApprovalRequestsTable & { usable?: number | boolean | null };
 

@@ -21,9 +21,9 @@ export async function checkApproval(trx: Tx, projectId: string, approvalRequestI
   const status = effectiveStatus(row, now);
   if (status === 'pending') return { kind: 'pending' };
   if (status !== 'approved') return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is ${status}` };
-  const approval = await trx.selectFrom('approvals').select('key_id').where('approval_request_id', '=', row.id).executeTakeFirst();
+  const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
   if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
-  const eligible = await approverEligibility(trx, projectId, approval.key_id);
+  const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at);
   if (!eligible.ok) return { kind: 'unsatisfied', detail: `approval_not_satisfied: ${eligible.detail}` };
   return { kind: 'satisfiable' };
 }

@@ -1,13 +1,15 @@
 // Who may approve: a live approval key whose owner is a current, enabled member of the project
 // holding APPROVER. Checked when an approval is recorded and again when one is consumed, so
-// retiring a key or revoking a role withdraws approvals not yet used. The same rule, as SQL, makes a
-// listed approval read as withdrawn (usableApproval in approvals.ts): change them together.
+// retiring a key or revoking a role withdraws approvals not yet used, for good: at consumption the
+// APPROVER grant must be older than the approval, so granting the role again revives nothing. The
+// same rule, as SQL, makes a listed approval read as withdrawn (usableApproval in approvals.ts):
+// change them together.
 import type { Db, Tx } from '../../store/store.ts';
-import { rolesOf } from '../identity/members.ts';
 
 export type Eligibility = { ok: true; principalId: string; publicKey: string } | { ok: false; code: 'approval_key_unknown' | 'approval_key_retired' | 'approver_not_eligible'; detail: string };
 
-export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string): Promise<Eligibility> {
+/** `approvedAt`: when the approval being consumed was recorded (absent while recording one). */
+export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string, approvedAt?: string): Promise<Eligibility> {
   const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId).executeTakeFirst();
   if (!key) return { ok: false, code: 'approval_key_unknown', detail: `no approval key ${keyId} in this project` };
   if (key.retired_at) return { ok: false, code: 'approval_key_retired', detail: `approval key ${keyId} was retired at ${key.retired_at}` };
@@ -16,8 +18,11 @@ export async function approverEligibility(db: Db | Tx, projectId: string, keyId:
   if (!member || member.revoked_at || member.disabled_at) {
     return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} is no longer a member of this project` };
   }
-  if (!(await rolesOf(db, projectId, key.principal_id)).includes('APPROVER')) {
-    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
+  const grant = await db.selectFrom('role_grants').select('granted_at')
+    .where('project_id', '=', projectId).where('principal_id', '=', key.principal_id).where('role', '=', 'APPROVER').executeTakeFirst();
+  if (!grant) return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
+  if (approvedAt !== undefined && grant.granted_at > approvedAt) {
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays withdrawn` };
   }
   return { ok: true, principalId: key.principal_id, publicKey: key.public_key };
 }
