@@ -15,7 +15,7 @@ import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
 
-interface ConsistencyFile { from: number; to: number; proof: string[]; from_checkpoint: string | null; to_checkpoint: string | null }
+interface ConsistencyFile { from: number; to: number; proof: string[]; from_root?: unknown; to_root?: unknown; from_checkpoint: string | null; to_checkpoint: string | null }
 
 /** Runs the check; returns the exit code (0 consistent, 1 not, 2 usage error). */
 export async function runAuditConsistency(argv: readonly string[], out: Writable = process.stdout, err: Writable = process.stderr): Promise<number> {
@@ -64,6 +64,15 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
     newer = open(file.to_checkpoint, file.to, 'newer');
   } catch (e) { return fail((e as Error).message); }
   if (older.origin !== newer.origin) return fail(`the checkpoints are of two logs (${older.origin}, ${newer.origin})`);
+  // The roots the file states beside its checkpoints must be the signed ones: a reader takes them from
+  // a file this tool called consistent.
+  for (const [field, cp] of [['from_root', older], ['to_root', newer]] as const) {
+    const stated = file[field];
+    if (stated === undefined) continue;
+    let bytes: Uint8Array | undefined;
+    try { bytes = typeof stated === 'string' ? fromBase64(stated) : undefined; } catch { bytes = undefined; }
+    if (!bytes || Buffer.compare(Buffer.from(bytes), Buffer.from(cp.root)) !== 0) return fail(`${field} differs from the root its signed checkpoint states`);
+  }
   let proof: Uint8Array[];
   try { proof = file.proof.map(fromBase64); } catch { return fail('the proof holds a value that is not base64'); }
   if (!verifyConsistency(file.from, file.to, proof, older.root, newer.root)) {

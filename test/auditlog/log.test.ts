@@ -152,6 +152,9 @@ for (const backend of backends()) {
       if (c.proof.length > 0) assert.equal((await check({ ...c, proof: [c.proof[0].replace(/^./, (ch: string) => (ch === 'A' ? 'B' : 'A')), ...c.proof.slice(1)] })).code, 1);
       assert.match((await check({ ...c, to: to + 1 })).text, /^NOT CONSISTENT: the newer checkpoint is of size/);
       assert.match((await check(undefined, JSON.stringify(c).replace('"proof":', '"proof":[],"proof":'))).text, /names a member more than once \(\/proof\)/);
+      // Roots stated beside the checkpoints must be the signed ones.
+      assert.match((await check({ ...c, to_root: c.from_root })).text, /^NOT CONSISTENT: to_root differs from the root its signed checkpoint states/);
+      assert.match((await check({ ...c, from_root: 'AAAA' })).text, /^NOT CONSISTENT: from_root differs/);
       const unwitnessed = sink();
       const strangerWitness = formatVkey('other/witness', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(9));
       const f = join(dir, 'consistency-w.json');
