@@ -195,6 +195,11 @@ for (const backend of backends()) {
       const allow = (await pay('ok', nonce)).json();
       assert.equal(allow.decision, 'ALLOW');
       assert.equal(allow.execution.status, 'SUCCEEDED');
+      // Each decision's audit event names the call it was asked for, refused or run.
+      for (const d of [deny, approval, allow]) {
+        const event = await svc.ts.store.db.selectFrom('audit_events').select('data').where('id', '=', d.audit_id).executeTakeFirstOrThrow();
+        assert.deepEqual(JSON.parse(event.data).execution, { merchant: 'shop', nonce, operation: 'ok' }, d.decision);
+      }
     });
 
     test('list: newest first, paged by cursor, on both planes', async () => {

@@ -16,6 +16,11 @@ export interface DecisionEventData {
   decision: string;
   reason_code: string;
   detail: string | null;
+  /**
+   * The merchant call the request asked for, when it asked for one: so the log shows what a DENY or
+   * REQUIRE_APPROVAL refused, not only what an ALLOW ran (its `execution.started` holds the payload).
+   */
+  execution?: { merchant: string; operation: string; nonce: string };
   policy_version: number | null;
   matched_rules: readonly string[];
   permit_commitment: string | null;
@@ -48,6 +53,7 @@ export function canonicalDecisionData(d: DecisionEventData): string {
   rules += ']';
   return `{"action":${str(d.action)},"agent":${str(d.agent)},"amount":${amount},"approval_request_id":${str(d.approval_request_id)},`
     + `"decision":${str(d.decision)},"decision_id":${str(d.decision_id)},"delegation_depth":${num(d.delegation_depth)},"detail":${str(d.detail)},`
+    + (d.execution ? `"execution":{"merchant":${str(d.execution.merchant)},"nonce":${str(d.execution.nonce)},"operation":${str(d.execution.operation)}},` : '')
     + `"intent":${str(d.intent)},"matched_rules":${rules},"permit_commitment":${str(d.permit_commitment)},"policy_version":${num(d.policy_version)},`
     + `"reason_code":${str(d.reason_code)},"request_id":${str(d.request_id)},"request_time":${str(d.request_time)},"resource":${str(d.resource)}}`;
 }

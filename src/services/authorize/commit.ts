@@ -147,6 +147,7 @@ export function decisionEvent(plan: DecisionPlan, combined: Combined, decisionId
       amount: input.amount ? { minor: input.amount.minor, currency: input.amount.currency } : null, intent: input.intent ?? null,
       decision: combined.decision, reason_code: combined.reason_code,
       detail: combined.detail ?? null, policy_version: plan.policyVersion, matched_rules: matched,
+      ...(plan.execution ? { execution: { merchant: plan.execution.merchant, operation: plan.execution.operation, nonce: plan.execution.nonce } } : {}),
       permit_commitment: permit?.commitment ?? plan.failure?.presented ?? null, delegation_depth: permit?.delegation_depth ?? 0, request_time: at,
       approval_request_id: approvalRequestId ?? null,
     })),

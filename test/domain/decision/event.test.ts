@@ -17,7 +17,9 @@ const data: fc.Arbitrary<DecisionEventData> = fc.record({
   intent: nullable(text), decision: fc.constantFrom('ALLOW', 'DENY', 'REQUIRE_APPROVAL'), reason_code: text, detail: nullable(text),
   policy_version: nullable(fc.nat()), matched_rules: fc.array(text, { maxLength: 5 }), permit_commitment: nullable(text),
   delegation_depth: fc.nat({ max: 16 }), request_time: text, approval_request_id: nullable(text),
-});
+  execution: fc.record({ merchant: text, operation: text, nonce: text }),
+}, { requiredKeys: ['decision_id', 'request_id', 'agent', 'action', 'resource', 'amount', 'intent', 'decision', 'reason_code', 'detail',
+  'policy_version', 'matched_rules', 'permit_commitment', 'delegation_depth', 'request_time', 'approval_request_id'] });
 
 let compared = 0;
 test('canonicalDecisionData equals canonicalize(data) for every decision event', () => {
