@@ -4,13 +4,12 @@
 // Checks: both checkpoints are signed by the log key (and cosigned by every witness key given) and
 // have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer.
 // Exit 0 consistent, 1 not, 2 usage error.
-import { parseArgs } from 'node:util';
-import { fromBase64 } from '../domain/auditlog/bytes.ts';
+import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
-import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
+import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyConsistency } from '../domain/auditlog/verify.ts';
-import { readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
@@ -24,15 +23,9 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
   let logKey: VerifierKey;
   let witnessKeys: VerifierKey[];
   try {
-    const { values, positionals } = parseArgs({
-      args: [...argv], allowPositionals: true, strict: true,
-      options: { 'log-key': { type: 'string' }, 'witness-key': { type: 'string', multiple: true, default: [] } },
-    });
-    if (positionals.length > 1) throw new Error(`one consistency file at a time (got ${positionals.length})`);
-    if (positionals.length !== 1 || !values['log-key']) throw new Error('a consistency file and --log-key are required');
-    logKey = parseVkey(values['log-key']);
-    witnessKeys = (values['witness-key'] ?? []).map(parseVkey);
-    const read = readJsonFile(positionals[0]!, 'consistency file');
+    let path: string;
+    ({ file: path, logKey, witnessKeys } = checkerArgs(argv, 'consistency file'));
+    const read = readJsonFile(path, 'consistency file');
     repeated = read.repeated;
     const f = read.value as Partial<ConsistencyFile> | null;
     if (typeof f !== 'object' || f === null) throw new Error('the consistency file must hold a JSON object');
@@ -71,7 +64,7 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
     if (stated === undefined) continue;
     let bytes: Uint8Array | undefined;
     try { bytes = typeof stated === 'string' ? fromBase64(stated) : undefined; } catch { bytes = undefined; }
-    if (!bytes || Buffer.compare(Buffer.from(bytes), Buffer.from(cp.root)) !== 0) return fail(`${field} differs from the root its signed checkpoint states`);
+    if (!bytes || !bytesEqual(bytes, cp.root)) return fail(`${field} differs from the root its signed checkpoint states`);
   }
   let proof: Uint8Array[];
   try { proof = file.proof.map(fromBase64); } catch { return fail('the proof holds a value that is not base64'); }

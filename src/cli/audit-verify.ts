@@ -4,14 +4,13 @@
 // Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
 // the checkpoint's signature by the log key; the RFC 9162 inclusion path to the checkpoint's
 // root; a valid cosignature by every witness key given. Exit 0 verified, 1 not, 2 usage error.
-import { parseArgs } from 'node:util';
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
-import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
+import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, readJsonFile, repeatedReason } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -51,20 +50,9 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
   let proof: ProofFile;
   let repeated: string[];
   try {
-    const { values, positionals } = parseArgs({
-      args: [...argv], allowPositionals: true, strict: true,
-      options: {
-        'log-key': { type: 'string' },
-        'witness-key': { type: 'string', multiple: true, default: [] },
-        'allow-unwitnessed': { type: 'boolean', default: false },
-      },
-    });
-    if (positionals.length > 1) throw new Error(`one proof file at a time (got ${positionals.length})`);
-    if (positionals.length !== 1 || !values['log-key']) throw new Error('a proof file and --log-key are required');
-    file = positionals[0] as string;
-    logKey = parseVkey(values['log-key']);
-    witnessKeys = (values['witness-key'] ?? []).map(parseVkey);
-    allowUnwitnessed = values['allow-unwitnessed'] ?? false;
+    let flags: Record<string, boolean>;
+    ({ file, logKey, witnessKeys, flags } = checkerArgs(argv, 'proof file', ['allow-unwitnessed']));
+    allowUnwitnessed = flags['allow-unwitnessed'] === true;
     if (witnessKeys.length === 0 && !allowUnwitnessed) throw new Error('give --witness-key (or --allow-unwitnessed to check the log signature only)');
     ({ proof, repeated } = readProof(file));
   } catch (e) {

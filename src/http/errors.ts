@@ -68,6 +68,15 @@ function databaseUnreachable(error: Error & { code?: unknown }): boolean {
   return /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/.test(error.message);
 }
 
+/**
+ * On a route with `attachValidation`, the located errors of a request that broke its schema (none
+ * when it did not), for a handler that adds its own checks' errors to one answer.
+ */
+export function attachedErrors(request: FastifyRequest): FieldError[] {
+  const failed = request.validationError as (Error & { validation?: AjvError[]; validationContext?: string }) | undefined;
+  return failed?.validation ? fieldErrors(failed.validation, failed.validationContext ?? 'body') : [];
+}
+
 export function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
   if (error instanceof Problem) return error;
   if (databaseUnreachable(error)) {

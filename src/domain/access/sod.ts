@@ -16,7 +16,9 @@ export interface SodDocument {
  * grant itself the role.
  */
 export const REQUIRED_PAIR: readonly [Role, Role] = ['ADMIN', 'POLICY_AUTHOR'];
-const REQUIRED_KEY = REQUIRED_PAIR.join('|');
+/** A pair's key whatever its order. */
+const pairKey = (pair: readonly unknown[]) => pair.map(String).sort().join('|');
+const REQUIRED_KEY = pairKey(REQUIRED_PAIR);
 
 /** Until an ADMIN changes it: ADMIN and POLICY_AUTHOR exclusive; four eyes off (one author may activate). */
 export const DEFAULT_SOD: SodDocument = {
@@ -65,12 +67,19 @@ export function validateSod(input: unknown): { ok: true; value: SodDocument } | 
       pairs.push(sorted);
     });
   }
-  if (Array.isArray(raw) && raw.length <= 10 && !pairs.some((p) => p.join('|') === REQUIRED_KEY)) {
+  if (Array.isArray(raw) && raw.length <= 10 && !pairs.some((p) => pairKey(p) === REQUIRED_KEY)) {
     errors.push({ pointer: '/exclusive_roles', code: 'required_pair', message: `must keep ${REQUIRED_PAIR.join(' and ')} apart: ADMIN never acquires POLICY_AUTHOR` });
   }
   if (errors.length > 0) return { ok: false, errors };
   pairs.sort((a, b) => a.join('|').localeCompare(b.join('|')));
   return { ok: true, value: { exclusive_roles: pairs, four_eyes_policy_activation: doc.four_eyes_policy_activation as boolean } };
+}
+
+/** A stored document, which may predate REQUIRED_PAIR: validated with the pair added if it lacks it. */
+export function validateStoredSod(input: unknown): ReturnType<typeof validateSod> {
+  const pairs = (input as { exclusive_roles?: unknown } | null)?.exclusive_roles;
+  const lacking = Array.isArray(pairs) && !pairs.some((p) => Array.isArray(p) && pairKey(p) === REQUIRED_KEY);
+  return validateSod(lacking ? { ...(input as object), exclusive_roles: [...pairs, [...REQUIRED_PAIR]] } : input);
 }
 
 /** The pair that holding `held` plus `adding` would break, or null when the grant is allowed. */

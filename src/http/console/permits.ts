@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
-import { Problem, notFound, type FieldError } from '../problem.ts';
-import { fieldErrors } from '../errors.ts';
+import { Problem, notFound } from '../problem.ts';
+import { attachedErrors } from '../errors.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
@@ -13,6 +13,12 @@ import type { Static } from 'typebox';
 import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
+
+// The types the issuance's claim checks read each member as (a string unless listed).
+const isString = (v: unknown) => typeof v === 'string';
+const isStrings = (v: unknown) => Array.isArray(v) && v.every(isString);
+const isMoney = (v: unknown) => isString((v as { currency?: unknown } | null | undefined)?.currency);
+const CLAIM_TYPES: Record<string, (v: unknown) => boolean> = { actions: isStrings, resources: isStrings, max_per_request: isMoney, budget: isMoney };
 const READERS = ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] as const;
 const CommitmentParams = Type.Object({ projectId: ProjectParams.properties.projectId, commitment: Commitment }, { additionalProperties: false });
 
@@ -29,17 +35,13 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     const body = request.body as Static<typeof IssuePermitBody>;
     const now = app.gavel.clock.now();
-    const validation = (request.validationError as { validation?: Parameters<typeof fieldErrors>[0] } | undefined)?.validation;
-    if (validation && (typeof body !== 'object' || body === null || Array.isArray(body))) throw request.validationError;
-    const errors: FieldError[] = validation ? fieldErrors(validation, 'body') : [];
+    const errors = attachedErrors(request);
+    if (errors.length > 0 && (typeof body !== 'object' || body === null || Array.isArray(body))) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
     // The claim checks below read only members the schema found well formed (when it stops early,
     // as on a string that is not text, a member it did not reach may be anything: typed here too).
     const bad = new Set(errors.map((e) => e.pointer.split('/')[1]));
     const raw = body as Record<string, unknown>;
-    const ok = (member: string) => !bad.has(member) && (member === 'actions' || member === 'resources'
-      ? Array.isArray(raw[member]) && (raw[member] as unknown[]).every((v) => typeof v === 'string')
-      : member === 'max_per_request' || member === 'budget' ? typeof (raw[member] as { currency?: unknown } | undefined)?.currency === 'string'
-        : typeof raw[member] === 'string');
+    const ok = (member: string) => !bad.has(member) && (CLAIM_TYPES[member] ?? isString)(raw[member]);
     // A permit's times are whole seconds (JWT NumericDate): fractions are dropped here, so the
     // checks below, the stored view and the signed claims all speak of the same instants.
     const expiresAt = ok('expires_at') ? wholeSeconds(body.expires_at) : undefined;

@@ -7,7 +7,7 @@ import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest } from '../problem.ts';
-import { fieldErrors } from '../errors.ts';
+import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
 import { errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
@@ -132,12 +132,12 @@ export interface PolicyPlane {
  * `policy`; the engine does).
  */
 function refuseInvalidBody(request: FastifyRequest): void {
-  const failed = request.validationError as (Error & { validation?: Parameters<typeof fieldErrors>[0]; validationContext?: string }) | undefined;
-  if (!failed?.validation) return;
-  const errors = fieldErrors(failed.validation, failed.validationContext ?? 'body');
-  const document = (request.body as { policy?: unknown } | null | undefined)?.policy;
-  if (failed.validationContext === 'body' && typeof request.body === 'object' && !Array.isArray(request.body) && document !== undefined
-    && !errors.some((e) => e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
+  const errors = attachedErrors(request);
+  if (errors.length === 0) return;
+  const body = request.body;
+  const document = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { policy?: unknown }).policy : undefined;
+  // Errors `in` the path or query are not the body's: the document was not read then.
+  if (document !== undefined && !errors.some((e) => e.in !== undefined || e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
   throw invalidRequest(errors);
 }
 

@@ -1,7 +1,7 @@
 // A project's separation-of-duties document. `getSod` is what other capabilities read (the policy
 // engine reads four_eyes_policy_activation before an activation).
 import canonicalize from 'canonicalize';
-import { DEFAULT_SOD, REQUIRED_PAIR, sodViolations, validateSod, type SodDocument } from '../../domain/access/sod.ts';
+import { DEFAULT_SOD, sodViolations, validateSod, validateStoredSod, type SodDocument } from '../../domain/access/sod.ts';
 import { isRole, type Role } from '../../domain/access/roles.ts';
 import { invalidRequest, Problem } from '../../http/problem.ts';
 import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
@@ -13,7 +13,7 @@ import { parseJsonExactly } from '../../lib/json-parse.ts';
 export async function getSod(db: Db | Tx, projectId: string): Promise<SodDocument> {
   const row = await db.selectFrom('sod_settings').select('document').where('project_id', '=', projectId).executeTakeFirst();
   if (!row) return DEFAULT_SOD;
-  const parsed = validateSod(withRequiredPair(parseJsonExactly(row.document)));
+  const parsed = validateStoredSod(parseJsonExactly(row.document));
   // A stored document was validated when saved; if it ever fails, fall back to the strict default.
   return parsed.ok ? parsed.value : DEFAULT_SOD;
 }
@@ -46,11 +46,4 @@ export async function putSod(store: Store, input: { projectId: string; document:
     await recordAudit(trx, { projectId: input.projectId, kind: 'sod.updated', actor: input.actor, data: { before, after: v.value }, at: now });
     return { document: v.value, updated_at: at, updated_by: input.actor };
   });
-}
-
-/** A document saved before ADMIN and POLICY_AUTHOR were always kept apart reads with the pair added. */
-function withRequiredPair(doc: unknown): unknown {
-  const pairs = (doc as { exclusive_roles?: unknown } | null)?.exclusive_roles;
-  if (!Array.isArray(pairs) || pairs.some((p) => Array.isArray(p) && [...p].sort().join('|') === REQUIRED_PAIR.join('|'))) return doc;
-  return { ...(doc as object), exclusive_roles: [...pairs, [...REQUIRED_PAIR]] };
 }
