@@ -207,6 +207,51 @@ for (const backend of backends()) {
       assert.equal((await get(grandchildLink)).revoked_via, childLink);
     });
 
+    test('a delegated link no decision has seen is revoked by sending its chain, which must verify and hold it', async () => {
+      const holder = newAgent();
+      const child = newAgent();
+      const grandchild = newAgent();
+      const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const toChild = await delegate(root.jws, holder, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const toGrandchild = await delegate(toChild, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/public/*'] });
+      const childLink = permitCommitment(toChild.split('~').at(-1)!);
+      const revoke = (c: string, payload: object) => svc.app.inject({ method: 'POST', url: `${base()}/permits/${c}/revoke`, headers: issuer.post, payload });
+      // By its commitment alone the service cannot know the link, and says how to revoke it.
+      const unseen = await revoke(childLink, {});
+      assert.equal(unseen.statusCode, 404, unseen.body);
+      assert.match(unseen.json().detail, /sending its chain as `permit`/);
+      // A chain that does not verify, or does not hold the commitment, records and revokes nothing.
+      const forged = `${toGrandchild.slice(0, -4)}${toGrandchild.slice(-4) === 'AAAA' ? 'BBBB' : 'AAAA'}`;
+      const bad = await revoke(childLink, { permit: forged });
+      assert.equal(bad.statusCode, 422, bad.body);
+      assert.equal(bad.json().code, 'permit_invalid');
+      assert.match(bad.json().detail, /signature/);
+      const elsewhere = await revoke(childLink, { permit: root.jws });
+      assert.equal(elsewhere.statusCode, 422, elsewhere.body);
+      assert.equal(elsewhere.json().code, 'commitment_not_in_chain');
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${base()}/permits/${childLink}`, headers: auditor.get })).statusCode, 404);
+      // The grandchild's chain holds the child link: sending it revokes the child and all below it.
+      const revoked = await revoke(childLink, { permit: toGrandchild });
+      assert.equal(revoked.statusCode, 200, revoked.body);
+      assert.deepEqual(pick(revoked.json()), { status: 'revoked', revoked_at: revoked.json().revoked_at, revoked_by: revoked.json().revoked_by, revoked_via: null });
+      assert.equal(revoked.json().parent, root.commitment);
+      const key = await svc.keyHeader([]);
+      const decide = async (agent: string, permit: string) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
+        payload: { agent, permit, action: 'read', resource: 'resource://docs/public/a' } })).json() as { decision: string; detail?: string };
+      assert.match((await decide(grandchild.did, toGrandchild)).detail ?? '', /^revoked:/);
+      assert.match((await decide(child.did, toChild)).detail ?? '', /^revoked:/);
+      assert.equal((await decide(holder.did, root.jws)).decision, 'ALLOW');
+      assert.equal((await revoke(childLink, { permit: toChild })).statusCode, 409);
+      const events: { kind: string; data: unknown }[] = [];
+      for (let cursor = ''; ;) {
+        const page = (await svc.app.inject({ method: 'GET', url: `${base()}/audit?limit=500${cursor}`, headers: auditor.get })).json();
+        events.push(...page.items);
+        if (!page.next_cursor) break;
+        cursor = `&cursor=${encodeURIComponent(page.next_cursor)}`;
+      }
+      assert.ok(events.some((e) => e.kind === 'permit.revoked' && JSON.stringify(e.data).includes(childLink)), 'the revocation is audited');
+    });
+
     test('agents: register, list with paging (limit in the query string), inspect, freeze and release', async () => {
       const admin = await consoleMember(svc, ['ADMIN']);
       const dids = [newAgent().did, newAgent().did, newAgent().did];

@@ -8,9 +8,9 @@ import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
-import { permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
+import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
-import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
+import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_PRESENTED_LENGTH, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 
@@ -20,6 +20,10 @@ const isStrings = (v: unknown) => Array.isArray(v) && v.every(isString);
 const isMoney = (v: unknown) => isString((v as { currency?: unknown } | null | undefined)?.currency);
 const CLAIM_TYPES: Record<string, (v: unknown) => boolean> = { actions: isStrings, resources: isStrings, max_per_request: isMoney, budget: isMoney };
 const READERS = ['PERMIT_ISSUER', 'ADMIN', 'AUDITOR'] as const;
+const RevokeBody = Type.Object({
+  permit: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_PRESENTED_LENGTH,
+    description: 'A delegated permit chain holding the link to revoke (`root~…~leaf`), for a link no decision has presented yet: it must verify for this project (time aside) and is recorded, then revoked. Not needed for a root permit or a link already seen.' })),
+}, { additionalProperties: false });
 const CommitmentParams = Type.Object({ projectId: ProjectParams.properties.projectId, commitment: Commitment }, { additionalProperties: false });
 
 export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
@@ -112,11 +116,18 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(`${P}/:commitment/revoke`, {
     schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
-      body: Type.Object({}, { additionalProperties: false }), response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'] }) } },
+      body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'], 503: ['signing_key_mismatch'] }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };
-    return app.gavel.store.transaction((trx) => revokePermit(trx, { projectId: request.auth!.projectId, commitment, actor: request.auth!.actor, now: app.gavel.clock.now() }));
+    const { permit: presented } = request.body as Static<typeof RevokeBody>;
+    const projectId = request.auth!.projectId;
+    const now = app.gavel.clock.now();
+    const chain = presented === undefined ? undefined : await chainHoldingLink(app.gavel.signer, projectId, presented, commitment);
+    return app.gavel.store.transaction(async (trx) => {
+      if (chain) await recordDelegatedLinks(trx, projectId, chain, now);
+      return revokePermit(trx, { projectId, commitment, actor: request.auth!.actor, now });
+    });
   });
 }
 

@@ -3,7 +3,7 @@
 // decision checks each commitment of the presented chain against this table.
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { issuePermit, permitCommitment, PermitError, type GavelConstraints, type VerifiedPermit } from '../../domain/permit/index.ts';
+import { issuePermit, permitCommitment, PermitError, verifyPermitSignatures, type GavelConstraints, type VerifiedPermit } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Tx } from '../../store/store.ts';
@@ -81,7 +81,7 @@ export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string
  * revokes it and what was delegated from it and leaves its ancestors standing. Agents delegate
  * among themselves, so this is where the service first learns of a link.
  */
-export async function recordDelegatedLinks(db: Db, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
+export async function recordDelegatedLinks(db: Db | Tx, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
   if (permit.links.length < 2) return;
   const at = now.toISOString();
   const rows = permit.links.slice(1).map((link, i) => ({
@@ -92,6 +92,21 @@ export async function recordDelegatedLinks(db: Db, projectId: string, permit: Ve
   await db.insertInto('permits').values(rows).onConflict((oc) => oc.column('commitment').doNothing()).execute();
 }
 
+/**
+ * A delegated link no decision has presented yet is unknown here, so its commitment alone cannot
+ * revoke it: the caller sends the chain (the link itself or any chain below it), which must verify
+ * against the project's key as a decision would, time aside (an expired link may still be revoked),
+ * and must hold the commitment being revoked. Its links are then recorded as a decision records them.
+ */
+export async function chainHoldingLink(signer: Signer, projectId: string, presented: string, commitment: string): Promise<VerifiedPermit> {
+  const verified = await verifyPermitSignatures(presented, { projectId, projectPublicKey: await signer.publicKey(permitKeyName(projectId)) });
+  if (!verified.ok) throw new Problem(422, 'permit_invalid', `the permit sent does not verify for this project: ${verified.check}: ${verified.detail}`);
+  if (!verified.permit.links.some((link) => link.commitment === commitment)) {
+    throw new Problem(422, 'commitment_not_in_chain', 'the commitment to revoke is not a link of the permit sent');
+  }
+  return verified.permit;
+}
+
 export async function revokePermit(trx: Tx, input: { projectId: string; commitment: string; actor: string; now: Date }): Promise<PermitView> {
   const at = input.now.toISOString();
   const row = await trx.updateTable('permits').set({ revoked_at: at, revoked_by: input.actor })
@@ -99,7 +114,7 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
     .returningAll().executeTakeFirst();
   if (!row) {
     const exists = await trx.selectFrom('permits').select('revoked_at').where('project_id', '=', input.projectId).where('commitment', '=', input.commitment).executeTakeFirst();
-    if (!exists) throw new Problem(404, 'not_found', 'no permit with this commitment in the project');
+    if (!exists) throw new Problem(404, 'not_found', 'no permit with this commitment in the project; a delegated link no decision has presented yet is revoked by sending its chain as `permit`');
     throw new Problem(409, 'already_revoked', `the permit was revoked at ${exists.revoked_at}`);
   }
   await recordAudit(trx, { projectId: input.projectId, kind: 'permit.revoked', actor: input.actor, data: { commitment: input.commitment } });
