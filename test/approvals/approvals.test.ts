@@ -94,6 +94,29 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).approval.consumed_by_decision, decision.decision_id);
     });
 
+    test('four eyes: the person holding the API key that asked cannot approve; another APPROVER can', async () => {
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, PAY);
+      const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE };
+      const own = { authorization: `Bearer ${approver.key}` };
+      const opened = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: own, payload: req });
+      const id = opened.json().approval_request_id as string;
+      const o = await obligation(id);
+      const keyId = (await svc.ts.store.db.selectFrom('api_keys').select('id').where('principal_id', '=', approver.principalId).executeTakeFirstOrThrow()).id;
+      assert.equal(o.requested_by, keyId);
+      const before = await auditCount();
+      const self = await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) }, own);
+      assert.equal(self.statusCode, 422, self.body);
+      assert.equal(self.json().code, 'self_approval');
+      // Relayed by another key it is still the same person's approval: refused alike, nothing written.
+      assert.equal((await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) })).json().code, 'self_approval');
+      assert.equal(await auditCount(), before);
+      assert.equal((await obligation(id)).status, 'pending');
+      const other = await newApprover(svc);
+      assert.equal((await approve(id, other)).status, 'approved');
+      assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: own, payload: { ...req, approval_request_id: id } })).json().decision, 'ALLOW');
+    });
+
     test('an approval grants no authority: the permit revoked meanwhile still gives DENY, and the approval is not consumed', async () => {
       const { req, id, permit } = await opened();
       await approve(id);

@@ -24,7 +24,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
       params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'],
         409: ['already_approved', 'approval_consumed', 'approval_revoked', 'approval_request_expired'],
-        422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'signature_invalid'],
+        422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'self_approval', 'signature_invalid'],
       }) } },
     preValidation: machineAuth(),
   }, async (request, reply) => {

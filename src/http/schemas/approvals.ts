@@ -36,6 +36,7 @@ export const ObligationView = Type.Object({
   matched_rules: Type.Array(Type.String()),
   permit_commitment: Nullable(Type.String()),
   decision_id: Type.String({ description: 'The decision that opened the obligation' }),
+  requested_by: Type.Union([Type.String(), Type.Null()], { description: 'The API key whose request opened the obligation; the person holding it cannot approve it (422 `self_approval`). Null for obligations recorded before the service kept it' }),
   created_at: Timestamp,
   expires_at: Timestamp,
   statement: Type.String({ description: 'The exact bytes (UTF-8) an approver signs: RFC 8785 JSON of type gavel-approval/v1' }),

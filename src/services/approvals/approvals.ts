@@ -40,6 +40,8 @@ export interface ObligationView {
   matched_rules: string[];
   permit_commitment: string | null;
   decision_id: string;
+  /** The API key whose request opened it (null before migration 0904). */
+  requested_by: string | null;
   created_at: string;
   expires_at: string;
   /** The canonical statement an approver signs (RFC 8785 JSON, UTF-8). */
@@ -82,7 +84,7 @@ export function obligationView(r: ObligationRow, a: ApprovalsTable | undefined, 
   return {
     id: r.id, status: effectiveStatus(r, now, r.usable === undefined || r.usable === null ? undefined : Boolean(Number(r.usable))), agent: r.agent, action: r.action, resource: r.resource, amount: facts.amount,
     intent: r.intent, execution: facts.execution === null ? null : parseJsonExactly(facts.execution), policy_version: facts.policy_version, matched_rules: matched, permit_commitment: r.permit_commitment,
-    decision_id: r.decision_id, created_at: r.created_at, expires_at: r.expires_at,
+    decision_id: r.decision_id, requested_by: r.requested_by, created_at: r.created_at, expires_at: r.expires_at,
     statement: approvalStatement(facts).text, approval: a ? approvalView(a) : null,
   };
 }
@@ -148,6 +150,13 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
     const { row } = await load(trx, input.projectId, input.approvalRequestId);
     const eligible = await approverEligibility(trx, input.projectId, input.keyId);
     if (!eligible.ok) throw new Problem(422, eligible.code, eligible.detail);
+    // Four eyes: whoever holds the API key that asked cannot be the person who approves.
+    if (row.requested_by !== null) {
+      const requester = await trx.selectFrom('api_keys').select('principal_id').where('id', '=', row.requested_by).executeTakeFirst();
+      if (requester?.principal_id === eligible.principalId) {
+        throw new Problem(422, 'self_approval', `${eligible.principalId} holds the API key that made this request (${row.requested_by}) and cannot approve it; another APPROVER must`);
+      }
+    }
     const publicKey = base64urlDecode(eligible.publicKey)!;
     if (!verifyApproval(publicKey, obligationFacts(row), signature)) {
       throw new Problem(422, 'signature_invalid', 'the signature does not verify over this obligation\'s statement with this key (GET the approval request for the exact statement)');

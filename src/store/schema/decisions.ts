@@ -16,6 +16,8 @@ export interface ApprovalRequestsTable {
   matched_rules: string;
   /** The call a request with an execution asked for: RFC 8785 text of {merchant, operation, payload}; null without one. */
   execution: string | null;
+  /** The API key (`key_…` id) whose request opened it; null for obligations older than migration 0904. */
+  requested_by: string | null;
   /** pending | approved | consumed | revoked | expired (docs/approvals.md). */
   status: string;
   created_at: string;
