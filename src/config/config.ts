@@ -1,6 +1,7 @@
 // Configuration: defaults < optional JSON config file (GAVEL_CONFIG) < GAVEL_* environment.
 // Validated once at start; a bad value stops the process with a message naming the key.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
 import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
@@ -28,6 +29,11 @@ export interface Config {
   merchantsFile: string | undefined;
   /** Public base URL of the console, used for cookies (Secure when https) and origin checks. */
   publicUrl: string | undefined;
+  /**
+   * Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR ranges); the client address
+   * (login throttling, logs) is then the first address before them. Unset: the peer's own address.
+   */
+  trustProxy: string[] | undefined;
 }
 
 export class ConfigError extends Error {
@@ -69,6 +75,20 @@ const url = (protocols: string[], credentials = true) => (raw: string) => {
   return raw;
 };
 
+/** Proxies by address or CIDR range, comma-separated; never "true" or a hop count, which would believe any client's header. */
+const proxies = (raw: string): string[] => {
+  const list = raw.split(',').map((p) => p.trim());
+  for (const p of list) {
+    const [address = '', bits, extra] = p.split('/');
+    const family = isIP(address);
+    const width = family === 4 ? 32 : 128;
+    if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= width))) {
+      throw new Error(`must list proxy addresses or CIDR ranges separated by commas (e.g. 10.0.0.5,10.1.0.0/16), got "${p}"`);
+    }
+  }
+  return list;
+};
+
 const SPECS: Record<keyof Config, Spec> = {
   host: { env: 'GAVEL_HOST', file: 'host', parse: text },
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
@@ -87,6 +107,7 @@ const SPECS: Record<keyof Config, Spec> = {
   auditTickMs: { env: 'GAVEL_AUDIT_TICK_MS', file: 'audit_tick_ms', parse: integer(5, 60_000) },
   merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: text },
   publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:'], false) },
+  trustProxy: { env: 'GAVEL_TRUST_PROXY', file: 'trust_proxy', parse: proxies },
 };
 
 export const DEFAULTS: Config = {
@@ -104,6 +125,7 @@ export const DEFAULTS: Config = {
   auditTickMs: 100,
   merchantsFile: undefined,
   publicUrl: undefined,
+  trustProxy: undefined,
 };
 
 /** Reads configuration; throws ConfigError naming the first bad key. */

@@ -29,6 +29,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     logger: options.logger ?? { level: deps.config.logLevel, redact: REDACT },
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: () => newId('req'),
+    // request.ip is the client before the configured proxies, and the peer itself without them.
+    trustProxy: deps.config.trustProxy ?? false,
     // Each request's logger is made when it first logs at an enabled level (http/request-logger.ts).
     childLoggerFactory: lazyChildLogger,
     // Requests that arrive while closing get a problem+json 503 from the hook below instead.

@@ -69,3 +69,11 @@ test('a witness URL needs its pinned key, and the key must be a witness cosignat
   assert.throws(() => loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402', GAVEL_WITNESS_VKEY: logKey }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY' && /cosignature/.test(e.message));
   assert.throws(() => loadConfig({ GAVEL_WITNESS_VKEY: 'not a key' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY');
 });
+
+test('trusted proxies are listed by address or CIDR range; "true", hop counts and malformed ranges are refused', () => {
+  assert.deepEqual(loadConfig({ GAVEL_TRUST_PROXY: '10.0.0.5, 10.1.0.0/16,::1,fd00::/8' }).trustProxy, ['10.0.0.5', '10.1.0.0/16', '::1', 'fd00::/8']);
+  assert.equal(loadConfig({}).trustProxy, undefined);
+  for (const bad of ['true', '1', '10.0.0.0/33', '10.0.0.1/8/2', 'proxy.example', '10.0.0.1,', '::1/129']) {
+    assert.throws(() => loadConfig({ GAVEL_TRUST_PROXY: bad }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_TRUST_PROXY' && /CIDR/.test(e.message), bad);
+  }
+});

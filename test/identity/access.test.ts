@@ -331,5 +331,19 @@ for (const backend of backends()) {
       const blocked = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
       assert.equal(blocked.statusCode, 429);
     });
+
+    test('behind a trusted proxy the address is the client X-Forwarded-For names; from any other peer the header is ignored', async () => {
+      const proxied = await startService(backend, { trustProxy: ['192.0.2.1'] });
+      try {
+        const login = (client: string, peer = '192.0.2.1', i = 0) => proxied.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: peer,
+          headers: { 'x-forwarded-for': client }, payload: { name: `spray-${client}-${i}`, password: 'guess guess guess' } });
+        for (let i = 0; i < 50; i++) assert.equal((await login('198.51.100.7', '192.0.2.1', i)).statusCode, 401);
+        assert.equal((await login('198.51.100.7', '192.0.2.1', 50)).statusCode, 429, 'the client behind the proxy is locked');
+        assert.equal((await login('198.51.100.8')).statusCode, 401, 'another client behind the same proxy is not');
+        // A peer that is not a listed proxy cannot pick its address with the header.
+        for (let i = 0; i < 50; i++) assert.equal((await login(`198.51.100.${100 + i}`, '203.0.113.9', i)).statusCode, 401);
+        assert.equal((await login('198.51.100.200', '203.0.113.9', 99)).statusCode, 429);
+      } finally { await proxied.stop(); }
+    });
   });
 }
