@@ -52,6 +52,32 @@ for (const backend of backends()) {
       assert.equal(timed.decision, 'ALLOW', JSON.stringify(timed));
     });
 
+    test('root_permit_commitment names the issued permit a chain grows from: a rule on it reaches every delegate, a self-delegation too', async () => {
+      const from = new Date(Date.now() - 1).toISOString();
+      const holder = newAgent();
+      const other = newAgent();
+      const root = await issue(svc, holder.did, ANY);
+      // A link to itself changes the presented commitment and nothing else.
+      const toSelf = await delegate(root.jws, holder, holder.did, ANY);
+      const toOther = await delegate(toSelf, holder, other.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      const read = (agent: string, permit: string) => authorize({ agent, permit, action: 'read', resource: 'resource://docs/a' });
+      const rules = [{ id: 'read', effect: 'ALLOW', when: eq('action', 'read') }];
+      await activatePolicy(svc, { spec_version: '1', rules: [...rules, { id: 'leaf-only', effect: 'DENY', when: eq('permit_commitment', root.commitment) }] });
+      assert.equal((await read(holder.did, root.jws)).reason_code, 'policy_deny');
+      assert.equal((await read(holder.did, toSelf)).decision, 'ALLOW', 'permit_commitment is the presented link: a delegate is another permit');
+      await activatePolicy(svc, { spec_version: '1', rules: [...rules, { id: 'whole-tree', effect: 'DENY', when: eq('root_permit_commitment', root.commitment) }] });
+      for (const [agent, permit] of [[holder.did, root.jws], [holder.did, toSelf], [other.did, toOther]] as const) {
+        const d = await read(agent, permit);
+        assert.deepEqual([d.decision, d.reason_code], ['DENY', 'policy_deny'], JSON.stringify(d));
+      }
+      // Replay gives recorded decisions the same input: the delegates' ALLOWs above would now be DENYs.
+      const author = await svc.keyHeader(['POLICY_AUTHOR']);
+      const replay = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/policy/replay`, headers: author,
+        payload: { policy: { spec_version: '1', rules: [...rules, { id: 'whole-tree', effect: 'DENY', when: eq('root_permit_commitment', root.commitment) }] }, from } });
+      assert.equal(replay.statusCode, 200, replay.body);
+      assert.deepEqual([replay.json().considered, replay.json().transitions], [5, { 'ALLOW->DENY': 1 }], replay.body);
+    });
+
     test('indeterminate_missing_input when the outcome depends on it; a malformed input is a 400 whatever the policy reads', async () => {
       const agent = newAgent();
       const { jws } = await issue(svc, agent.did, ANY);

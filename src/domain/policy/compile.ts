@@ -24,8 +24,9 @@ export const SLOT: Readonly<Record<InputName, number>> = {
   delegation_depth: 6,
   permit_commitment: 7,
   backend_finality: 8,
+  root_permit_commitment: 9,
 };
-export const SLOT_COUNT = 9;
+export const SLOT_COUNT = 10;
 
 /** Per-evaluation state: normalized inputs and the step counter. */
 export interface Env {

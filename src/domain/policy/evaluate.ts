@@ -22,6 +22,8 @@ export interface PolicyInput {
   readonly request_time?: number;
   readonly delegation_depth?: number;
   readonly permit_commitment?: string;
+  /** The chain's root: the permit the project issued, which every link below it was delegated from. */
+  readonly root_permit_commitment?: string;
   readonly backend_finality?: string;
 }
 
@@ -79,6 +81,10 @@ function fill(env: Env, input: unknown, reads: number): void {
   if ((reads & (1 << 8)) !== 0 && r.backend_finality !== undefined) {
     if (isToken(r.backend_finality)) v[8] = r.backend_finality;
     else env.invalid |= 1 << 8;
+  }
+  if ((reads & (1 << 9)) !== 0 && r.root_permit_commitment !== undefined) {
+    if (isSha256Hex(r.root_permit_commitment)) v[9] = r.root_permit_commitment;
+    else env.invalid |= 1 << 9;
   }
 }
 

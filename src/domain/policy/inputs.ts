@@ -12,6 +12,7 @@ export const INPUT_TYPES: Readonly<Record<InputName, InputType>> = {
   request_time: 'timestamp',
   delegation_depth: 'integer',
   permit_commitment: 'sha256',
+  root_permit_commitment: 'sha256',
   backend_finality: 'token',
 };
 

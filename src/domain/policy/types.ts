@@ -13,6 +13,7 @@ export type InputName =
   | 'request_time'
   | 'delegation_depth'
   | 'permit_commitment'
+  | 'root_permit_commitment'
   | 'backend_finality';
 
 /** A literal in a document: strings for text, DIDs, URIs and ISO timestamps; integers for money and depth. */

@@ -68,6 +68,7 @@ const SimRequest = Type.Object({
   request_time: Type.Optional(Type.String({ maxLength: 64, description: 'RFC 3339; defaults to the server clock' })),
   delegation_depth: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   permit_commitment: Type.Optional(Type.String({ maxLength: 128 })),
+  root_permit_commitment: Type.Optional(Type.String({ maxLength: 128, description: 'the chain\'s root permit (the one the project issued); for a root permit, the same as permit_commitment' })),
 }, CLOSED);
 const SimulateBody = Type.Object({ request: SimRequest, policy: Type.Optional(PolicyDocumentSchema) }, BIG_BODY);
 const Effect = Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL')]);

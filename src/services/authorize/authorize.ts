@@ -120,7 +120,7 @@ export class Authorizer {
         action: input.action, resource: input.resource, agent: input.agent,
         ...(input.amount ? { amount: input.amount } : {}),
         request_time: now.getTime(),
-        ...(permit ? { delegation_depth: permit.delegation_depth, permit_commitment: permit.commitment } : {}),
+        ...(permit ? { delegation_depth: permit.delegation_depth, permit_commitment: permit.commitment, root_permit_commitment: permit.links[0]!.commitment } : {}),
       })
       : null;
     // Everything that must be read or written under the commit happens in the writer (commit.ts).

@@ -13,6 +13,7 @@ import { compiledVersion } from './active.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
+import { MAX_CHAIN_LINKS } from '../../domain/permit/index.ts';
 
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
@@ -56,13 +57,14 @@ export interface ReplayResult {
   samples: ReplaySample[];
 }
 
-function eventInput(d: DecisionEventData): PolicyInput {
+function eventInput(d: DecisionEventData, roots: ReadonlyMap<string, string>): PolicyInput {
   const time = parseTimestamp(d.request_time);
   return {
     agent: d.agent, action: d.action, resource: d.resource,
     delegation_depth: Number(d.delegation_depth),
     ...(d.amount ? { amount: { minor: Number(d.amount.minor), currency: d.amount.currency } } : {}),
     ...(d.permit_commitment !== null ? { permit_commitment: d.permit_commitment } : {}),
+    ...(d.permit_commitment !== null && roots.has(d.permit_commitment) ? { root_permit_commitment: roots.get(d.permit_commitment)! } : {}),
     ...(time !== null ? { request_time: time } : {}),
   };
 }
@@ -102,6 +104,7 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   const events = await q.orderBy('id', 'desc').limit(last).execute();
   const rows = events.map((e) => ({ created_at: e.created_at, ...(parseJsonExactly(e.data) as DecisionEventData) }));
 
+  const roots = await rootPermits(db, projectId, rows.flatMap((r) => (r.permit_commitment === null ? [] : [r.permit_commitment])));
   const result: ReplayResult = {
     candidate, window: { from: body.from ?? null, until: body.until ?? null, last },
     considered: rows.length, evaluated: 0, unchanged: 0, changed: 0, skipped: {}, transitions: {}, samples: [],
@@ -112,7 +115,7 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
       continue;
     }
     result.evaluated++;
-    const r = evaluate(compiled, eventInput(row));
+    const r = evaluate(compiled, eventInput(row, roots));
     if (r.decision === row.decision) { result.unchanged++; continue; }
     result.changed++;
     const transition = `${row.decision}->${r.decision}`;
@@ -131,4 +134,36 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
     }
   }
   return result;
+}
+
+/**
+ * The root permit of each recorded permit commitment, walking `parent` up the permits table (a
+ * decision records its chain's links before it is taken). A commitment the table does not hold (a
+ * permit that never verified) has no root, and a rule reading root_permit_commitment is then
+ * indeterminate for it, as it was when decided.
+ */
+async function rootPermits(db: Db, projectId: string, commitments: string[]): Promise<Map<string, string>> {
+  const parentOf = new Map<string, string | null>();
+  let wanted = [...new Set(commitments)];
+  // A chain has at most MAX_CHAIN_LINKS links: as many rounds reach every root.
+  for (let round = 0; round < MAX_CHAIN_LINKS && wanted.length > 0; round++) {
+    const rows = [];
+    for (let i = 0; i < wanted.length; i += 500) {
+      rows.push(...await db.selectFrom('permits').select(['commitment', 'parent']).where('project_id', '=', projectId).where('commitment', 'in', wanted.slice(i, i + 500)).execute());
+    }
+    for (const r of rows) parentOf.set(r.commitment, r.parent);
+    wanted = [...new Set(rows.flatMap((r) => (r.parent !== null && !parentOf.has(r.parent) ? [r.parent] : [])))];
+  }
+  const roots = new Map<string, string>();
+  for (const c of new Set(commitments)) {
+    let at: string | undefined = c;
+    for (let i = 0; at !== undefined && i < MAX_CHAIN_LINKS; i++) {
+      const parent = parentOf.get(at);
+      if (parent === undefined) { at = undefined; break; }
+      if (parent === null) break;
+      at = parent;
+    }
+    if (at !== undefined && parentOf.get(at) === null) roots.set(c, at);
+  }
+  return roots;
 }

@@ -16,6 +16,7 @@ export interface SimulationRequest {
   request_time?: string;
   delegation_depth?: number;
   permit_commitment?: string;
+  root_permit_commitment?: string;
 }
 
 export interface SimulationResult {
@@ -43,7 +44,9 @@ export function simulationInput(request: SimulationRequest, now: Date, at = '/re
   if (!isDid(request.agent)) errors.push({ pointer: `${at}/agent`, code: 'invalid_did', message: 'expected a DID (did:<method>:<id>)' });
   if (request.action !== undefined && !isAction(request.action)) errors.push({ pointer: `${at}/action`, code: 'invalid_action', message: 'expected 1-64 printable ASCII characters' });
   if (request.resource !== undefined && !isResourceUri(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path>' });
-  if (request.permit_commitment !== undefined && !isSha256Hex(request.permit_commitment)) errors.push({ pointer: `${at}/permit_commitment`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
+  for (const member of ['permit_commitment', 'root_permit_commitment'] as const) {
+    if (request[member] !== undefined && !isSha256Hex(request[member])) errors.push({ pointer: `${at}/${member}`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
+  }
   let time = now.getTime();
   if (request.request_time !== undefined) {
     const parsed = parseTimestamp(request.request_time);
@@ -59,6 +62,7 @@ export function simulationInput(request: SimulationRequest, now: Date, at = '/re
     ...(request.amount !== undefined ? { amount: { minor: request.amount.minor, currency: request.amount.currency } } : {}),
     ...(request.delegation_depth !== undefined ? { delegation_depth: request.delegation_depth } : {}),
     ...(request.permit_commitment !== undefined ? { permit_commitment: request.permit_commitment } : {}),
+    ...(request.root_permit_commitment !== undefined ? { root_permit_commitment: request.root_permit_commitment } : {}),
   };
 }
 
