@@ -4,6 +4,7 @@
 import { formatMoney, isMoney } from './money.ts';
 import { anyPatternMatches, RESOURCE_SCHEME } from './pattern.ts';
 import type { Money, PermitClaims, VerifiedPermit } from './types.ts';
+import { STRUCTURAL_ESCAPE } from '../policy/formats.ts';
 
 export interface CoverageRequest {
   action: string;
@@ -23,10 +24,16 @@ export type CoverageCheck =
 
 export type CoverageResult = { ok: true } | { ok: false; check: CoverageCheck; detail: string; link?: number };
 
-/** Dot segments (also percent-encoded) could make a prefix pattern match a path outside it downstream. */
-function hasDotSegment(resource: string): boolean {
-  // Without a dot or a percent sign past the scheme there is no dot segment: most resources, at no cost.
-  if (resource.indexOf('.', RESOURCE_SCHEME.length) === -1 && resource.indexOf('%', RESOURCE_SCHEME.length) === -1) return false;
+
+/**
+ * Dot segments (also percent-encoded) and structural escapes could make a prefix pattern match a
+ * path outside it downstream (`resource://pay/eu/..%2Fus` under `resource://pay/eu/*`).
+ */
+function escapesItsPrefix(resource: string): boolean {
+  // Without a dot or a percent sign past the scheme there is neither: most resources, at no cost.
+  const percent = resource.indexOf('%', RESOURCE_SCHEME.length) !== -1;
+  if (resource.indexOf('.', RESOURCE_SCHEME.length) === -1 && !percent) return false;
+  if (percent && STRUCTURAL_ESCAPE.test(resource)) return true;
   return resource
     .slice(RESOURCE_SCHEME.length)
     .split('/')
@@ -69,8 +76,8 @@ export function checkCoverage(permit: VerifiedPermit, request: CoverageRequest):
   if (typeof request !== 'object' || request === null) return { ok: false, check: 'action_not_covered', detail: 'no request to cover' };
   const { action, resource, amount } = request;
   if (typeof action !== 'string' || action.length === 0) return { ok: false, check: 'action_not_covered', detail: 'the action must be a non-empty string' };
-  if (typeof resource !== 'string' || resource.length > 512 || !resource.startsWith(RESOURCE_SCHEME) || resource.includes('*') || hasDotSegment(resource)) {
-    return { ok: false, check: 'resource_invalid', detail: 'the resource must be a resource:// URI of at most 512 characters, without * or dot segments' };
+  if (typeof resource !== 'string' || resource.length > 512 || !resource.startsWith(RESOURCE_SCHEME) || resource.includes('*') || escapesItsPrefix(resource)) {
+    return { ok: false, check: 'resource_invalid', detail: 'the resource must be a resource:// URI of at most 512 characters, without *, dot segments or an encoded "/", "\\", "%" or control character' };
   }
   if (amount !== undefined && !isMoney(amount)) {
     return { ok: false, check: 'amount_invalid', detail: 'the amount must be Money {minor: non-negative integer, currency: three capital letters}' };

@@ -24,6 +24,18 @@ function isDotSegment(segment: string): boolean {
 const SEGMENT = "(?!(?:\\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9\\-._~%!$&'()+,;=:@]+";
 export const RESOURCE_URI_PATTERN = `^resource://(?!.*%(?![0-9A-Fa-f]{2}))${SEGMENT}(?:/${SEGMENT})*$`;
 const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
+/**
+ * A requested resource (POST /v1/authorize, simulation) is a resource URI that also holds no escape
+ * a downstream decoder would turn into structure: an encoded "/" or "\\" (a segment that splits
+ * into `../..` once decoded: `resource://pay/eu/..%2Fus` must not match `resource://pay/eu/*`), an
+ * encoded "%" (decoded twice, `%252F` is a "/"), or a control character. Policy literals keep the
+ * resource grammar: a stored version must go on validating, and a literal holding such an escape
+ * simply matches no request.
+ */
+export const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:2[fF]|5[cC]|25|[01][0-9A-Fa-f]|7[fF]))${RESOURCE_URI_PATTERN.slice(1)}`;
+/** The escapes REQUEST_RESOURCE_PATTERN refuses, anywhere in a string. */
+export const STRUCTURAL_ESCAPE = /%(?:2f|5c|25|[01][0-9a-f]|7f)/i;
+const REQUEST_RESOURCE = new RegExp(REQUEST_RESOURCE_PATTERN);
 
 /**
  * True for `resource://<path>`: non-empty segments, no dot segments (also percent-encoded),
@@ -32,6 +44,11 @@ const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
  */
 export function isResourceUri(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && RESOURCE_URI.test(value);
+}
+
+/** isResourceUri, and none of the escapes REQUEST_RESOURCE_PATTERN refuses: what a request may name. */
+export function isRequestResource(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && REQUEST_RESOURCE.test(value);
 }
 
 export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };

@@ -11,6 +11,7 @@ import { AgentDid } from '../schemas/agents.ts';
 import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
 import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_PRESENTED_LENGTH, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
+import { isResourceUri, MAX_RESOURCE_LENGTH, parseResourcePattern, STRUCTURAL_ESCAPE } from '../../domain/policy/formats.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 
@@ -57,8 +58,11 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     }
     // What the permit's own claim check would refuse, each at its place, so every error comes at once.
     if (ok('agent') && !didKeyIsWellFormed(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' });
-    if (ok('actions')) body.actions.forEach((a, i) => { if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' }); });
-    if (ok('resources')) body.resources.forEach((r, i) => { if (!isResourcePattern(r, MAX_RESOURCE_PATTERN_LENGTH)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern may hold "*" only as its last character' }); });
+    // Item by item: an item the schema already refused is not judged again, and the others still are.
+    const items = (member: string) => (Array.isArray(raw[member]) ? (raw[member] as unknown[]) : [])
+      .flatMap((item, i) => (typeof item === 'string' && !errors.some((e) => e.pointer === `/${member}/${i}` || e.pointer.startsWith(`/${member}/${i}/`)) ? [[item, i] as const] : []));
+    for (const [a, i] of items('actions')) if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' });
+    for (const [r, i] of items('resources')) if (!isIssuablePattern(r)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern is a resource URI (non-empty segments, no dot segments, no encoded "/", "\\", "%" or control character), optionally ending in one "*"' });
     if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
     if (!expiresAt) throw new Error('unreachable: expires_at is required and was found well formed');
     const input = {
@@ -129,6 +133,18 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
       return revokePermit(trx, { projectId, commitment, actor: request.auth!.actor, now });
     });
   });
+}
+
+/**
+ * What issuance signs: a pattern some request could match. The permit's own grammar (verification)
+ * only places the "*"; a pattern with an empty or dot segment, or an escape no request may hold
+ * (formats.ts), would be signed and never match, so it is refused here with the policy's grammar.
+ */
+function isIssuablePattern(pattern: string): boolean {
+  if (!isResourcePattern(pattern, MAX_RESOURCE_PATTERN_LENGTH) || STRUCTURAL_ESCAPE.test(pattern)) return false;
+  // The policy's grammar bounds a pattern at 512 characters; a permit's may add the "*" to a
+  // 512-character resource, whose prefix is then a whole resource.
+  return pattern.length > MAX_RESOURCE_LENGTH ? isResourceUri(pattern.slice(0, -1)) : parseResourcePattern(pattern) !== null;
 }
 
 const wholeSeconds = (iso: string) => new Date(Math.floor(Date.parse(iso) / 1000) * 1000);

@@ -1,7 +1,7 @@
 // Policy simulation: evaluates one request against the active policy or a submitted document.
 // Authorizes nothing, spends no counter, writes nothing (no audit event): it only reads.
 import { compilePolicy, evaluate, policyHash, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
-import { isAction, isDid, isResourceUri, isSha256Hex, parseTimestamp } from '../../domain/policy/formats.ts';
+import { isAction, isDid, isRequestResource, isSha256Hex, parseTimestamp } from '../../domain/policy/formats.ts';
 import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import { getActivePolicy } from './active.ts';
@@ -43,7 +43,7 @@ export function simulationInput(request: SimulationRequest, now: Date, at = '/re
   const errors: FieldError[] = [];
   if (!isDid(request.agent)) errors.push({ pointer: `${at}/agent`, code: 'invalid_did', message: 'expected a DID (did:<method>:<id>)' });
   if (request.action !== undefined && !isAction(request.action)) errors.push({ pointer: `${at}/action`, code: 'invalid_action', message: 'expected 1-64 printable ASCII characters' });
-  if (request.resource !== undefined && !isResourceUri(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path>' });
+  if (request.resource !== undefined && !isRequestResource(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path> without an encoded "/", "\\", "%" or control character' });
   for (const member of ['permit_commitment', 'root_permit_commitment'] as const) {
     if (request[member] !== undefined && !isSha256Hex(request[member])) errors.push({ pointer: `${at}/${member}`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
   }

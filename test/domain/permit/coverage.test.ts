@@ -37,6 +37,9 @@ test('coverage fails in each dimension with its own code', async () => {
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/%2E%2e/admin' })), 'resource_invalid');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/./1' })), 'resource_invalid');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/%2e' })), 'resource_invalid');
+  for (const escape of ['x%2F..%2F..%2Fadmin', '..%2fadmin', 'a%5Cb', 'a%252Fb', 'a%00', 'a%7f']) {
+    assert.equal(checkOf(checkCoverage(p, { ...ok, resource: `resource://payments/${escape}` })), 'resource_invalid', escape);
+  }
   assert.deepEqual(checkCoverage(p, { ...ok, resource: 'resource://payments/v1.5/%2e%2ex' }), { ok: true }, 'a dot or percent that makes no dot segment is judged by the patterns');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/*' })), 'resource_invalid');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'https://payments/1' })), 'resource_invalid');

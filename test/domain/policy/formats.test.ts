@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { isDid, isResourceUri, parseResourcePattern, parseTimestamp } from '../../../src/domain/policy/index.ts';
+import { isRequestResource } from '../../../src/domain/policy/formats.ts';
 
 test('DIDs follow the W3C syntax, with or without percent escapes', () => {
   for (const ok of ['did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', 'did:web:example.com%3A8443', 'did:web:example.com:user:alice']) assert.equal(isDid(ok), true, ok);
@@ -14,6 +15,14 @@ test('resource URIs refuse dot segments, empty segments and stars', () => {
   assert.deepEqual(parseResourcePattern('resource://docs/*'), { kind: 'prefix', prefix: 'resource://docs/' });
   assert.deepEqual(parseResourcePattern('resource://docs'), { kind: 'exact', uri: 'resource://docs' });
   assert.equal(parseResourcePattern('resource://*/docs'), null);
+});
+
+test('a requested resource also holds no escape a decoder turns into structure; policy literals keep the resource grammar', () => {
+  for (const ok of ['resource://a', 'resource://shop/%41', 'resource://a/%2e%2ex', 'resource://a/%20b', 'resource://a/%7e']) assert.equal(isRequestResource(ok), true, ok);
+  for (const bad of ['resource://a/..%2Fb', 'resource://a/%2f', 'resource://a/%5c', 'resource://a/%5C', 'resource://a/%25', 'resource://a/%00', 'resource://a/%0A', 'resource://a/%1F', 'resource://a/%7F', 'resource://a/../b']) {
+    assert.equal(isRequestResource(bad), false, bad);
+  }
+  assert.equal(isResourceUri('resource://a/%2Fb'), true, 'a stored policy literal with an encoded slash still validates (and matches no request)');
 });
 
 test('timestamps are strict RFC 3339 instants at millisecond precision', () => {
