@@ -4,7 +4,7 @@ import { base64urlDecode, base64urlEncode } from './base64url.ts';
 import { validateClaims } from './claims.ts';
 import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
 import { PermitError, fail } from './types.ts';
-import { parseJsonExactly } from '../../lib/json-parse.ts';
+import { parseJsonExactly, repeatedMembers } from '../../lib/json-parse.ts';
 
 export const PERMIT_TYP = 'gavel-permit+jwt';
 const HEADER_KEYS = new Set(['alg', 'typ', 'kid']);
@@ -18,11 +18,16 @@ export interface DecodedLink {
   signature: Uint8Array;
 }
 
-function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false } {
+function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false; repeated?: string } {
   const bytes = base64urlDecode(segment);
   if (bytes === null) return { ok: false };
   try {
-    return { ok: true, value: parseJsonExactly(utf8.decode(bytes)) };
+    const text = utf8.decode(bytes);
+    const value: unknown = parseJsonExactly(text);
+    // I-JSON (RFC 7493): a member named twice is read differently by different parsers (the first
+    // value or the last), and a permit is handed to other parties: refused, as request bodies are.
+    const [twice] = repeatedMembers(text);
+    return twice ? { ok: false, repeated: twice.pointer } : { ok: true, value };
   } catch {
     return { ok: false };
   }
@@ -39,6 +44,7 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   if (parts.length !== 3) return fail('malformed', 'a permit link must be a compact JWS of three dot-separated parts', { link });
   const [h, p, s] = parts as [string, string, string];
   const header = decodeJson(h);
+  if (!header.ok && header.repeated !== undefined) return fail('malformed', `the protected header names a member twice (${header.repeated})`, { link });
   if (!header.ok || typeof header.value !== 'object' || header.value === null || Array.isArray(header.value)) {
     return fail('malformed', 'the protected header is not base64url-encoded JSON object', { link });
   }
@@ -49,6 +55,7 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   if (hv.typ !== PERMIT_TYP) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
   if (typeof hv.kid !== 'string' || hv.kid.length === 0 || hv.kid.length > 2200) return fail('header', 'kid must be a non-empty string', { link });
   const payload = decodeJson(p);
+  if (!payload.ok && payload.repeated !== undefined) return fail('malformed', `the payload names a member twice (${payload.repeated})`, { link });
   if (!payload.ok) return fail('malformed', 'the payload is not base64url-encoded JSON', { link });
   const claims = validateClaims(payload.value);
   if (!claims.ok) return { ...claims, link };

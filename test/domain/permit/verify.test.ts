@@ -163,6 +163,26 @@ test('malformed inputs: garbage, bad base64url, bad JSON, wrong part count, non-
   }
 });
 
+test('a member named twice, in the header or anywhere in the payload, is malformed even under a valid signature (I-JSON)', async () => {
+  const f = await fixture();
+  const [h, p] = f.root.split('.') as [string, string];
+  const header = Buffer.from(h, 'base64url').toString('utf8');
+  const payload = Buffer.from(p, 'base64url').toString('utf8');
+  const signed = async (ht: string, pt: string) => {
+    const hh = Buffer.from(ht).toString('base64url');
+    const pp = Buffer.from(pt).toString('base64url');
+    return `${hh}.${pp}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${hh}.${pp}`))).toString('base64url')}`;
+  };
+  // Both read the same to JSON.parse (the last value wins), and both verify without the check.
+  const twiceInGavel = payload.replace('"gavel":{', '"gavel":{"actions":["*"],');
+  assert.notEqual(twiceInGavel, payload);
+  const r = failure(await verifyPermit(await signed(header, twiceInGavel), f.ctx(f.alice.did)));
+  assert.deepEqual([r.check, r.detail], ['malformed', 'the payload names a member twice (/gavel/actions)']);
+  const twiceInHeader = header.replace('{', '{"typ":"gavel-permit+jwt",');
+  assert.equal(failure(await verifyPermit(await signed(twiceInHeader, payload), f.ctx(f.alice.did))).check, 'malformed');
+  assert.equal((await verifyPermit(await signed(header, payload), f.ctx(f.alice.did))).ok, true, 'the same texts without the repeat verify');
+});
+
 test('payloads of the wrong shape are refused as claims', async () => {
   const f = await fixture();
   const sign = (c: unknown) => signPermitClaims(c as never, permitKeyId(f.projectKey), (m) => f.signer.sign(KEY, m));
