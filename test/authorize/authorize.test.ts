@@ -285,6 +285,14 @@ for (const backend of backends()) {
         assert.equal(res.json().code, code);
         if (pointer) assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
+      // The specific refusals keep their code and bring every other error with them, once each.
+      const all = (await authorize({ execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' }, chain_authorization: {}, action: 'a'.repeat(70), resource: 'resource://docs/a' })).json();
+      assert.equal(all.code, 'both_execution_and_chain_authorization');
+      assert.deepEqual(all.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(),
+        ['/action too_long', '/chain_authorization both_execution_and_chain_authorization', '/execution both_execution_and_chain_authorization', '/agent required', '/permit required'].sort(), JSON.stringify(all.errors));
+      const url = (await authorize({ ...base, agent: 'bob', execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } })).json();
+      assert.deepEqual([url.code, url.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort()],
+        ['execution_url_not_allowed', ['/agent bad_format', '/execution/url execution_url_not_allowed']], JSON.stringify(url.errors));
       // A malformed value is reported once, by its form, in words rather than as a regular expression.
       const worded = (await authorize({ ...base, agent: 'agent-7', action: '', resource: 'x' })).json().errors;
       assert.deepEqual(worded.map((e: { pointer: string; code: string }) => [e.pointer, e.code]).sort(), [['/action', 'bad_format'], ['/agent', 'bad_format'], ['/resource', 'bad_format']]);

@@ -2,7 +2,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
-import { bearerUnauthorized, Problem } from '../problem.ts';
+import { bearerUnauthorized, Problem, type FieldError } from '../problem.ts';
+import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
@@ -51,24 +52,36 @@ export const AuthorizeResponse = Type.Object({
   }, { description: 'Present only when the decision is ALLOW (or REPLAY) and an execution was requested' })),
 }, { description: `The decision, audited whatever it is (or REPLAY of an execution already made); reason_code is one of ${REASON_CODES.join(', ')}` });
 
-/** Refusals the schema cannot name precisely: both alternatives, and a url inside execution. */
-export function refuseAmbiguousRequest(body: unknown): void {
+/**
+ * Refusals the schema cannot name precisely: both alternatives, and a url inside execution. The
+ * refusal keeps its own code and carries the schema's other errors too (`schemaErrors`), so every
+ * error comes at once; an error the schema found at the same place is not repeated.
+ */
+export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly FieldError[]): void {
   if (typeof body !== 'object' || body === null) return;
   const b = body as Record<string, unknown>;
+  const refuse = (code: string, detail: string, own: FieldError[]): never => {
+    const others = schemaErrors.filter((e) => !own.some((o) => e.pointer === o.pointer || e.pointer.startsWith(`${o.pointer}/`)));
+    throw new Problem(400, code, detail, { errors: [...own, ...others] });
+  };
   if (b.execution !== undefined && b.chain_authorization !== undefined) {
     const both = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
-    throw new Problem(400, 'both_execution_and_chain_authorization',
+    refuse('both_execution_and_chain_authorization',
       'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
-      { errors: [both('/execution'), both('/chain_authorization')] });
+      [both('/execution'), both('/chain_authorization')]);
   }
   const exec = b.execution;
   if (typeof exec === 'object' && exec !== null && 'url' in exec) {
-    throw new Problem(400, 'execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
-      { errors: [{ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' }] });
+    refuse('execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
+      [{ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' }]);
   }
-  if (b.chain_authorization !== undefined) {
-    throw new Problem(422, 'chain_authorization_unavailable', 'this deployment does not sign for a chain');
-  }
+}
+
+/** Whether refuseAmbiguousRequest has something to refuse (the hot path's one cheap look). */
+function ambiguous(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const b = body as { execution?: unknown; chain_authorization?: unknown };
+  return b.execution !== undefined && (b.chain_authorization !== undefined || (typeof b.execution === 'object' && b.execution !== null && 'url' in b.execution));
 }
 
 /** A decision planned under a stale read epoch is redone at most this many times in all. */
@@ -131,11 +144,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       const body = request.body as { execution?: unknown; chain_authorization?: unknown } | null | undefined;
       const deferEpoch = typeof body === 'object' && body !== null && body.execution === undefined && body.chain_authorization === undefined;
       const accept = (auth: AuthContext, fromCache: boolean) => {
-        try {
-          request.auth = auth;
-          request.authFromCache = fromCache;
-          refuseAmbiguousRequest(request.body);
-        } catch (error) { done(error as Error); return; }
+        request.auth = auth;
+        request.authFromCache = fromCache;
         done();
       };
       const hit = deferEpoch ? cachedApiKeyContext(app.gavel.store, request.headers.authorization) : undefined;
@@ -146,11 +156,14 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     // checked afresh first: a revoked key gets 401 whatever its body.
     attachValidation: true,
   }, async (request) => {
-    if (request.validationError) {
+    const refused = request.validationError !== undefined || ambiguous(request.body);
+    if (refused) {
       if (request.authFromCache) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
+      refuseAmbiguousRequest(request.body, attachedErrors(request));
       throw request.validationError;
     }
     const body = request.body as AuthorizeBodyT;
+    if (body.chain_authorization !== undefined) throw new Problem(422, 'chain_authorization_unavailable', 'this deployment does not sign for a chain');
     const { gavel } = app;
     const input = { agent: body.agent, permit: body.permit, action: body.action, resource: body.resource, ...(body.amount ? { amount: body.amount } : {}), ...(body.intent ? { intent: body.intent } : {}), ...(body.approval_request_id ? { approval_request_id: body.approval_request_id } : {}) };
     for (let attempt = 1; ; attempt++) {

@@ -105,7 +105,7 @@ export const ProjectParams = Type.Object({
 export const MAX_SAFE_MINOR = Number.MAX_SAFE_INTEGER;
 export const Money = Type.Object({
   minor: Type.Integer({ minimum: 0, maximum: MAX_SAFE_MINOR, description: 'Amount in minor units' }),
-  currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code' }),
+  currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'three capital letters, as an ISO 4217 code (the form is checked, not the list)' }),
 }, { additionalProperties: false });
 
 export const PageQuery = Type.Object({
