@@ -107,7 +107,7 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
 }
 
 /**
- * preHandler for `/v1/projects/{projectId}/…` machine routes. `roles` empty means any valid key
+ * preValidation hook for `/v1/projects/{projectId}/…` machine routes. `roles` empty means any valid key
  * of the project; otherwise the key must carry one of them (403 `forbidden` if it does not).
  */
 export function machineAuth(roles: readonly Role[] = []) {

@@ -1,7 +1,7 @@
 // POST /v1/authorize, orchestrated: verify the permit (cached crypto, live time) and evaluate the
 // active policy (pure) here, then hand the plan to the writer, whose transaction does the rest
 // (commit.ts): the frozen check under lock, live revocation, spending, the obligation of a
-// REQUIRE_APPROVAL, the decision row and its audit event. A decision that would write only its
+// REQUIRE_APPROVAL, and the decision's audit event (its one record). A decision that would write only its
 // event is prepared here instead, event and all, and the writer runs its one statement
 // (one-statement.ts). The answer leaves only after the commit is durable (invariant 1).
 import { checkCoverage, checkPermitTime, liveLimits, presentedCommitment, type Money, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';

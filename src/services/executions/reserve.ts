@@ -1,6 +1,6 @@
 // The execution's reservation, inside the decision transaction once the decision is ALLOW: the
 // unique (project_id, nonce) index is the atomic second check. Losing it throws NonceTaken, which
-// rolls the whole decision back (spend, audit event, decision row): the loser decided nothing.
+// rolls the whole decision back (spend, obligation, audit event): the loser decided nothing.
 import type { Tx } from '../../store/store.ts';
 import { fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
