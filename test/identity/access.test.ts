@@ -3,7 +3,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createService } from '../../src/service.ts';
 import { getSod } from '../../src/services/identity/sod.ts';
-import { revokeMember, revokeRole } from '../../src/services/identity/members.ts';
+import { grantRole, revokeMember, revokeRole } from '../../src/services/identity/members.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -330,6 +331,20 @@ for (const backend of backends()) {
       assert.equal(last, 401);
       const blocked = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
       assert.equal(blocked.statusCode, 429);
+    });
+
+    test('a role revoked and granted again reaches keys minted after the new grant, not the old ones', async () => {
+      const holder = await svc.member(['AUDITOR']);
+      const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
+      assert.equal((await sod(holder.key)).statusCode, 200);
+      const input = { projectId: svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
+      await revokeRole(svc.ts.store, input, new Date());
+      assert.equal((await sod(holder.key)).statusCode, 403);
+      await new Promise((r) => setTimeout(r, 5));
+      await grantRole(svc.ts.store, input, new Date());
+      assert.equal((await sod(holder.key)).statusCode, 403, 'the old key stays without the role');
+      const fresh = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: holder.principalId, name: 'after', roles: ['AUDITOR'], actor: 'test' }));
+      assert.equal((await sod(fresh.secret)).statusCode, 200, 'a key minted after the grant carries it');
     });
 
     test('behind a trusted proxy the address is the client X-Forwarded-For names; from any other peer the header is ignored', async () => {
