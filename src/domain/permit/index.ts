@@ -34,4 +34,4 @@ export { base58btcDecode, base58btcEncode } from './base58btc.ts';
 export { signPermitClaims } from './compact.ts';
 export { CHAIN_SEPARATOR, MAX_CHAIN_LINKS, MAX_PRESENTED_LENGTH, MAX_RESOURCE_PATTERN_LENGTH } from './limits.ts';
 export { isAction } from './claims.ts';
-export { isResourcePattern } from './pattern.ts';
+export { isIssuablePattern, isResourcePattern } from './pattern.ts';

@@ -1,12 +1,27 @@
 // Resource patterns: `resource://...`, optionally ending in one `*` that matches any
 // remainder. Matching is on the exact string; nothing is normalised.
 
+import { isResourceUri, MAX_RESOURCE_LENGTH, parseResourcePattern, STRUCTURAL_ESCAPE } from '../policy/formats.ts';
+import { MAX_RESOURCE_PATTERN_LENGTH } from './limits.ts';
+
 export const RESOURCE_SCHEME = 'resource://';
 
 export function isResourcePattern(p: unknown, maxLength: number): p is string {
   if (typeof p !== 'string' || p.length > maxLength || !p.startsWith(RESOURCE_SCHEME)) return false;
   const star = p.indexOf('*');
   return star === -1 || star === p.length - 1;
+}
+
+/**
+ * What issuance signs: a pattern some request could match. The permit's own grammar (verification)
+ * only places the "*"; a pattern with an empty or dot segment, or an escape no request may hold
+ * (formats.ts), would be signed and never match, so it is refused here with the policy's grammar.
+ */
+export function isIssuablePattern(pattern: string): boolean {
+  if (!isResourcePattern(pattern, MAX_RESOURCE_PATTERN_LENGTH) || STRUCTURAL_ESCAPE.test(pattern)) return false;
+  // The policy's grammar bounds a pattern at 512 characters; a permit's may add the "*" to a
+  // 512-character resource, whose prefix is then a whole resource.
+  return pattern.length > MAX_RESOURCE_LENGTH ? isResourceUri(pattern.slice(0, -1)) : parseResourcePattern(pattern) !== null;
 }
 
 /** True when `resource` is in the set named by `pattern`. */

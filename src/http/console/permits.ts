@@ -10,8 +10,7 @@ import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
-import { didKeyIsWellFormed, isAction, isResourcePattern, MAX_PRESENTED_LENGTH, MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
-import { isResourceUri, MAX_RESOURCE_LENGTH, parseResourcePattern, STRUCTURAL_ESCAPE } from '../../domain/policy/formats.ts';
+import { didKeyIsWellFormed, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 
@@ -133,18 +132,6 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
       return revokePermit(trx, { projectId, commitment, actor: request.auth!.actor, now });
     });
   });
-}
-
-/**
- * What issuance signs: a pattern some request could match. The permit's own grammar (verification)
- * only places the "*"; a pattern with an empty or dot segment, or an escape no request may hold
- * (formats.ts), would be signed and never match, so it is refused here with the policy's grammar.
- */
-function isIssuablePattern(pattern: string): boolean {
-  if (!isResourcePattern(pattern, MAX_RESOURCE_PATTERN_LENGTH) || STRUCTURAL_ESCAPE.test(pattern)) return false;
-  // The policy's grammar bounds a pattern at 512 characters; a permit's may add the "*" to a
-  // 512-character resource, whose prefix is then a whole resource.
-  return pattern.length > MAX_RESOURCE_LENGTH ? isResourceUri(pattern.slice(0, -1)) : parseResourcePattern(pattern) !== null;
 }
 
 const wholeSeconds = (iso: string) => new Date(Math.floor(Date.parse(iso) / 1000) * 1000);
