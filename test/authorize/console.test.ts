@@ -177,13 +177,17 @@ for (const backend of backends()) {
       assert.equal(bad.json().errors[0].code, 'invalid_did_key');
     });
 
-    test('a delegated link, once a decision has seen it, is listed and revocable by its own commitment, which spares its ancestors', async () => {
-      const holder = newAgent();
-      const child = newAgent();
-      const grandchild = newAgent();
+    /** A root permit for `holder`, delegated to `child`, then narrowed to `grandchild`'s. */
+    async function threeLinks() {
+      const [holder, child, grandchild] = [newAgent(), newAgent(), newAgent()];
       const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
       const toChild = await delegate(root.jws, holder, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
       const toGrandchild = await delegate(toChild, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/public/*'] });
+      return { holder, child, grandchild, root, toChild, toGrandchild };
+    }
+
+    test('a delegated link, once a decision has seen it, is listed and revocable by its own commitment, which spares its ancestors', async () => {
+      const { holder, child, grandchild, root, toChild, toGrandchild } = await threeLinks();
       const [childLink, grandchildLink] = [toChild, toGrandchild].map((c) => permitCommitment(c.split('~').at(-1)!)) as [string, string];
       const key = await svc.keyHeader([]);
       const decide = async (agent: string, permit: string) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
@@ -220,12 +224,7 @@ for (const backend of backends()) {
     });
 
     test('a delegated link no decision has seen is revoked by sending its chain, which must verify and hold it', async () => {
-      const holder = newAgent();
-      const child = newAgent();
-      const grandchild = newAgent();
-      const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
-      const toChild = await delegate(root.jws, holder, child.did, { actions: ['read'], resources: ['resource://docs/*'] });
-      const toGrandchild = await delegate(toChild, child, grandchild.did, { actions: ['read'], resources: ['resource://docs/public/*'] });
+      const { holder, child, grandchild, root, toChild, toGrandchild } = await threeLinks();
       const childLink = permitCommitment(toChild.split('~').at(-1)!);
       const revoke = (c: string, payload: object) => svc.app.inject({ method: 'POST', url: `${base()}/permits/${c}/revoke`, headers: issuer.post, payload });
       // By its commitment alone the service cannot know the link, and says how to revoke it.
