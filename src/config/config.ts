@@ -80,11 +80,14 @@ const proxies = (raw: string): string[] => {
   const list = raw.split(',').map((p) => p.trim());
   for (const p of list) {
     const [address = '', bits, extra] = p.split('/');
-    const family = isIP(address);
+    // A zone index (fe80::1%eth0) names no address a peer arrives from.
+    const family = address.includes('%') ? 0 : isIP(address);
     const width = family === 4 ? 32 : 128;
     if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= width))) {
       throw new Error(`must list proxy addresses or CIDR ranges separated by commas (e.g. 10.0.0.5,10.1.0.0/16), got "${p}"`);
     }
+    // /0 is every address: any client could then name itself in X-Forwarded-For.
+    if (bits !== undefined && Number(bits) === 0) throw new Error(`${p} trusts every address, so any client could choose its own; list the proxies`);
   }
   return list;
 };

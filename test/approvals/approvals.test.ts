@@ -9,6 +9,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { newApprover, type Approver } from '../support/approvals.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { recordedDecision, recordedDecisions } from '../support/decisions.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
@@ -113,6 +114,14 @@ for (const backend of backends()) {
       assert.equal(await auditCount(), before);
       assert.equal((await obligation(id)).status, 'pending');
       const other = await newApprover(svc);
+      // Whoever minted the requesting key holds its secret too: an ADMIN who minted a key for
+      // someone else and asked with it cannot approve either.
+      const admin = await newApprover(svc, ['ADMIN', 'APPROVER']);
+      const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: other.principalId, name: 'for other', roles: [], actor: admin.principalId }));
+      const asked = (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: `Bearer ${minted.secret}` }, payload: req })).json();
+      const byMinter = await record({ approval_request_id: asked.approval_request_id, key_id: admin.keyId, signature: admin.sign((await obligation(asked.approval_request_id)).statement) });
+      assert.equal(byMinter.json().code, 'self_approval', byMinter.body);
+      assert.match(byMinter.json().detail, /minted the API key/);
       assert.equal((await approve(id, other)).status, 'approved');
       assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: own, payload: { ...req, approval_request_id: id } })).json().decision, 'ALLOW');
     });

@@ -76,6 +76,7 @@ for (const backend of backends()) {
         payload: { policy: { spec_version: '1', rules: [...rules, { id: 'whole-tree', effect: 'DENY', when: eq('root_permit_commitment', root.commitment) }] }, from } });
       assert.equal(replay.statusCode, 200, replay.body);
       assert.deepEqual([replay.json().considered, replay.json().transitions], [5, { 'ALLOW->DENY': 1 }], replay.body);
+      assert.equal(replay.json().samples[0].inputs.root_permit_commitment, root.commitment, 'the sample shows the input that changed it');
     });
 
     test('indeterminate_missing_input when the outcome depends on it; a malformed input is a 400 whatever the policy reads', async () => {

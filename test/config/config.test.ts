@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Fastify from 'fastify';
 import { ConfigError, DEFAULTS, loadConfig, redactConfig } from '../../src/config/config.ts';
 
 test('defaults bind to loopback with SQLite under ./data', () => {
@@ -73,7 +74,15 @@ test('a witness URL needs its pinned key, and the key must be a witness cosignat
 test('trusted proxies are listed by address or CIDR range; "true", hop counts and malformed ranges are refused', () => {
   assert.deepEqual(loadConfig({ GAVEL_TRUST_PROXY: '10.0.0.5, 10.1.0.0/16,::1,fd00::/8' }).trustProxy, ['10.0.0.5', '10.1.0.0/16', '::1', 'fd00::/8']);
   assert.equal(loadConfig({}).trustProxy, undefined);
-  for (const bad of ['true', '1', '10.0.0.0/33', '10.0.0.1/8/2', 'proxy.example', '10.0.0.1,', '::1/129']) {
+  for (const bad of ['true', '1', '10.0.0.0/33', '10.0.0.1/8/2', 'proxy.example', '10.0.0.1,', '::1/129', 'fe80::1%eth0']) {
     assert.throws(() => loadConfig({ GAVEL_TRUST_PROXY: bad }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_TRUST_PROXY' && /CIDR/.test(e.message), bad);
+  }
+  // "Every address" in CIDR form is the same as trusting every client's header: refused by name, not by a crash at start.
+  for (const all of ['0.0.0.0/0', '::/0', '10.0.0.5, ::/0']) {
+    assert.throws(() => loadConfig({ GAVEL_TRUST_PROXY: all }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_TRUST_PROXY' && /every address/.test(e.message), all);
+  }
+  // What the parser accepts, the server accepts too.
+  for (const ok of ['10.0.0.1/24', '::ffff:10.0.0.1/120', '1.2.3.4/1', '::1/1', '0.0.0.0', '::']) {
+    assert.doesNotThrow(() => Fastify({ trustProxy: loadConfig({ GAVEL_TRUST_PROXY: ok }).trustProxy! }), ok);
   }
 });

@@ -88,7 +88,8 @@ const ReplayBody = Type.Object({
 const Inputs = Type.Object({
   agent: Type.String(), action: Type.String(), resource: Type.String(),
   amount: Type.Union([Type.Object({ minor: Type.Integer(), currency: Type.String() }), Type.Null()]),
-  delegation_depth: Type.Integer(), permit_commitment: Type.Union([Type.String(), Type.Null()]), request_time: Type.String(),
+  delegation_depth: Type.Integer(), permit_commitment: Type.Union([Type.String(), Type.Null()]),
+  root_permit_commitment: Type.Union([Type.String(), Type.Null()], { description: 'derived from the permits table: null when the permit never verified' }), request_time: Type.String(),
 });
 const Replayed = Type.Object({
   candidate: Type.Object({ version: Type.Union([Type.Integer(), Type.Null()]), hash: Sha256 }),

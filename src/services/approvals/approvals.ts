@@ -150,11 +150,13 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
     const { row } = await load(trx, input.projectId, input.approvalRequestId);
     const eligible = await approverEligibility(trx, input.projectId, input.keyId);
     if (!eligible.ok) throw new Problem(422, eligible.code, eligible.detail);
-    // Four eyes: whoever holds the API key that asked cannot be the person who approves.
+    // Four eyes: whoever holds the API key that asked cannot be the person who approves. Two hold a
+    // key's secret: its principal, and whoever minted it (an ADMIN may mint for another principal).
     if (row.requested_by !== null) {
-      const requester = await trx.selectFrom('api_keys').select('principal_id').where('id', '=', row.requested_by).executeTakeFirst();
-      if (requester?.principal_id === eligible.principalId) {
-        throw new Problem(422, 'self_approval', `${eligible.principalId} holds the API key that made this request (${row.requested_by}) and cannot approve it; another APPROVER must`);
+      const requester = await trx.selectFrom('api_keys').select(['principal_id', 'created_by']).where('id', '=', row.requested_by).executeTakeFirst();
+      if (requester && (requester.principal_id === eligible.principalId || requester.created_by === eligible.principalId)) {
+        const how = requester.principal_id === eligible.principalId ? 'holds' : 'minted';
+        throw new Problem(422, 'self_approval', `${eligible.principalId} ${how} the API key that made this request (${row.requested_by}) and cannot approve it; another APPROVER must`);
       }
     }
     const publicKey = base64urlDecode(eligible.publicKey)!;

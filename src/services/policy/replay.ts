@@ -35,7 +35,7 @@ export interface ReplaySample {
   created_at: string;
   inputs: {
     agent: string; action: string; resource: string; amount: { minor: number; currency: string } | null;
-    delegation_depth: number; permit_commitment: string | null; request_time: string;
+    delegation_depth: number; permit_commitment: string | null; root_permit_commitment: string | null; request_time: string;
   };
   old: { decision: string; reason_code: string; policy_version: number | null; matched_rules: unknown };
   new: { decision: string; reason_code: string; matched_rules: string[] };
@@ -126,7 +126,8 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
         inputs: {
           agent: row.agent, action: row.action, resource: row.resource,
           amount: row.amount ? { minor: Number(row.amount.minor), currency: row.amount.currency } : null,
-          delegation_depth: Number(row.delegation_depth), permit_commitment: row.permit_commitment, request_time: row.request_time,
+          delegation_depth: Number(row.delegation_depth), permit_commitment: row.permit_commitment,
+          root_permit_commitment: row.permit_commitment === null ? null : roots.get(row.permit_commitment) ?? null, request_time: row.request_time,
         },
         old: { decision: row.decision, reason_code: row.reason_code, policy_version: row.policy_version === null ? null : Number(row.policy_version), matched_rules: row.matched_rules },
         new: { decision: r.decision, reason_code: r.reason_code, matched_rules: r.matched_rules },
