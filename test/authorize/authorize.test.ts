@@ -289,7 +289,11 @@ for (const backend of backends()) {
       const all = (await authorize({ execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' }, chain_authorization: {}, action: 'a'.repeat(70), resource: 'resource://docs/a' })).json();
       assert.equal(all.code, 'both_execution_and_chain_authorization');
       assert.deepEqual(all.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(),
-        ['/action too_long', '/chain_authorization both_execution_and_chain_authorization', '/execution both_execution_and_chain_authorization', '/agent required', '/permit required'].sort(), JSON.stringify(all.errors));
+        ['/action too_long', '/chain_authorization both_execution_and_chain_authorization', '/execution both_execution_and_chain_authorization', '/execution/url execution_url_not_allowed', '/agent required', '/permit required'].sort(), JSON.stringify(all.errors));
+      // Errors inside either alternative come too: a wrong type in execution, a chain_authorization that is no object.
+      const inside = (await authorize({ ...base, execution: { merchant: 5, operation: 'o', payload: {}, nonce: 'n' }, chain_authorization: 'notanobject' })).json();
+      assert.equal(inside.code, 'both_execution_and_chain_authorization');
+      assert.deepEqual(inside.errors.map((e: { pointer: string }) => e.pointer).sort(), ['/chain_authorization', '/chain_authorization', '/execution', '/execution/merchant'], JSON.stringify(inside.errors));
       const url = (await authorize({ ...base, agent: 'bob', execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } })).json();
       assert.deepEqual([url.code, url.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort()],
         ['execution_url_not_allowed', ['/agent bad_format', '/execution/url execution_url_not_allowed']], JSON.stringify(url.errors));

@@ -54,27 +54,28 @@ export const AuthorizeResponse = Type.Object({
 
 /**
  * Refusals the schema cannot name precisely: both alternatives, and a url inside execution. The
- * refusal keeps its own code and carries the schema's other errors too (`schemaErrors`), so every
- * error comes at once; an error the schema found at the same place is not repeated.
+ * refusal keeps its own code (both alternatives first) and carries every other error of the body
+ * (`schemaErrors`, the schema's: inside `execution` and `chain_authorization` too), so all come at
+ * once; only the schema's "not allowed" for `execution.url` is left out, being the same error.
  */
 export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly FieldError[]): void {
   if (typeof body !== 'object' || body === null) return;
   const b = body as Record<string, unknown>;
-  const refuse = (code: string, detail: string, own: FieldError[]): never => {
-    const others = schemaErrors.filter((e) => !own.some((o) => e.pointer === o.pointer || e.pointer.startsWith(`${o.pointer}/`)));
-    throw new Problem(400, code, detail, { errors: [...own, ...others] });
-  };
-  if (b.execution !== undefined && b.chain_authorization !== undefined) {
-    const both = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
-    refuse('both_execution_and_chain_authorization',
+  const both = b.execution !== undefined && b.chain_authorization !== undefined;
+  const url = typeof b.execution === 'object' && b.execution !== null && 'url' in b.execution;
+  if (!both && !url) return;
+  const own: FieldError[] = [];
+  const conflict = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
+  if (both) own.push(conflict('/execution'), conflict('/chain_authorization'));
+  if (url) own.push({ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
+  const others = schemaErrors.filter((e) => !(url && e.pointer === '/execution/url'));
+  if (both) {
+    throw new Problem(400, 'both_execution_and_chain_authorization',
       'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
-      [both('/execution'), both('/chain_authorization')]);
+      { errors: [...own, ...others] });
   }
-  const exec = b.execution;
-  if (typeof exec === 'object' && exec !== null && 'url' in exec) {
-    refuse('execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
-      [{ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' }]);
-  }
+  throw new Problem(400, 'execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
+    { errors: [...own, ...others] });
 }
 
 /** Whether refuseAmbiguousRequest has something to refuse (the hot path's one cheap look). */
