@@ -6,6 +6,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
 import { recordedDecision, recordedDecisions } from '../support/decisions.ts';
+import { permitCommitment } from '../../src/domain/permit/index.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
 
@@ -223,6 +224,26 @@ for (const backend of backends()) {
       assert.equal(results.filter((r) => r.json().decision === 'ALLOW').length, 3);
       const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
       assert.equal(usage.uses, 3);
+    });
+
+    test('a spend that one link of the chain refuses spends no link: the ancestors it passed first are given back', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const holder = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, holder.did, { ...PAY, budget: { minor: 10_000, currency: 'EUR' } });
+      // The root has budget to spare; the child's one use runs out first.
+      const chain = await delegate(root.jws, holder, child.did, { ...PAY, budget: { minor: 10_000, currency: 'EUR' }, max_uses: 1 });
+      const pay = { agent: child.did, permit: chain, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
+      assert.equal((await authorize(pay)).json().decision, 'ALLOW');
+      const second = (await authorize(pay)).json();
+      assert.equal(second.decision, 'DENY');
+      assert.match(second.detail, /uses_exhausted/);
+      const usage = async (commitment: string) => {
+        const u = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+        return [Number(u.spent_minor), Number(u.uses)];
+      };
+      assert.deepEqual(await usage(root.commitment), [100, 1], 'the root spent for the ALLOW alone');
+      assert.deepEqual(await usage(permitCommitment(chain.split('~').at(-1)!)), [100, 1]);
     });
 
     test('a REQUIRE_APPROVAL the remaining budget could not cover is DENY, and spends nothing', async () => {
