@@ -12,6 +12,7 @@ import { MAX_CALLS_PER_MESSAGE, threadWriter } from '../../src/services/writer/t
 import { jsonProcedures, type GavelProcedures } from '../../src/services/writer/procedures.ts';
 import { NonceTaken } from '../../src/services/executions/errors.ts';
 import { recordedDecisions } from '../support/decisions.ts';
+import { PROBE_CHANNEL, type ProbeMessage } from '../support/fdatasync-probe-channel.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
@@ -71,6 +72,36 @@ test('writer thread: it flushes the WAL itself before posting any outcome, lone 
     assert.equal(writer.syncs, writer.answers, `every message of outcomes was flushed on the writer thread first (${writer.syncs} flushes, ${writer.answers} messages)`);
     assert.ok(writer.answers < 5 + 1000, `busy turns shared batches (${writer.answers} messages of outcomes)`);
   } finally { await writer.close(); await ts.cleanup(); }
+});
+
+test('writer thread: the flush before each answer is a real fdatasync of the WAL, and no answer leaves while it runs', async () => {
+  // The probe wraps the thread's real fdatasync (nothing stands in for it) and holds each one 150 ms.
+  const HOLD_MS = 150;
+  const ts = await sqlite.open();
+  const seen: ProbeMessage[] = [];
+  const probe = new BroadcastChannel(PROBE_CHANNEL);
+  probe.onmessage = (m: MessageEvent) => { seen.push(m.data as ProbeMessage); };
+  // Read by the probe when the thread starts (on the first call), from the environment it copies.
+  process.env.GAVEL_PROBE_FLUSH_MS = String(HOLD_MS);
+  const writer = threadWriter<GavelProcedures>({ file: ts.store.file!, json: jsonProcedures, execArgv: ['--import', new URL('../support/fdatasync-probe.ts', import.meta.url).href] });
+  try {
+    const wal = `${ts.store.file!}-wal`;
+    const ended = () => seen.filter((m) => m.phase === 'end' && m.path === wal).length;
+    // Each call starts with the thread idle (its last flush ended, as the probe says), so that its
+    // own flush, and no earlier one, stands between its commit and its answer.
+    const idle = async (flushes: number) => { for (let waited = 0; ended() < flushes && waited < 5000; waited += 5) await sleep(5); };
+    for (let i = 0; i < 4; i++) {
+      await idle(i);
+      const asked = performance.now();
+      assert.match(await writer.call('audit.record', { projectId: 'prj_x', kind: 'probed', actor: 'system', data: { i } }), /^aud_/);
+      const took = performance.now() - asked;
+      // A causal bound, not a speed: the answer cannot come before its held flush has run.
+      assert.ok(took >= HOLD_MS - 1, `answer ${i} came ${took.toFixed(1)} ms after the call, before its flush ended`);
+    }
+    await idle(4);
+    assert.equal(ended(), 4, `each answer followed an fdatasync of ${wal}, and nothing else was flushed (${JSON.stringify(seen)})`);
+    assert.equal(writer.answers, 4);
+  } finally { delete process.env.GAVEL_PROBE_FLUSH_MS; probe.close(); await writer.close(); await ts.cleanup(); }
 });
 
 test('WalSyncNow: a flush that cannot be made throws, now and ever after', async () => {

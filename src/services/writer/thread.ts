@@ -26,6 +26,8 @@ export interface ThreadWriterOptions {
   onError?: (err: unknown) => void;
   /** Procedures whose arguments and results are JSON values: their batches cross as JSON text. */
   json?: ReadonlySet<string>;
+  /** Node options of the thread (default: the process's). Tests preload a probe of its flushes with `--import`. */
+  execArgv?: string[];
 }
 
 /**
@@ -88,6 +90,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       // An injected `durable` (tests) decides every flush, so the thread then makes none itself.
       workerData: { file: options.file, syncHere: durable === undefined, outcomes: channel.port2, posted },
       transferList: [channel.port2],
+      ...(options.execArgv ? { execArgv: options.execArgv } : {}),
       // 16 MiB semi-spaces, as the HTTP thread's (what the process flag gave it since session 12).
       // 8 MiB, as decision 0005 meant, saved 22 MB of resident memory but cost 0.98x and more
       // mark-compacts at half load (seven in 24 s against four, session 14).
