@@ -80,6 +80,59 @@ for (const backend of backends()) {
       await assertRefused({ agent: grandchild.did, permit: `${toChild}~${widened}`, action: 'read', resource: 'resource://docs/a' }, 'delegation_widened');
     });
 
+    test('every dimension a link could widen is refused end to end, the detail naming it', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const limits = { max_per_request: eur(1_000), budget: eur(5_000), max_uses: 10 };
+      const root = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], ...limits });
+      const base = claimsOf(root.jws);
+      const link = (over: Partial<PermitClaims>, gavel: Record<string, unknown>) => signPermitClaims({
+        iss: parent.did, sub: child.did, aud: base.aud, jti: crypto.randomUUID(), iat: base.iat, nbf: base.nbf, exp: base.exp, ...over,
+        gavel: { actions: ['pay'], resources: ['resource://shop/*'], ...limits, ...gavel, parent: root.commitment },
+      } as PermitClaims, `${parent.did}#x`, parent.sign);
+      const pay = { agent: child.did, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      assert.equal((await authorize({ ...pay, permit: `${root.jws}~${await link({}, {})}` })).decision, 'ALLOW', 'the same grant is no wider');
+      const { max_uses: _uses, ...noUses } = limits;
+      const { budget: _budget, ...noBudget } = limits;
+      const cases: [RegExp, Partial<PermitClaims>, Record<string, unknown>][] = [
+        [/action "refund" is not granted/, {}, { actions: ['pay', 'refund'] }],
+        [/resource pattern "resource:\/\/\*" is not covered/, {}, { resources: ['resource://*'] }],
+        [/max_per_request widened/, {}, { max_per_request: eur(1_001) }],
+        [/max_per_request widened: the child is in USD/, {}, { max_per_request: { minor: 1_000, currency: 'USD' } }],
+        [/budget widened/, {}, { budget: eur(5_001) }],
+        [/max_uses widened/, {}, { max_uses: 11 }],
+        [/valid before its parent/, { nbf: base.nbf - 60 }, {}],
+        [/expires after its parent/, { exp: base.exp + 60 }, {}],
+      ];
+      for (const [names, over, gavel] of cases) {
+        const permit = `${root.jws}~${await link(over, gavel)}`;
+        await assertRefused({ ...pay, permit }, 'delegation_widened');
+        assert.match((await authorize({ ...pay, permit })).detail ?? '', names);
+      }
+      // A limit the parent sets binds the child: dropping it widens too (signed by hand, as the
+      // claims are otherwise whole).
+      const dropped = async (gavel: Record<string, unknown>) => signPermitClaims({
+        iss: parent.did, sub: child.did, aud: base.aud, jti: crypto.randomUUID(), iat: base.iat, nbf: base.nbf, exp: base.exp,
+        gavel: { actions: ['pay'], resources: ['resource://shop/*'], ...gavel, parent: root.commitment },
+      } as PermitClaims, `${parent.did}#x`, parent.sign);
+      await assertRefused({ ...pay, permit: `${root.jws}~${await dropped(noUses)}` }, 'delegation_widened');
+      await assertRefused({ ...pay, permit: `${root.jws}~${await dropped(noBudget)}` }, 'delegation_widened');
+    });
+
+    test('spending through a delegate spends every link of its chain, and the tightest one stops it', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(300) });
+      const toChild = await delegate(root.jws, parent, child.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(300) });
+      const byParent = { agent: parent.did, permit: root.jws, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      const byChild = { ...byParent, agent: child.did, permit: toChild };
+      // The parent spends 200 of its own 300; the child's link still has 300, but its root has 100.
+      for (let i = 0; i < 2; i++) assert.equal((await authorize(byParent)).decision, 'ALLOW');
+      assert.equal((await authorize(byChild)).decision, 'ALLOW');
+      await assertRefused(byChild, 'budget_exhausted');
+      await assertRefused(byParent, 'budget_exhausted');
+    });
+
     test('money coverage: over the per-request limit, another currency, no amount', async () => {
       const agent = newAgent();
       const { jws } = await issue(svc, agent.did, { ...PAY, max_per_request: eur(1_000) });
