@@ -239,10 +239,14 @@ test('the HTTP thread\'s own writes: a commit or an autocommit write resolves on
   const flushes: (() => void)[] = [];
   const { openStore } = await import('../../src/store/store.ts');
   const store = openStore({ kind: 'sqlite', file: ts.store.file!, durable: () => new Promise<void>((resolve) => flushes.push(resolve)) });
+  // A write that skips its flush fails here at once rather than hanging the test.
+  const flushRequested = async (n: number, missing: string) => {
+    for (let waited = 0; flushes.length < n; waited += 2) { assert.ok(waited < 5000, missing); await sleep(2); }
+  };
   try {
     let done = false;
     const tx = store.transaction(async (trx) => { await trx.insertInto('settings').values({ key: 'f1', value: '1' }).execute(); }).then(() => { done = true; });
-    while (flushes.length < 1) await sleep(2);
+    await flushRequested(1, 'the commit asked for no flush');
     assert.equal(done, false, 'committed, not yet flushed: the transaction has not resolved');
     // The loop keeps turning while the flush is awaited, and other connections already see the row.
     const seen = await ts.store.db.selectFrom('settings').select('value').where('key', '=', 'f1').executeTakeFirst();
@@ -251,7 +255,7 @@ test('the HTTP thread\'s own writes: a commit or an autocommit write resolves on
     await tx;
     let autoDone = false;
     const auto = store.db.insertInto('settings').values({ key: 'f2', value: '2' }).execute().then(() => { autoDone = true; });
-    while (flushes.length < 2) await sleep(2);
+    await flushRequested(2, 'the autocommit write asked for no flush');
     assert.equal(autoDone, false, 'an autocommit write waits for its flush too');
     flushes[1]!();
     await auto;
