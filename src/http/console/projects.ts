@@ -7,13 +7,15 @@ import { ACCOUNT_LIMITS, ADDRESS_LIMITS } from '../../domain/access/throttle.ts'
 import { isRole, ROLES } from '../../domain/access/roles.ts';
 import { rolesOf } from '../../services/identity/members.ts';
 import { readSod } from '../../services/identity/sod.ts';
+import { dashboardSections } from '../../services/dashboard/sections.ts';
 import { consoleAuth, cookieNames, CSRF_HEADER, servedOverTls } from '../auth/session.ts';
 import { notFound } from '../problem.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { RoleList, SodDocumentSchema } from './schemas.ts';
 
 const Project = Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String(), roles: RoleList });
-const Open = (description: string) => Type.Object({}, { additionalProperties: true, description });
+const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
+const NullableText = Type.Union([Type.String(), Type.Null()]);
 
 export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> {
   const db = () => app.gavel.store.db;
@@ -116,13 +118,25 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
   app.get('/v1/console/projects/:projectId/dashboard', {
     preValidation: consoleAuth(),
     schema: {
-      tags: ['console'], summary: 'Overview for any member: the project, your roles, and counts other capabilities extend', params: ProjectParams,
+      tags: ['console'], summary: 'Overview for any member: the project, your roles, the active policy, what waits for a person (obligations, UNKNOWN executions), and whether the audit log is witnessed', params: ProjectParams,
       response: {
         200: Type.Object({
           project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
           your_roles: RoleList, members: Type.Integer(), live_api_keys: Type.Integer(),
           recent_audit_events: Type.Integer({ description: 'Audit events in the last 24 hours' }),
-          extra: Open('Sections added by other capabilities (policy, approvals, executions)'),
+          policy: Type.Object({ active_version: NullableInt, activated_at: NullableText }, { description: 'The version that decides (null: none is active, every decision is DENY no_active_policy)' }),
+          approvals: Type.Object({ pending: Type.Integer({ description: 'Obligations waiting for a person, not yet expired' }) }),
+          executions: Type.Object({
+            unknown: Type.Integer({ description: 'Executions whose outcome a person must resolve' }),
+            in_flight: Type.Integer(),
+          }),
+          audit_log: Type.Object({
+            tree_size: Type.Integer({ description: 'Events sequenced into the log (one log per installation)' }),
+            latest_checkpoint: Type.Union([Type.Object({ size: Type.Integer(), created_at: Type.String(), witnessed_at: NullableText }), Type.Null()]),
+            witnessed_size: NullableInt,
+            witness_problem: Type.Union([Type.Object({ kind: Type.String({ description: 'refused (a fork or a bad proof), conflict (the witness holds another size: a rollback when larger than the log), invalid_cosignature or unavailable' }), reason: NullableText, at: Type.String() }), Type.Null()],
+              { description: 'The witness\'s last refusal, when nothing was cosigned after it' }),
+          }),
         }),
         ...errorResponses({ auth: 'session' }),
       },
@@ -136,7 +150,8 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     const audit = await db().selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('created_at', '>=', since).executeTakeFirstOrThrow();
     return {
       project: p, your_roles: (await rolesOf(db(), p.id, auth.principalId)), members: Number(members.n), live_api_keys: Number(keys.n),
-      recent_audit_events: Number(audit.n), extra: {},
+      recent_audit_events: Number(audit.n),
+      ...(await dashboardSections(db(), p.id, app.gavel.clock.now(), app.gavel.witnessProblem.current)),
     };
   });
 }

@@ -1,0 +1,54 @@
+// The console dashboard says what needs a person and whether the audit log is witnessed: a witness
+// that refuses the log's checkpoints shows there until it cosigns again, not only in the log.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { consoleMember } from '../support/console.ts';
+import { activatePolicy, ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
+import { addEvents, startAuditService } from './support.ts';
+
+for (const backend of backends()) {
+  test(`the dashboard shows the active policy, pending obligations, and the witness's refusal (${backend.name})`, async () => {
+    const refusing = await startAuditService(backend, 'foreign');
+    try {
+      const { svc } = refusing;
+      const member = await consoleMember(svc, ['AUDITOR']);
+      const dashboard = async () => {
+        const res = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/dashboard`, headers: member.get });
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json();
+      };
+      const before = await dashboard();
+      assert.deepEqual([before.policy, before.approvals, before.executions], [{ active_version: null, activated_at: null }, { pending: 0 }, { unknown: 0, in_flight: 0 }]);
+      const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+      const asked = await decide(svc, await svc.keyHeader([]), { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } });
+      assert.equal(asked.decision, 'REQUIRE_APPROVAL');
+      await addEvents(svc.ts.store, svc.projectId, 2);
+      const tick = await svc.auditLog.tick({ force: true });
+      assert.equal(tick.witness?.kind, 'refused', JSON.stringify(tick.witness));
+      const after = await dashboard();
+      assert.equal(after.policy.active_version, version);
+      assert.equal(after.approvals.pending, 1);
+      assert.ok(after.audit_log.tree_size > before.audit_log.tree_size, JSON.stringify(after.audit_log));
+      assert.equal(after.audit_log.latest_checkpoint.size, after.audit_log.tree_size);
+      assert.equal(after.audit_log.latest_checkpoint.witnessed_at, null);
+      assert.equal(after.audit_log.witnessed_size, null);
+      assert.equal(after.audit_log.witness_problem.kind, 'refused');
+      assert.match(after.audit_log.witness_problem.at, /Z$/);
+    } finally { await refusing.stop(); }
+
+    // A witness that cosigns: nothing to report, and the witnessed size is the log's.
+    const cosigning = await startAuditService(backend, 'own');
+    try {
+      const { svc } = cosigning;
+      const member = await consoleMember(svc, ['AUDITOR']);
+      await addEvents(svc.ts.store, svc.projectId, 2);
+      assert.equal((await svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      const shown = (await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/dashboard`, headers: member.get })).json();
+      assert.equal(shown.audit_log.witness_problem, null);
+      assert.equal(shown.audit_log.witnessed_size, shown.audit_log.latest_checkpoint.size);
+    } finally { await cosigning.stop(); }
+  });
+}
