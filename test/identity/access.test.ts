@@ -345,6 +345,11 @@ for (const backend of backends()) {
       assert.equal((await sod(holder.key)).statusCode, 403, 'the old key stays without the role');
       const fresh = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: holder.principalId, name: 'after', roles: ['AUDITOR'], actor: 'test' }));
       assert.equal((await sod(fresh.secret)).statusCode, 200, 'a key minted after the grant carries it');
+      // A grant stamped by an instance whose clock runs ahead still reaches a key minted right after it.
+      const ahead = await svc.member([]);
+      await grantRole(svc.ts.store, { ...input, principalId: ahead.principalId }, new Date(Date.now() + 60_000));
+      const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: ahead.principalId, name: 'skew', roles: ['AUDITOR'], actor: 'test' }));
+      assert.equal((await sod(minted.secret)).statusCode, 200, 'the key is never older than the grants of its roles');
     });
 
     test('behind a trusted proxy the address is the client X-Forwarded-For names; from any other peer the header is ignored', async () => {

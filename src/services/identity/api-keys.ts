@@ -14,8 +14,9 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   const member = await trx.selectFrom('memberships').select('revoked_at')
     .where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).executeTakeFirst();
   if (!member || member.revoked_at) throw new Problem(422, 'not_a_member', 'an API key can only be minted for a current member of the project');
-  const held = new Set((await trx.selectFrom('role_grants').select('role')
-    .where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute()).map((r) => r.role));
+  const grants = await trx.selectFrom('role_grants').select(['role', 'granted_at'])
+    .where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
+  const held = new Set(grants.map((r) => r.role));
   const missing = input.roles.filter((r) => !held.has(r));
   if (missing.length > 0) {
     throw new Problem(422, 'role_not_held', `the key's holder does not hold ${missing.join(', ')}; a key carries only roles its holder has`);
@@ -23,7 +24,11 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   const roles = [...new Set(input.roles)].sort() as Role[];
   const secret = API_KEY_PREFIX + randomBytes(32).toString('base64url');
   const id = newId('key');
-  const created_at = (input.at ?? new Date()).toISOString();
+  // A key counts only grants no newer than itself (http/auth/api-key.ts). Its time is never before
+  // the grants of its roles, so a grant stamped by an instance whose clock runs ahead still counts.
+  const newestGrant = grants.filter((g) => roles.includes(g.role as Role)).reduce((t, g) => (g.granted_at > t ? g.granted_at : t), '');
+  const now = (input.at ?? new Date()).toISOString();
+  const created_at = newestGrant > now ? newestGrant : now;
   await trx.insertInto('api_keys').values({
     id, project_id: input.projectId, principal_id: input.principalId, name: input.name, secret_hash: hashSecret(secret),
     roles: JSON.stringify(roles), created_at, created_by: input.actor, revoked_at: null, revoked_by: null,
