@@ -86,8 +86,14 @@ const proxies = (raw: string): string[] => {
     if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= width))) {
       throw new Error(`must list proxy addresses or CIDR ranges separated by commas (e.g. 10.0.0.5,10.1.0.0/16), got "${p}"`);
     }
-    // /0 is every address: any client could then name itself in X-Forwarded-For.
-    if (bits !== undefined && Number(bits) === 0) throw new Error(`${p} trusts every address, so any client could choose its own; list the proxies`);
+    // A range as wide as the public internet would let any client name itself in X-Forwarded-For.
+    // IPv4 clients are matched against IPv6 ranges in their mapped form (::ffff:a.b.c.d), so
+    // ::ffff:0:0/96 is IPv4's /0. The narrowest private ranges are IPv4 /8 and IPv6 ULA's /7.
+    if (bits !== undefined) {
+      const mapped = family === 6 && /^::ffff:/i.test(address);
+      const prefix = mapped ? Number(bits) - 96 : Number(bits);
+      if (prefix < (family === 4 || mapped ? 8 : 7)) throw new Error(`${p} trusts too wide a range (any client there could choose its own address); list the proxies`);
+    }
   }
   return list;
 };

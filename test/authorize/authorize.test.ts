@@ -280,7 +280,9 @@ for (const backend of backends()) {
           // Escapes: malformed, or spelling a dot segment; the outcome must not depend on whether the active policy reads `resource`.
           'resource://docs/%zz', 'resource://docs/a%2', 'resource://docs/%', 'resource://docs/%2e%2E/admin', 'resource://docs/.%2e', 'resource://%2E', 'resource://docs/%2e',
           // Escapes a downstream decoder turns into structure: an encoded slash or backslash, an encoded "%" (decoded twice), a control character.
-          'resource://docs/x%2F..%2F..%2Fadmin', 'resource://docs/..%2f', 'resource://docs/%2E%2E%2Fadmin', 'resource://docs/a%5Cb', 'resource://docs/a%252Fb', 'resource://docs/a%00', 'resource://docs/a%1f', 'resource://docs/a%7F']
+          'resource://docs/x%2F..%2F..%2Fadmin', 'resource://docs/..%2f', 'resource://docs/%2E%2E%2Fadmin', 'resource://docs/a%5Cb', 'resource://docs/a%252Fb', 'resource://docs/a%00', 'resource://docs/a%1f', 'resource://docs/a%7F',
+          // A dot segment with parameters, an overlong (not UTF-8) "/".
+          'resource://docs/..;/admin', 'resource://docs/..%C0%AFadmin']
           .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
         // Not a DID by W3C DID Core's syntax, which the permit claims and the policy use too.

@@ -2,9 +2,9 @@
 // the service (see live-limits.ts). Every link is checked, not only the leaf, so a permit
 // assembled by hand cannot be wider than its ancestors either.
 import { formatMoney, isMoney } from './money.ts';
-import { anyPatternMatches, RESOURCE_SCHEME } from './pattern.ts';
+import { anyPatternMatches } from './pattern.ts';
 import type { Money, PermitClaims, VerifiedPermit } from './types.ts';
-import { STRUCTURAL_ESCAPE } from '../policy/formats.ts';
+import { isRequestResource } from '../policy/formats.ts';
 
 export interface CoverageRequest {
   action: string;
@@ -24,24 +24,6 @@ export type CoverageCheck =
 
 export type CoverageResult = { ok: true } | { ok: false; check: CoverageCheck; detail: string; link?: number };
 
-
-/**
- * Dot segments (also percent-encoded) and structural escapes could make a prefix pattern match a
- * path outside it downstream (`resource://pay/eu/..%2Fus` under `resource://pay/eu/*`).
- */
-function escapesItsPrefix(resource: string): boolean {
-  // Without a dot or a percent sign past the scheme there is neither: most resources, at no cost.
-  const percent = resource.indexOf('%', RESOURCE_SCHEME.length) !== -1;
-  if (resource.indexOf('.', RESOURCE_SCHEME.length) === -1 && !percent) return false;
-  if (percent && STRUCTURAL_ESCAPE.test(resource)) return true;
-  return resource
-    .slice(RESOURCE_SCHEME.length)
-    .split('/')
-    .some((seg) => {
-      const s = seg.replace(/%2e/gi, '.');
-      return s === '.' || s === '..';
-    });
-}
 
 function checkLink(c: PermitClaims, request: CoverageRequest, link: number): CoverageResult {
   const g = c.gavel;
@@ -76,7 +58,9 @@ export function checkCoverage(permit: VerifiedPermit, request: CoverageRequest):
   if (typeof request !== 'object' || request === null) return { ok: false, check: 'action_not_covered', detail: 'no request to cover' };
   const { action, resource, amount } = request;
   if (typeof action !== 'string' || action.length === 0) return { ok: false, check: 'action_not_covered', detail: 'the action must be a non-empty string' };
-  if (typeof resource !== 'string' || resource.length > 512 || !resource.startsWith(RESOURCE_SCHEME) || resource.includes('*') || escapesItsPrefix(resource)) {
+  // Dot segments, structural escapes and the like could make a prefix pattern match a path
+  // outside it downstream (`resource://pay/eu/..%2Fus` under `resource://pay/eu/*`).
+  if (!isRequestResource(resource)) {
     return { ok: false, check: 'resource_invalid', detail: 'the resource must be a resource:// URI of at most 512 characters, without *, dot segments or an encoded "/", "\\", "%" or control character' };
   }
   if (amount !== undefined && !isMoney(amount)) {

@@ -1,7 +1,7 @@
 // Resource patterns: `resource://...`, optionally ending in one `*` that matches any
 // remainder. Matching is on the exact string; nothing is normalised.
 
-import { isResourceUri, MAX_RESOURCE_LENGTH, parseResourcePattern, STRUCTURAL_ESCAPE } from '../policy/formats.ts';
+import { isRequestResource, MAX_RESOURCE_LENGTH } from '../policy/formats.ts';
 import { MAX_RESOURCE_PATTERN_LENGTH } from './limits.ts';
 
 export const RESOURCE_SCHEME = 'resource://';
@@ -18,10 +18,12 @@ export function isResourcePattern(p: unknown, maxLength: number): p is string {
  * (formats.ts), would be signed and never match, so it is refused here with the policy's grammar.
  */
 export function isIssuablePattern(pattern: string): boolean {
-  if (!isResourcePattern(pattern, MAX_RESOURCE_PATTERN_LENGTH) || STRUCTURAL_ESCAPE.test(pattern)) return false;
-  // The policy's grammar bounds a pattern at 512 characters; a permit's may add the "*" to a
-  // 512-character resource, whose prefix is then a whole resource.
-  return pattern.length > MAX_RESOURCE_LENGTH ? isResourceUri(pattern.slice(0, -1)) : parseResourcePattern(pattern) !== null;
+  if (!isResourcePattern(pattern, MAX_RESOURCE_PATTERN_LENGTH)) return false;
+  if (!pattern.endsWith('*')) return isRequestResource(pattern);
+  // A prefix may end at a "/" or inside a segment: judged as the shortest resource it starts, or as
+  // itself when it is already as long as a resource may be.
+  const prefix = pattern.slice(0, -1);
+  return isRequestResource(prefix.length < MAX_RESOURCE_LENGTH ? `${prefix}x` : prefix);
 }
 
 /** True when `resource` is in the set named by `pattern`. */

@@ -32,9 +32,7 @@ const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
  * resource grammar: a stored version must go on validating, and a literal holding such an escape
  * simply matches no request.
  */
-export const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:2[fF]|5[cC]|25|[01][0-9A-Fa-f]|7[fF]))${RESOURCE_URI_PATTERN.slice(1)}`;
-/** The escapes REQUEST_RESOURCE_PATTERN refuses, anywhere in a string. */
-export const STRUCTURAL_ESCAPE = /%(?:2f|5c|25|[01][0-9a-f]|7f)/i;
+const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:2[fF]|5[cC]|25|[01][0-9A-Fa-f]|7[fF]))${RESOURCE_URI_PATTERN.slice(1)}`;
 const REQUEST_RESOURCE = new RegExp(REQUEST_RESOURCE_PATTERN);
 
 /**
@@ -46,9 +44,23 @@ export function isResourceUri(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && RESOURCE_URI.test(value);
 }
 
-/** isResourceUri, and none of the escapes REQUEST_RESOURCE_PATTERN refuses: what a request may name. */
+/** A dot segment with parameters (`..;x`), which some servers (Tomcat, Spring) read as the dot segment. */
+const DOT_SEGMENT_WITH_PARAMS = /\/(?:\.|%2e){1,2};/i;
+
+/** True when every percent-escape decodes as UTF-8 (an overlong `%C0%AF` is a "/" to a lax decoder). */
+function escapesDecode(value: string): boolean {
+  if (value.indexOf('%') === -1) return true;
+  try { decodeURIComponent(value); return true; } catch { return false; }
+}
+
+/**
+ * What a request may name: a resource URI (isResourceUri) without the escapes
+ * REQUEST_RESOURCE_PATTERN refuses, without a dot segment carrying parameters, and whose escapes
+ * decode as UTF-8. The request schemas check it as the format `gavel-request-resource` (http/validation.ts).
+ */
 export function isRequestResource(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && REQUEST_RESOURCE.test(value);
+  return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && REQUEST_RESOURCE.test(value)
+    && !DOT_SEGMENT_WITH_PARAMS.test(value) && escapesDecode(value);
 }
 
 export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };

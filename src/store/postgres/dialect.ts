@@ -31,8 +31,10 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
     // Invariant 1 on PostgreSQL is its commit reaching disk: a server or database that defaults to
     // synchronous_commit = off would answer commits a crash can still lose. Raised to on for this
     // session only where it is off (a stronger setting, remote_apply say, is left as it is). The
-    // statement is queued before any the pool's user sends on this client.
-    void client.query("select set_config('synchronous_commit', 'on', false) where current_setting('synchronous_commit') = 'off'").catch(() => {});
+    // statement is queued before any the pool's user sends on this client. If it fails, the client
+    // is closed: the queries queued behind it fail (503 for a request) rather than commit unflushed.
+    void client.query("select set_config('synchronous_commit', 'on', false) where current_setting('synchronous_commit') = 'off'")
+      .catch(() => client.end().catch(() => {}));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
       const name = typeof text === 'string' ? preparedStatementName(text) : undefined;

@@ -18,8 +18,10 @@ test('resource URIs refuse dot segments, empty segments and stars', () => {
 });
 
 test('a requested resource also holds no escape a decoder turns into structure; policy literals keep the resource grammar', () => {
-  for (const ok of ['resource://a', 'resource://shop/%41', 'resource://a/%2e%2ex', 'resource://a/%20b', 'resource://a/%7e']) assert.equal(isRequestResource(ok), true, ok);
-  for (const bad of ['resource://a/..%2Fb', 'resource://a/%2f', 'resource://a/%5c', 'resource://a/%5C', 'resource://a/%25', 'resource://a/%00', 'resource://a/%0A', 'resource://a/%1F', 'resource://a/%7F', 'resource://a/../b']) {
+  for (const ok of ['resource://a', 'resource://shop/%41', 'resource://a/%2e%2ex', 'resource://a/%20b', 'resource://a/%7e', 'resource://docs/%C3%A4', 'resource://a/..x;y', 'resource://a/b;c']) assert.equal(isRequestResource(ok), true, ok);
+  for (const bad of ['resource://a/..%2Fb', 'resource://a/%2f', 'resource://a/%5c', 'resource://a/%5C', 'resource://a/%25', 'resource://a/%00', 'resource://a/%0A', 'resource://a/%1F', 'resource://a/%7F', 'resource://a/../b',
+    // A dot segment with parameters (Tomcat, Spring), and escapes that are not UTF-8 (an overlong "/", a lone continuation byte).
+    'resource://pay/eu/..;/us', 'resource://pay/eu/.;x', 'resource://pay/%2e%2e;x/us', 'resource://pay/eu/..%C0%AFus', 'resource://a/%80', 'resource://a/%E0%80%AF', 'resource://a/%C3']) {
     assert.equal(isRequestResource(bad), false, bad);
   }
   assert.equal(isResourceUri('resource://a/%2Fb'), true, 'a stored policy literal with an encoded slash still validates (and matches no request)');
