@@ -41,12 +41,10 @@ function createWriter(store: Store, onError: (err: unknown) => void): GavelWrite
  * witness holds a checkpoint this log does not extend), an outage as a warning. The loop ticks ten
  * times a second, so the same outcome is logged again only after a minute.
  */
-export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: string | undefined, held?: AppDeps['witnessProblem'], now: () => Date = () => new Date()): (outcome: { kind: string; reason?: string; status?: number; size?: number }) => void {
+export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: string | undefined): (outcome: { kind: string; reason?: string }) => void {
   let last = '';
   let at = 0;
   return (outcome) => {
-    // Kept for the dashboard (services/dashboard/sections.ts) every time; logged at most once a minute.
-    if (held) held.current = { kind: outcome.kind, reason: outcome.reason ?? (outcome.size !== undefined ? `the witness holds size ${outcome.size}` : null), at: now().toISOString() };
     const key = `${outcome.kind}:${outcome.reason ?? ''}`;
     if (key === last && Date.now() - at < 60_000) return;
     last = key;
@@ -102,7 +100,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now() });
   const recovered = await keeper.start();
   const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now() });
-  const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions, witnessProblem: { current: null } };
+  const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
   const boot = await bootstrap(store);
   const app = await buildApp(deps, options);
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
@@ -113,7 +111,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
     witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,
     now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
-    onWitnessProblem: witnessProblemLog(app, config.witnessUrl, deps.witnessProblem, () => deps.clock.now()),
+    onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
   let closing: Promise<void> | undefined;
   return {

@@ -9,7 +9,6 @@ import type { GavelWriter } from '../services/writer/procedures.ts';
 import type { Authorizer } from '../services/authorize/authorize.ts';
 import type { MerchantRegistry } from '../merchants/config.ts';
 import type { Executions } from '../services/executions/executions.ts';
-import type { WitnessProblem } from '../services/dashboard/sections.ts';
 
 export interface AppDeps {
   config: Config;
@@ -22,8 +21,6 @@ export interface AppDeps {
   /** Configured merchants (GAVEL_MERCHANTS_FILE), validated at start. */
   merchants: MerchantRegistry;
   executions: Executions;
-  /** The witness's last refusal or absence, as the audit-log runner reported it (null: none yet). */
-  witnessProblem: { current: WitnessProblem | null };
 }
 
 /** Who is calling, established afresh on every request (roles are never cached). */

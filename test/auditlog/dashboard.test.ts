@@ -25,12 +25,22 @@ for (const backend of backends()) {
       const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
       const asked = await decide(svc, await svc.keyHeader([]), { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } });
       assert.equal(asked.decision, 'REQUIRE_APPROVAL');
+      // Executions waiting on a person, and on a merchant: one UNKNOWN, two IN_FLIGHT.
+      const at = new Date().toISOString();
+      for (const [i, status] of (['UNKNOWN', 'IN_FLIGHT', 'IN_FLIGHT'] as const).entries()) {
+        await svc.ts.store.db.insertInto('executions').values({
+          id: `exe_dash${i}`, project_id: svc.projectId, nonce: `dash-${i}`, fingerprint: 'f'.repeat(64), decision_id: `dec_dash${i}`, decision_audit_id: `aud_dash${i}`,
+          policy_version: version, agent: agent.did, action: 'pay', resource: 'resource://shop/1', merchant: 'm', operation: 'o', status, note: null, http_status: null,
+          instance_id: 'ins_dash', created_at: at, completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
+        }).execute();
+      }
       await addEvents(svc.ts.store, svc.projectId, 2);
       const tick = await svc.auditLog.tick({ force: true });
       assert.equal(tick.witness?.kind, 'refused', JSON.stringify(tick.witness));
       const after = await dashboard();
       assert.equal(after.policy.active_version, version);
       assert.equal(after.approvals.pending, 1);
+      assert.deepEqual(after.executions, { unknown: 1, in_flight: 2 });
       assert.ok(after.audit_log.tree_size > before.audit_log.tree_size, JSON.stringify(after.audit_log));
       assert.equal(after.audit_log.latest_checkpoint.size, after.audit_log.tree_size);
       assert.equal(after.audit_log.latest_checkpoint.witnessed_at, null);
@@ -39,16 +49,23 @@ for (const backend of backends()) {
       assert.match(after.audit_log.witness_problem.at, /Z$/);
     } finally { await refusing.stop(); }
 
-    // A witness that cosigns: nothing to report, and the witnessed size is the log's.
+    // A problem recorded earlier (by whichever instance led then) shows until the witness cosigns
+    // again; then nothing is reported, and the witnessed size is the log's.
     const cosigning = await startAuditService(backend, 'own');
     try {
       const { svc } = cosigning;
       const member = await consoleMember(svc, ['AUDITOR']);
+      const shown = async () => (await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/dashboard`, headers: member.get })).json();
+      // After whatever the start cosigned, a refusal is recorded (as another instance, leading, would).
+      await new Promise((r) => setTimeout(r, 5));
+      const problem = { kind: 'unavailable', reason: 'connect ECONNREFUSED', at: new Date().toISOString() };
+      await svc.ts.store.db.insertInto('audit_witness_problem').values({ id: 1, ...problem }).onConflict((oc) => oc.column('id').doUpdateSet(problem)).execute();
+      assert.deepEqual((await shown()).audit_log.witness_problem, problem, 'shown while nothing was cosigned after it');
       await addEvents(svc.ts.store, svc.projectId, 2);
       assert.equal((await svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
-      const shown = (await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/dashboard`, headers: member.get })).json();
-      assert.equal(shown.audit_log.witness_problem, null);
-      assert.equal(shown.audit_log.witnessed_size, shown.audit_log.latest_checkpoint.size);
+      const cleared = await shown();
+      assert.equal(cleared.audit_log.witness_problem, null, 'a later cosignature clears it');
+      assert.equal(cleared.audit_log.witnessed_size, cleared.audit_log.latest_checkpoint.size);
     } finally { await cosigning.stop(); }
   });
 }

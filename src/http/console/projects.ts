@@ -10,12 +10,12 @@ import { readSod } from '../../services/identity/sod.ts';
 import { dashboardSections } from '../../services/dashboard/sections.ts';
 import { consoleAuth, cookieNames, CSRF_HEADER, servedOverTls } from '../auth/session.ts';
 import { notFound } from '../problem.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, Nullable, ProjectParams } from '../schemas/common.ts';
 import { RoleList, SodDocumentSchema } from './schemas.ts';
 
 const Project = Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String(), roles: RoleList });
-const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
-const NullableText = Type.Union([Type.String(), Type.Null()]);
+const NullableInt = Nullable(Type.Integer());
+const NullableText = Nullable(Type.String());
 
 export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> {
   const db = () => app.gavel.store.db;
@@ -132,7 +132,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
           }),
           audit_log: Type.Object({
             tree_size: Type.Integer({ description: 'Events sequenced into the log (one log per installation)' }),
-            latest_checkpoint: Type.Union([Type.Object({ size: Type.Integer(), created_at: Type.String(), witnessed_at: NullableText }), Type.Null()]),
+            latest_checkpoint: Nullable(Type.Object({ size: Type.Integer(), created_at: Type.String(), witnessed_at: NullableText })),
             witnessed_size: NullableInt,
             witness_problem: Type.Union([Type.Object({ kind: Type.String({ description: 'refused (a fork or a bad proof), conflict (the witness holds another size: a rollback when larger than the log), invalid_cosignature or unavailable' }), reason: NullableText, at: Type.String() }), Type.Null()],
               { description: 'The witness\'s last refusal, when nothing was cosigned after it' }),
@@ -151,7 +151,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     return {
       project: p, your_roles: (await rolesOf(db(), p.id, auth.principalId)), members: Number(members.n), live_api_keys: Number(keys.n),
       recent_audit_events: Number(audit.n),
-      ...(await dashboardSections(db(), p.id, app.gavel.clock.now(), app.gavel.witnessProblem.current)),
+      ...(await dashboardSections(db(), p.id, app.gavel.clock.now())),
     };
   });
 }

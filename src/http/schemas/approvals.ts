@@ -1,11 +1,10 @@
 // Wire shapes of obligations, approvals and approval keys (docs/approvals.md).
-import { Type, type TSchema } from 'typebox';
-import { Money, ProjectParams, Timestamp } from './common.ts';
+import { Type } from 'typebox';
+import { Money, Nullable, ProjectParams, Timestamp } from './common.ts';
 
 export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'Approval request (obligation) id' });
 export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', description: 'Approval key id' });
 const PrincipalId = Type.String({ pattern: '^prn_[0-9a-z]{26}$' });
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('revoked'), Type.Literal('expired'), Type.Literal('withdrawn')],
   { description: 'pending → approved → consumed | revoked; pending or approved past expires_at reads as expired; approved whose key was retired or whose approver left or lost APPROVER reads as withdrawn' });
@@ -36,7 +35,7 @@ export const ObligationView = Type.Object({
   matched_rules: Type.Array(Type.String()),
   permit_commitment: Nullable(Type.String()),
   decision_id: Type.String({ description: 'The decision that opened the obligation' }),
-  requested_by: Type.Union([Type.String(), Type.Null()], { description: 'The API key whose request opened the obligation; the person holding it cannot approve it (422 `self_approval`). Null for obligations recorded before the service kept it' }),
+  requested_by: Nullable(Type.String(), { description: 'The API key whose request opened the obligation; the person holding it cannot approve it (422 `self_approval`). Null for obligations recorded before the service kept it' }),
   created_at: Timestamp,
   expires_at: Timestamp,
   statement: Type.String({ description: 'The exact bytes (UTF-8) an approver signs: RFC 8785 JSON of type gavel-approval/v1' }),

@@ -1,5 +1,8 @@
 // Schemas shared by route groups. Objects are closed (additionalProperties: false) by default.
-import { Type, type TSchema } from 'typebox';
+import { Type, type TSchema, type TSchemaOptions } from 'typebox';
+
+/** A value of `t`, or null. */
+export const Nullable = <T extends TSchema>(t: T, options?: TSchemaOptions) => Type.Union([t, Type.Null()], options);
 
 export const ProblemSchema = Type.Object({
   type: Type.String(),

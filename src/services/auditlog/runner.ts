@@ -81,6 +81,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   let chain: Promise<unknown> = Promise.resolve();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  const recorded = { key: '', at: 0 };
 
   const once = async (force: boolean): Promise<TickResult> => {
     const leader = leadership ? await leadership.ensure() : true;
@@ -88,7 +89,16 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     const sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
     const cp = await checkpointIfDue(store, signer, now(), options, force);
     const witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
-    if (witness.kind === 'refused' || witness.kind === 'unavailable' || witness.kind === 'invalid_cosignature' || witness.kind === 'conflict') options.onWitnessProblem?.(witness);
+    if (witness.kind === 'refused' || witness.kind === 'unavailable' || witness.kind === 'invalid_cosignature' || witness.kind === 'conflict') {
+      // Recorded when it changes, and at most once a minute while it stays the same (ticks are 100 ms apart).
+      const key = `${witness.kind}:${'reason' in witness ? witness.reason : ''}:${'size' in witness ? witness.size : ''}`;
+      if (key !== recorded.key || now().getTime() - recorded.at >= 60_000) {
+        await recordWitnessProblem(store, witness, now());
+        recorded.key = key;
+        recorded.at = now().getTime();
+      }
+      options.onWitnessProblem?.(witness);
+    }
     return { leader, sequenced, checkpoint: cp?.size, witness };
   };
 
@@ -117,4 +127,18 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
       await leadership?.stop();
     },
   };
+}
+
+/**
+ * Keeps the witness's last refusal or absence where every instance reads it (the console
+ * dashboard, services/dashboard/sections.ts); a later cosignature is what clears it there.
+ */
+async function recordWitnessProblem(store: Store, outcome: { kind: string; reason?: string; size?: number }, at: Date): Promise<void> {
+  const row = {
+    kind: outcome.kind,
+    reason: outcome.reason ?? (outcome.size !== undefined ? `the witness holds size ${outcome.size}` : null),
+    at: at.toISOString(),
+  };
+  await store.db.insertInto('audit_witness_problem').values({ id: 1, ...row })
+    .onConflict((oc) => oc.column('id').doUpdateSet(row)).execute();
 }

@@ -4,7 +4,7 @@
 // witness that refuses the log's checkpoints (a fork or a rollback) is said here, not only in the log.
 import type { Db } from '../../store/store.ts';
 
-/** The last time the witness did not cosign, kept by the audit-log runner's callback (service.ts). */
+/** The last time the witness did not cosign, as the audit log's leader recorded it (auditlog/runner.ts). */
 export interface WitnessProblem { kind: string; reason: string | null; at: string }
 
 export interface DashboardSections {
@@ -22,7 +22,8 @@ export interface DashboardSections {
 
 const count = (rows: { n: number | string | bigint }[]) => Number(rows[0]?.n ?? 0);
 
-export async function dashboardSections(db: Db, projectId: string, now: Date, witnessProblem: WitnessProblem | null): Promise<DashboardSections> {
+export async function dashboardSections(db: Db, projectId: string, now: Date): Promise<DashboardSections> {
+  const witnessProblem = (await db.selectFrom('audit_witness_problem').select(['kind', 'reason', 'at']).where('id', '=', 1).executeTakeFirst()) ?? null;
   const active = await db.selectFrom('policy_active').select(['version', 'activated_at']).where('project_id', '=', projectId).executeTakeFirst();
   const pending = await db.selectFrom('approval_requests').select((eb) => eb.fn.countAll<number>().as('n'))
     .where('project_id', '=', projectId).where('status', '=', 'pending').where('expires_at', '>', now.toISOString()).execute();

@@ -173,6 +173,28 @@ export async function permitViews(db: Db | Tx, projectId: string, rows: readonly
 }
 
 /**
+ * The root permit of each of `commitments` the permits table holds, walked up `parent` in one
+ * recursive statement per thousand (a decision records its chain's links before it is taken, so
+ * every verified permit's chain is there). A root maps to itself; an unknown commitment to nothing.
+ */
+export async function rootPermits(db: Db | Tx, projectId: string, commitments: readonly string[]): Promise<Map<string, string>> {
+  const roots = new Map<string, string>();
+  const distinct = [...new Set(commitments)];
+  for (let i = 0; i < distinct.length; i += 1000) {
+    const result = await sql<{ start: string; root: string }>`
+      with recursive up(start, commitment, parent) as (
+        select p.commitment, p.commitment, p.parent from permits p
+          where p.project_id = ${projectId} and p.commitment in (${sql.join(distinct.slice(i, i + 1000))})
+        union all
+        select up.start, p.commitment, p.parent from up join permits p on p.project_id = ${projectId} and p.commitment = up.parent
+      )
+      select start, commitment as root from up where parent is null`.execute(db);
+    for (const r of result.rows) roots.set(r.start, r.root);
+  }
+  return roots;
+}
+
+/**
  * For each delegated row not revoked itself, the earliest revocation among its ancestors, walked
  * up `parent` in one recursive statement (chains are short: DESIGN.md bounds their depth). Only
  * the console's reads call this; decisions check the presented chain's commitments directly.

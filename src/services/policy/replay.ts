@@ -13,7 +13,7 @@ import { compiledVersion } from './active.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
-import { MAX_CHAIN_LINKS } from '../../domain/permit/index.ts';
+import { rootPermits } from '../permits/permits.ts';
 
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
@@ -137,34 +137,3 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   return result;
 }
 
-/**
- * The root permit of each recorded permit commitment, walking `parent` up the permits table (a
- * decision records its chain's links before it is taken). A commitment the table does not hold (a
- * permit that never verified) has no root, and a rule reading root_permit_commitment is then
- * indeterminate for it, as it was when decided.
- */
-async function rootPermits(db: Db, projectId: string, commitments: string[]): Promise<Map<string, string>> {
-  const parentOf = new Map<string, string | null>();
-  let wanted = [...new Set(commitments)];
-  // A chain has at most MAX_CHAIN_LINKS links: as many rounds reach every root.
-  for (let round = 0; round < MAX_CHAIN_LINKS && wanted.length > 0; round++) {
-    const rows = [];
-    for (let i = 0; i < wanted.length; i += 500) {
-      rows.push(...await db.selectFrom('permits').select(['commitment', 'parent']).where('project_id', '=', projectId).where('commitment', 'in', wanted.slice(i, i + 500)).execute());
-    }
-    for (const r of rows) parentOf.set(r.commitment, r.parent);
-    wanted = [...new Set(rows.flatMap((r) => (r.parent !== null && !parentOf.has(r.parent) ? [r.parent] : [])))];
-  }
-  const roots = new Map<string, string>();
-  for (const c of new Set(commitments)) {
-    let at: string | undefined = c;
-    for (let i = 0; at !== undefined && i < MAX_CHAIN_LINKS; i++) {
-      const parent = parentOf.get(at);
-      if (parent === undefined) { at = undefined; break; }
-      if (parent === null) break;
-      at = parent;
-    }
-    if (at !== undefined && parentOf.get(at) === null) roots.set(c, at);
-  }
-  return roots;
-}

@@ -35,7 +35,17 @@ export interface AuditCheckpointsTable {
   witnessed_at: string | null;
 }
 
+/** The witness's last refusal or absence (one row, id 1; migration 0905). */
+export interface AuditWitnessProblemTable {
+  id: number;
+  /** refused | conflict | invalid_cosignature | unavailable (services/auditlog/checkpointer.ts). */
+  kind: string;
+  reason: string | null;
+  at: string;
+}
+
 export interface AuditLogTables {
+  audit_witness_problem: AuditWitnessProblemTable;
   audit_nodes: AuditNodesTable;
   audit_log_state: AuditLogStateTable;
   audit_checkpoints: AuditCheckpointsTable;
