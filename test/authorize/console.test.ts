@@ -6,7 +6,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
-import { permitCommitment } from '../../src/domain/permit/index.ts';
+import { permitCommitment, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
 
 for (const backend of backends()) {
   describe(`console permits and agents on ${backend.name}`, () => {
@@ -258,6 +258,18 @@ for (const backend of backends()) {
       assert.match((await decide(child.did, toChild)).detail ?? '', /^revoked:/);
       assert.equal((await decide(holder.did, root.jws)).decision, 'ALLOW');
       assert.equal((await revoke(childLink, { permit: toChild })).statusCode, 409);
+      // An expired link can still be revoked by its chain (verification here leaves time aside).
+      const parent = newAgent();
+      const late = newAgent();
+      const longAgo = await issue(svc, parent.did, { actions: ['read'], resources: ['resource://docs/*'] }, { notBefore: new Date(Date.now() - 3_600_000) });
+      const rootClaims = JSON.parse(Buffer.from(longAgo.jws.split('.')[1]!, 'base64url').toString('utf8')) as PermitClaims;
+      const expiredLink = await signPermitClaims({
+        iss: parent.did, sub: late.did, aud: rootClaims.aud, jti: crypto.randomUUID(), iat: rootClaims.nbf, nbf: rootClaims.nbf, exp: rootClaims.nbf + 60,
+        gavel: { actions: ['read'], resources: ['resource://docs/*'], parent: longAgo.commitment },
+      }, `${parent.did}#x`, parent.sign);
+      const expired = await revoke(permitCommitment(expiredLink), { permit: `${longAgo.jws}~${expiredLink}` });
+      assert.equal(expired.statusCode, 200, expired.body);
+      assert.equal(expired.json().status, 'revoked');
       const events: { kind: string; data: unknown }[] = [];
       for (let cursor = ''; ;) {
         const page = (await svc.app.inject({ method: 'GET', url: `${base()}/audit?limit=500${cursor}`, headers: auditor.get })).json();
