@@ -57,3 +57,29 @@ for (const backend of backends()) {
     }
   });
 }
+
+for (const backend of backends()) {
+  test(`repeats of an approved call racing its ALLOW are that call's repeats, not new obligations (${backend.name})`, async () => {
+    const { svc, merchant, req, authorize, obligation, approve, stop } = await approvedCallsFixture(backend);
+    try {
+      const call = { merchant: 'shop', operation: 'slow', payload: { order: 'o-1' } };
+      const opened = await authorize({ ...req, execution: { ...call, nonce: randomUUID() } });
+      const id = opened.approval_request_id as string;
+      await approve(id);
+      const pending = async () => Number((await svc.ts.store.db.selectFrom('approval_requests').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow()).n);
+      const before = await pending();
+      // The same nonce, the same approval, 30 at once: one ALLOW consumes it and calls the merchant;
+      // the others are its repeats (in progress, or REPLAY once it settled), never a REQUIRE_APPROVAL.
+      const nonce = randomUUID();
+      const all = await Promise.all(Array.from({ length: 30 }, () => authorize({ ...req, approval_request_id: id, execution: { ...call, nonce } })));
+      const kinds = all.map((r) => r.decision ?? r.code);
+      assert.equal(kinds.filter((k) => k === 'ALLOW').length, 1, kinds.join(' '));
+      assert.deepEqual([...new Set(kinds.filter((k) => k !== 'ALLOW'))].filter((k) => k !== 'execution_in_progress' && k !== 'REPLAY'), [], kinds.join(' '));
+      assert.equal(await pending(), before, 'no new obligation was opened');
+      assert.equal(merchant.calls.get(nonce), 1, 'one merchant call');
+      assert.equal((await obligation(id)).status, 'consumed');
+    } finally {
+      await stop();
+    }
+  });
+}

@@ -17,7 +17,7 @@ import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, firstFrozen, lockAgentState } from '../agents/agents.ts';
 import { anyRevoked } from '../permits/permits.ts';
 import { checkApproval, consumeApproval } from '../approvals/discharge.ts';
-import { reserveExecution, type ExecutionReservation } from '../executions/reserve.ts';
+import { refuseTakenNonce, reserveExecution, type ExecutionReservation } from '../executions/reserve.ts';
 import { spendLimits } from './spend.ts';
 import type { AuthorizeInput, DecisionRecord } from './authorize.ts';
 
@@ -133,6 +133,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   const { event, record: unrecorded } = decisionEvent(plan, combined, decisionId, approvalRequestId);
   const record: DecisionRecord = { ...unrecorded, audit_id: await recordAudit(trx, event, env) };
   if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now }, env);
+  else if (record.decision === 'REQUIRE_APPROVAL' && plan.execution) await refuseTakenNonce(trx, plan.execution, projectId, env);
   return record;
 }
 

@@ -14,6 +14,19 @@ const RESERVE = fixedSql(`insert into executions (id, project_id, nonce, fingerp
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'IN_FLIGHT', null, null, ?, ?, null, null, null, null)
   on conflict (project_id, nonce) do nothing returning id`);
 
+const TAKEN = fixedSql('select 1 from executions where project_id = ? and nonce = ?');
+
+/**
+ * A REQUIRE_APPROVAL for a call whose nonce a concurrent request has already reserved (its ALLOW
+ * consumed the approval this one named, say) is that request's repeat: it throws NonceTaken, so it
+ * rolls back and is answered as the repeat it is (execution_in_progress or REPLAY), instead of
+ * opening another obligation for a call already made. On PostgreSQL the winner has committed by
+ * the time this reads: this transaction waited on its lock of the obligation it consumed.
+ */
+export async function refuseTakenNonce(trx: Tx, r: ExecutionReservation, projectId: string, env: SqlTarget): Promise<void> {
+  if ((await queryFixed(trx, env, TAKEN, [projectId, r.nonce])).length > 0) throw new NonceTaken();
+}
+
 export interface ExecutionReservation {
   executionId: string;
   instanceId: string;
