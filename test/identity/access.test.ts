@@ -333,6 +333,21 @@ for (const backend of backends()) {
       assert.equal(blocked.statusCode, 429);
     });
 
+    test('a member removed loses the keys it minted for others too: it holds their secrets', async () => {
+      const admin = await svc.member(['ADMIN'], undefined, 'person');
+      const service = await svc.member(['AUDITOR']);
+      const other = await svc.member(['AUDITOR']);
+      const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
+      const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by admin', roles: ['AUDITOR'], actor: admin.principalId }));
+      const byOther = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by other', roles: ['AUDITOR'], actor: other.principalId }));
+      assert.equal((await sod(minted.secret)).statusCode, 200);
+      const removed = await revokeMember(svc.ts.store, { projectId: svc.projectId, principalId: admin.principalId, actor: 'test' }, new Date());
+      assert.equal(removed.keys_revoked, 2, 'its own key and the one it minted for another');
+      assert.equal((await sod(minted.secret)).statusCode, 401, 'the key whose secret it holds is revoked');
+      assert.equal((await sod(byOther.secret)).statusCode, 200, 'keys others minted for the same principal stay');
+      assert.equal((await sod(service.key)).statusCode, 200);
+    });
+
     test('a role revoked and granted again reaches keys minted after the new grant, not the old ones', async () => {
       const holder = await svc.member(['AUDITOR']);
       const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });

@@ -82,7 +82,8 @@ export async function addMember(store: Store, input: { projectId: string; princi
 
 /**
  * Ends a membership: its role grants are deleted, its API keys in the project revoked, and the
- * person's console sessions ended at once. The last ADMIN cannot be removed.
+ * person's console sessions ended at once. Keys it minted for other principals are revoked too:
+ * whoever mints a key holds its secret, so a removed ADMIN keeps none. The last ADMIN cannot be removed.
  */
 export async function revokeMember(store: Store, input: { projectId: string; principalId: string; actor: string }, now: Date): Promise<{ principal_id: string; revoked_at: string; sessions_ended: number; keys_revoked: number }> {
   return store.transaction(async (trx) => {
@@ -95,7 +96,8 @@ export async function revokeMember(store: Store, input: { projectId: string; pri
     const at = now.toISOString();
     await trx.updateTable('memberships').set({ revoked_at: at }).where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
-    const keys = await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('revoked_at', 'is', null).execute();
+    const keys = await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('principal_id', '=', input.principalId), eb('created_by', '=', input.principalId)])).execute();
     if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', 'in', keys.map((k) => k.id)).execute();
     const sessions_ended = await endSessionsOf(trx, input.principalId, 'member_revoked', now);
     await recordAudit(trx, { projectId: input.projectId, kind: 'member.revoked', actor: input.actor, data: { principal_id: input.principalId, roles: held, keys_revoked: keys.map((k) => k.id), sessions_ended }, at: now });
