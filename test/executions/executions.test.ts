@@ -18,7 +18,7 @@ for (const backend of backends()) {
     let svc: TestService;
     let merchant: TestMerchant;
     let key: { authorization: string };
-    /** A key held by a person: only a person resolves an UNKNOWN (invariant 6). */
+    /** A key carrying ADMIN held by a person: only a person resolves an UNKNOWN (invariant 6), with the console's role (decision 0403). */
     let personKey: { authorization: string };
     let agent: Agent;
     let permit: string;
@@ -36,7 +36,7 @@ for (const backend of backends()) {
       merchant = await startMerchant();
       svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
       key = await svc.keyHeader([]);
-      personKey = { authorization: `Bearer ${(await svc.member([], undefined, 'person')).key}` };
+      personKey = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'person')).key}` };
       await activatePolicy(svc, ALLOW_PAYMENTS);
       agent = newAgent();
       permit = (await issue(svc, agent.did, PAY)).jws;
@@ -249,10 +249,14 @@ for (const backend of backends()) {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');
       const resolve = (body: Record<string, unknown>, headers = personKey) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers, payload: body });
-      // A service principal's key may find out, but not settle it: 403 person_required, nothing written.
-      const bySoftware = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'the reconciler saw no charge' }, key);
+      // A service principal's key may find out, but not settle it: 403 person_required, nothing
+      // written; nor may a person's key without ADMIN (the console's role for the same statement).
+      const software = { authorization: `Bearer ${(await svc.member(['ADMIN'])).key}` };
+      const bySoftware = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'the reconciler saw no charge' }, software);
       assert.equal(bySoftware.statusCode, 403, bySoftware.body);
       assert.equal(bySoftware.json().code, 'person_required');
+      const byMember = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'trust me' }, { authorization: `Bearer ${(await svc.member(['AUDITOR'], undefined, 'person')).key}` });
+      assert.equal(byMember.json().code, 'forbidden', byMember.body);
       assert.equal((await row(unknown.id)).status, 'UNKNOWN');
       const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => resolve({ execution_id: unknown.id, outcome: i % 2 ? 'FAILED' : 'SUCCEEDED', note: `checked the ledger (${i})` })));
       const winners = racers.filter((r) => r.statusCode === 200);

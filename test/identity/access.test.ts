@@ -231,6 +231,15 @@ for (const backend of backends()) {
       assert.ok(bad.json().errors.length >= 2, 'every error at once');
     });
 
+    test('a member without ADMIN mints keys for its own roles only: a key with no role is refused it, an ADMIN may mint one', async () => {
+      const auditor = await consoleMember(svc, ['AUDITOR']);
+      const none = await svc.app.inject({ method: 'POST', url: `${P}/api-keys`, headers: auditor.post, payload: { name: 'no role', roles: [] } });
+      assert.equal(none.statusCode, 422, none.body);
+      assert.equal(none.json().code, 'roles_required');
+      assert.equal((await svc.app.inject({ method: 'POST', url: `${P}/api-keys`, headers: auditor.post, payload: { name: 'mine', roles: ['AUDITOR'] } })).statusCode, 201);
+      assert.equal((await post(`${P}/api-keys`, { name: 'platform', roles: [] })).statusCode, 201, 'an ADMIN issues decision-only keys');
+    });
+
     test('API keys: shown once, hashed, a subset of current roles, revocation is immediate, bad keys are 401', async () => {
       const holder = await svc.member(['AUDITOR', 'APPROVER']);
       const minted = await post(`${P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });

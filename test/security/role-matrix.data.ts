@@ -112,7 +112,7 @@ export const ROUTES: RouteEntry[] = [
   },
   { method: 'GET', path: `${M}/agents/state`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ query: `agent=${encodeURIComponent(await ctx.newAgent())}` }) },
   { method: 'POST', path: `${M}/agents/freeze`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ body: { agent: await ctx.newAgent(), reason: 'matrix' } }) },
-  { method: 'POST', path: `${M}/agents/release`, plane: 'machine', allowed: 'any', example: async (ctx) => ({ body: { agent: await frozenAgent(ctx) } }) },
+  { method: 'POST', path: `${M}/agents/release`, plane: 'machine', allowed: ['ADMIN', 'PERMIT_ISSUER'], example: async (ctx) => ({ body: { agent: await frozenAgent(ctx) } }) },
   { method: 'POST', path: `${C}/agents`, plane: 'console', allowed: ['ADMIN', 'PERMIT_ISSUER'], example: async (ctx) => ({ body: { did: unregisteredDid(ctx), name: 'matrix' } }) },
   { method: 'GET', path: `${C}/agents`, plane: 'console', allowed: ALL_ROLES },
   { method: 'GET', path: `${C}/agents/{agentDid}`, plane: 'console', allowed: ALL_ROLES, example: async (ctx) => ({ params: { agentDid: await ctx.newAgent() } }) },
@@ -204,7 +204,7 @@ export const ROUTES: RouteEntry[] = [
   // executions (issue 6)
   { method: 'GET', path: `${M}/executions`, plane: 'machine', allowed: 'any' },
   {
-    method: 'POST', path: `${M}/executions/resolve`, plane: 'machine', allowed: 'any',
+    method: 'POST', path: `${M}/executions/resolve`, plane: 'machine', allowed: ['ADMIN'],
     example: async (ctx) => ({ body: { execution_id: await ctx.newUnknownExecution(), outcome: 'FAILED', note: 'checked with the merchant' } }),
   },
   { method: 'GET', path: `${C}/executions`, plane: 'console', allowed: ['ADMIN', 'AUDITOR', 'APPROVER'] },

@@ -27,10 +27,10 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth([]),
     schema: {
       tags: ['console'], summary: 'Mints an API key; the secret is in this response only and is never shown again',
-      description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself; only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
+      description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself, carrying at least one role it holds (a key with no role is a platform credential only ADMIN mints); only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
       params: ProjectParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
-      response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses({ auth: 'session', body: true }, { 403: ['separation_of_duties'], 422: ['not_a_member', 'role_not_held'] }) },
+      response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses({ auth: 'session', body: true }, { 403: ['separation_of_duties'], 422: ['not_a_member', 'role_not_held', 'roles_required'] }) },
     },
   }, async (request, reply) => {
     const auth = request.auth!;
@@ -44,6 +44,12 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
         const clash = sodConflict(sod, auth.roles, role);
         if (clash) throw new Problem(403, 'separation_of_duties', `separation of duties keeps ${clash[0]} and ${clash[1]} apart and you hold one of them: whoever mints a key holds its secret, so a key carrying ${role} must be minted by its holder`);
       }
+    }
+    // A key with no role still decides (POST /v1/authorize takes any key) and reads what any key
+    // may: a credential for an agent platform, which an ADMIN issues. A member without ADMIN mints
+    // keys for its own roles only, so never one that reaches further than its console session.
+    if (!auth.roles.has('ADMIN') && body.roles.length === 0) {
+      throw new Problem(422, 'roles_required', 'without ADMIN you may mint a key only for roles you hold: name at least one (a key with no role is a platform credential an ADMIN issues)');
     }
     const at = app.gavel.clock.now();
     const key = await app.gavel.store.transaction((trx) => mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at }));

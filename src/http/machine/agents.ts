@@ -30,7 +30,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v1/projects/:projectId/agents/release', {
     schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
-    preValidation: machineAuth(),
+    preValidation: machineAuth(['ADMIN', 'PERMIT_ISSUER']),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;

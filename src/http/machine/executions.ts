@@ -22,10 +22,10 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
 
   app.post('/v1/projects/:projectId/executions/resolve', {
     schema: { tags, security, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
-      description: 'Any API key of the project whose holder is a person (invariant 6: only a person resolves an UNKNOWN); a service principal\'s key gets 403 `person_required`.',
+      description: 'A key carrying ADMIN, as the console requires for the same statement (decision 0403), whose holder is a person (invariant 6: only a person resolves an UNKNOWN); a key without ADMIN gets 403 `forbidden`, a service principal\'s key 403 `person_required`.',
       params: ProjectParams, body: MachineResolveBody,
       response: { 200: Resolved, ...errorResponses({ auth: 'apiKey', body: true }, { 403: ['person_required'], 404: ['not_found'], 409: ['execution_not_unknown', 'conflict'] }) } },
-    preValidation: machineAuth(),
+    preValidation: machineAuth(['ADMIN']),
   }, async (request) => {
     const body = request.body as Static<typeof MachineResolveBody>;
     const a = request.auth!;
