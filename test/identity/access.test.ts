@@ -383,6 +383,10 @@ for (const backend of backends()) {
           headers: { 'x-forwarded-for': client }, payload: { name: `spray-${client}-${i}`, password: 'guess guess guess' } });
         for (let i = 0; i < 50; i++) assert.equal((await login('198.51.100.7', '192.0.2.1', i)).statusCode, 401);
         assert.equal((await login('198.51.100.7', '192.0.2.1', 50)).statusCode, 429, 'the client behind the proxy is locked');
+        // Other spellings of the same address (a port a proxy appended, the IPv4-mapped form) are the same client.
+        for (const spelled of ['198.51.100.7:1234', '::ffff:198.51.100.7', '[::ffff:198.51.100.7]:80']) {
+          assert.equal((await login(spelled, '192.0.2.1', 51)).statusCode, 429, spelled);
+        }
         assert.equal((await login('198.51.100.8')).statusCode, 401, 'another client behind the same proxy is not');
         // A peer that is not a listed proxy cannot pick its address with the header.
         for (let i = 0; i < 50; i++) assert.equal((await login(`198.51.100.${100 + i}`, '203.0.113.9', i)).statusCode, 401);

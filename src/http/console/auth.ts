@@ -60,7 +60,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     const { name, password } = request.body as { name: string; password: string };
     const now = app.gavel.clock.now();
-    const result = await login(app.gavel.store, { name, password, address: request.ip, previousToken: sessionToken(request) }, now);
+    const result = await login(app.gavel.store, { name, password, address: clientAddress(request.ip), previousToken: sessionToken(request) }, now);
     if (!result.ok) {
       if (result.reason === 'throttled') {
         throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });
@@ -95,4 +95,20 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     clearSessionCookies(reply, app.gavel.config);
     return { ended: true };
   });
+}
+
+/**
+ * One spelling per client address, for throttling per address: a proxy may append `ip:port`
+ * (`[v6]:port`) to X-Forwarded-For, and an IPv4 client may arrive IPv4-mapped (`::ffff:a.b.c.d`).
+ * Each spelling would otherwise count as a fresh address.
+ */
+export function clientAddress(ip: string): string {
+  let a = ip.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(a);
+  if (bracketed) a = bracketed[1]!;
+  const v4port = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(a);
+  if (v4port) a = v4port[1]!;
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(a);
+  if (mapped) a = mapped[1]!;
+  return a.toLowerCase();
 }
