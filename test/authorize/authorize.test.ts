@@ -14,12 +14,18 @@ for (const backend of backends()) {
   describe(`authorize on ${backend.name}`, () => {
     let svc: TestService;
     let key: { authorization: string };
+    /** Releasing an agent takes ADMIN or PERMIT_ISSUER on the machine plane too (decision 0403, addendum). */
+    let releaser: { authorization: string };
+    let releaserKeyId: string;
     const authorize = (body: Record<string, unknown>, headers = key) =>
       svc.app.inject({ method: 'POST', url: '/v1/authorize', headers, payload: body });
 
     before(async () => {
       svc = await startService(backend);
       key = await svc.keyHeader([]);
+      const rel = await svc.member(['PERMIT_ISSUER']);
+      releaser = { authorization: `Bearer ${rel.key}` };
+      releaserKeyId = rel.keyId;
     });
     after(async () => { await svc.stop(); });
 
@@ -118,11 +124,14 @@ for (const backend of backends()) {
       assert.equal(state.json().released_at, null);
       const again = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did } });
       assert.equal(again.statusCode, 409);
-      const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did, reason: 'cleared by review' } });
+      // Any key may stop an agent; undoing the stop takes the console's roles (decision 0403, addendum).
+      const refused = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did } });
+      assert.deepEqual([refused.statusCode, refused.json().code], [403, 'forbidden']);
+      const released = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: releaser, payload: { agent: agent.did, reason: 'cleared by review' } });
       assert.equal(released.statusCode, 200);
       // Released, the state still says since when and by whom; a new freeze is a new since-when.
       const after = (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent.did)}`, headers: key })).json();
-      assert.deepEqual({ ...after, released_at: typeof after.released_at }, { agent: agent.did, frozen: false, frozen_at: null, frozen_by: null, reason: null, released_at: 'string', released_by: state.json().frozen_by });
+      assert.deepEqual({ ...after, released_at: typeof after.released_at }, { agent: agent.did, frozen: false, frozen_at: null, frozen_by: null, reason: null, released_at: 'string', released_by: releaserKeyId });
       assert.ok(after.released_at >= state.json().frozen_at);
       assert.deepEqual(released.json(), after);
       assert.equal((await authorize(req)).json().decision, 'ALLOW');
@@ -150,7 +159,7 @@ for (const backend of backends()) {
       assert.equal((await authorize(req)).json().decision, 'ALLOW');
       assert.equal((await authorize(deeperReq)).json().decision, 'ALLOW');
       const freeze = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: did } });
-      const release = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: did } });
+      const release = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: releaser, payload: { agent: did } });
       assert.equal((await freeze(parent.did)).statusCode, 200);
       // A frozen agent cannot act through a delegate: one made before the freeze, one below it, or
       // one it signs after the freeze for a key of its own.
