@@ -60,6 +60,10 @@ for (const backend of backends()) {
       assert.notEqual(newCookie, m.get.cookie);
       assert.equal((await me(m.get.cookie)).statusCode, 401, 'the old session is over');
       assert.equal((await me(newCookie)).statusCode, 200);
+      // Ended by the new login, and audited as such, as a logout is.
+      const events = await svc.ts.store.db.selectFrom('audit_events').select('data').where('kind', '=', 'session.ended').execute();
+      const ends = events.map((e) => JSON.parse(e.data) as { principal_id: string; reason: string }).filter((d) => d.principal_id === m.principalId);
+      assert.deepEqual(ends.map((d) => d.reason), ['replaced']);
       // A planted, unknown token is not adopted either: login always mints its own.
       const planted = 'gavel_session=' + 'A'.repeat(43);
       const third = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { cookie: planted }, payload: { name: m.name, password: m.password } });

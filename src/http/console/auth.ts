@@ -4,7 +4,6 @@ import { Type } from 'typebox';
 import { nameProblem, normalizeName } from '../../domain/access/names.ts';
 import { passwordProblem } from '../../domain/access/password-rule.ts';
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
-import { recordAudit } from '../../services/audit/record.ts';
 import { csrfKey, mintCsrfToken } from '../../services/identity/csrf.ts';
 import { login } from '../../services/identity/login.ts';
 import { registerPerson } from '../../services/identity/register.ts';
@@ -87,10 +86,6 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     const now = app.gavel.clock.now();
     await app.gavel.store.transaction(async (trx) => {
       await endSessionByToken(trx, sessionToken(request)!, 'logout', now);
-      const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', auth.principalId).where('revoked_at', 'is', null).execute();
-      for (const m of memberships) {
-        await recordAudit(trx, { projectId: m.project_id, kind: 'session.ended', actor: auth.principalId, data: { principal_id: auth.principalId, session_id: auth.sessionId, reason: 'logout' }, at: now });
-      }
     });
     clearSessionCookies(reply, app.gavel.config);
     return { ended: true };

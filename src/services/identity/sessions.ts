@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sessionVerdict, SESSION_LIFETIMES, type SessionLifetimes } from '../../domain/access/session-lifetime.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Db, Tx } from '../../store/store.ts';
+import { recordAudit } from '../audit/record.ts';
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/;
@@ -38,11 +39,19 @@ export async function resolveSession(db: Db, token: string | undefined, now: Dat
 }
 
 /** Ends one session (by its cookie token); true when a live one was ended. */
+/**
+ * Ends the live session the token names, if any, and audits it (`session.ended` in each project of
+ * its principal, with the reason: logout, or replaced by a new login on the same browser).
+ */
 export async function endSessionByToken(trx: Tx, token: string, reason: string, now: Date): Promise<string | undefined> {
   if (!TOKEN_RE.test(token)) return undefined;
-  const row = await trx.selectFrom('sessions').select(['id']).where('token_hash', '=', hashToken(token)).where('ended_at', 'is', null).executeTakeFirst();
+  const row = await trx.selectFrom('sessions').select(['id', 'principal_id']).where('token_hash', '=', hashToken(token)).where('ended_at', 'is', null).executeTakeFirst();
   if (!row) return undefined;
   await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('id', '=', row.id).execute();
+  const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', row.principal_id).where('revoked_at', 'is', null).execute();
+  for (const m of memberships) {
+    await recordAudit(trx, { projectId: m.project_id, kind: 'session.ended', actor: row.principal_id, data: { principal_id: row.principal_id, session_id: row.id, reason }, at: now });
+  }
   return row.id;
 }
 
