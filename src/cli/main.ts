@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
-import { ConfigError, loadConfig, redactConfig } from '../config/config.ts';
+import { ConfigError, isLoopbackHost, loadConfig, redactConfig } from '../config/config.ts';
 import { createService, storeOptions } from '../service.ts';
 import { migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
@@ -122,6 +122,11 @@ async function serve(embedded: boolean): Promise<void> {
     lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this generated password. It is printed this once and stored only as a hash; keep it:`, `  ${service.bootstrap.admin.password}`);
   } else if (embedded) {
     lines.push('', 'The administrator password was printed on first start only.');
+  }
+  // Session cookies go without Secure unless GAVEL_PUBLIC_URL is https: fine on loopback, not beyond it.
+  if (!isLoopbackHost(config.host) && !config.publicUrl?.startsWith('https:')) {
+    lines.push('', `Warning: listening on ${config.host} without TLS. Console passwords and session cookies cross the network in clear;`,
+      '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md).');
   }
   process.stdout.write(lines.join('\n') + '\n');
 

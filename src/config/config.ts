@@ -191,3 +191,9 @@ export function redactConfig(config: Config): Record<string, unknown> {
   };
   return { ...config, databaseUrl: mask(config.databaseUrl), witnessUrl: mask(config.witnessUrl) };
 }
+
+/** Whether a listen address is this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
+}

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
-import { ConfigError, DEFAULTS, loadConfig, redactConfig } from '../../src/config/config.ts';
+import { ConfigError, DEFAULTS, isLoopbackHost, loadConfig, redactConfig } from '../../src/config/config.ts';
 
 test('defaults bind to loopback with SQLite under ./data', () => {
   const c = loadConfig({});
@@ -85,4 +85,9 @@ test('trusted proxies are listed by address or CIDR range; "true", hop counts an
   for (const ok of ['10.0.0.1/24', '10.0.0.0/8', '::ffff:10.0.0.1/120', '::ffff:10.0.0.0/104', 'fc00::/7', '0.0.0.0', '::']) {
     assert.doesNotThrow(() => Fastify({ trustProxy: loadConfig({ GAVEL_TRUST_PROXY: ok }).trustProxy! }), ok);
   }
+});
+
+test('loopback listen addresses are told from the rest (serve warns when it listens beyond loopback without TLS)', () => {
+  for (const h of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST']) assert.equal(isLoopbackHost(h), true, h);
+  for (const h of ['0.0.0.0', '::', '192.0.2.10', 'gavel.example', '128.0.0.1']) assert.equal(isLoopbackHost(h), false, h);
 });
