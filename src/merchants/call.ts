@@ -47,7 +47,9 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
           'content-length': body.length,
           'idempotency-key': input.nonce,
           'gavel-execution-id': input.executionId,
-          [SIGNATURE_HEADER]: signatureHeader(input.merchant.secret, text, Math.floor(input.now.getTime() / 1000)),
+          [SIGNATURE_HEADER]: signatureHeader(input.merchant.secret,
+            { method: input.operation.method, path: `${url.pathname}${url.search}`, idempotencyKey: input.nonce, executionId: input.executionId, body: text },
+            Math.floor(input.now.getTime() / 1000)),
         },
       }, (res: IncomingMessage) => {
         // The status line decides; the body is not needed, so it is read and dropped.

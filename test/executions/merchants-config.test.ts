@@ -44,11 +44,15 @@ test('every bad key is named', () => {
   assert.throws(() => loadMerchants(join(dir, 'm.json')), /GAVEL_MERCHANTS_FILE/);
 });
 
-test('signature: HMAC-SHA256 over "<t>.<body>", verified by the merchant side', () => {
-  const h = signatureHeader('k'.repeat(20), '{"a":1}', 1700000000);
+test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execution id and body, verified by the merchant side', () => {
+  const r = { method: 'POST', path: '/charges?v=2', idempotencyKey: 'order-1', executionId: 'exe_1', body: '{"a":1}' };
+  const h = signatureHeader('k'.repeat(20), r, 1700000000);
   assert.match(h, /^t=1700000000,v1=[0-9a-f]{64}$/);
-  assert.equal(verifySignature('k'.repeat(20), '{"a":1}', h), true);
-  assert.equal(verifySignature('k'.repeat(20), '{"a":2}', h), false);
-  assert.equal(verifySignature('x'.repeat(20), '{"a":1}', h), false);
-  assert.equal(verifySignature('k'.repeat(20), '{"a":1}', 'garbage'), false);
+  assert.equal(verifySignature('k'.repeat(20), r, h), true);
+  // A captured request replayed with anything changed no longer verifies.
+  for (const changed of [{ body: '{"a":2}' }, { idempotencyKey: 'order-2' }, { executionId: 'exe_2' }, { path: '/refunds?v=2' }, { path: '/charges' }, { method: 'PUT' }]) {
+    assert.equal(verifySignature('k'.repeat(20), { ...r, ...changed }, h), false, JSON.stringify(changed));
+  }
+  assert.equal(verifySignature('x'.repeat(20), r, h), false);
+  assert.equal(verifySignature('k'.repeat(20), r, 'garbage'), false);
 });

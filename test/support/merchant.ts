@@ -51,7 +51,8 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const key = String(req.headers['idempotency-key'] ?? '');
-      if (!verifySignature(MERCHANT_SECRET, body, req.headers['gavel-signature'] as string | undefined)) {
+      const signed = { method: req.method ?? '', path: req.url ?? '', idempotencyKey: key, executionId: String(req.headers['gavel-execution-id'] ?? ''), body };
+      if (!verifySignature(MERCHANT_SECRET, signed, req.headers['gavel-signature'] as string | undefined)) {
         m.badSignatures++;
         res.writeHead(401).end();
         return;
