@@ -126,6 +126,19 @@ for (const backend of backends()) {
       assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: own, payload: { ...req, approval_request_id: id } })).json().decision, 'ALLOW');
     });
 
+    test('an approval is for the policy version its statement names: another version activated meanwhile asks again', async () => {
+      const { req, id } = await opened();
+      const signed = await obligation(id);
+      await approve(id);
+      // The same rules, saved and activated as a new version.
+      const next = await activatePolicy(svc, ALLOW_PAYMENTS);
+      assert.notEqual(next, signed.policy_version);
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.detail, /differs from approval request .* in policy_version/);
+      assert.equal((await obligation(id)).status, 'approved', 'not consumed');
+    });
+
     test('an approval grants no authority: the permit revoked meanwhile still gives DENY, and the approval is not consumed', async () => {
       const { req, id, permit } = await opened();
       await approve(id);

@@ -11,10 +11,12 @@ export interface RequestFacts {
   intent?: string | undefined;
   /** The call the request asks for (RFC 8785 text, as ObligationFacts.execution), or null. */
   execution?: string | null | undefined;
+  /** The policy version deciding the request; compared when given (the statement names the one the approver saw). */
+  policy_version?: number | null | undefined;
 }
 
 /** null when covered; else the first field that differs. */
-export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent' | 'execution'>, r: RequestFacts): string | null {
+export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent' | 'execution' | 'policy_version'>, r: RequestFacts): string | null {
   if (o.agent !== r.agent) return 'agent';
   if (o.action !== r.action) return 'action';
   if (o.resource !== r.resource) return 'resource';
@@ -26,5 +28,8 @@ export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 're
   // The call too (merchant, operation, payload; canonical text compares exactly): an approval of one
   // payment is not an approval of another merchant call, and one given without a call covers none.
   if ((o.execution ?? null) !== (r.execution ?? null)) return 'execution';
+  // The statement names the policy version that asked for a person: an approval given under one
+  // policy is not carried over to another (a new version may ask for approval for other reasons).
+  if (r.policy_version !== undefined && o.policy_version !== r.policy_version) return 'policy_version';
   return null;
 }

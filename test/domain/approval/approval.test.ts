@@ -85,6 +85,8 @@ test('coverage is exact: agent, action, resource, amount (both ways, and currenc
   assert.equal(uncoveredField({ ...facts, amount: null }, req), 'amount');
   assert.equal(uncoveredField({ ...facts, amount: null }, { ...req, amount: undefined }), null);
   assert.equal(uncoveredField(facts, { ...req, intent: 'i' }), 'intent');
+  assert.equal(uncoveredField(facts, { ...req, policy_version: facts.policy_version }), null);
+  assert.equal(uncoveredField(facts, { ...req, policy_version: facts.policy_version + 1 }), 'policy_version', 'the version the statement names');
   const call = '{"merchant":"acme","operation":"charge","payload":{"to":"DE89"}}';
   assert.equal(uncoveredField(facts, { ...req, execution: call }), 'execution', 'an approval given without a call covers none');
   assert.equal(uncoveredField({ ...facts, execution: call }, req), 'execution');
