@@ -331,6 +331,17 @@ for (const backend of backends()) {
       }
     });
 
+    test('registration is throttled per address, taken names included: neither hashing nor probing for names is unlimited', async () => {
+      const register = (ip: string, name = 'admin') => svc.app.inject({ method: 'POST', url: '/v1/console/register', remoteAddress: ip, payload: { name, password: 'a long enough passphrase' } });
+      for (let i = 0; i < 60; i++) assert.equal((await register('192.0.2.60')).statusCode, 409);
+      const locked = await register('192.0.2.60');
+      assert.equal(locked.statusCode, 429, locked.body);
+      assert.equal(locked.json().code, 'too_many_attempts');
+      assert.ok(Number(locked.headers['retry-after']) > 0);
+      assert.equal((await register('192.0.2.60', 'fresh-name-60')).statusCode, 429, 'a free name too, from that address');
+      assert.equal((await register('192.0.2.61')).statusCode, 409, 'another address is not held back');
+    });
+
     test('login throttles per address across accounts', async () => {
       const ip = '192.0.2.99';
       let last = 0;

@@ -7,6 +7,8 @@ export interface ThrottleState { failures: number; window_start: string; locked_
 
 export const ACCOUNT_LIMITS: ThrottleLimits = { lockAfter: 5, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
 export const ADDRESS_LIMITS: ThrottleLimits = { lockAfter: 50, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+/** Registrations from one address, taken or refused alike: each costs an Argon2id hash, and a refusal says a name exists. */
+export const REGISTRATION_LIMITS: ThrottleLimits = { lockAfter: 60, windowMs: 15 * 60_000, baseLockMs: 60_000, maxLockMs: 15 * 60_000 };
 
 /** Milliseconds until `state` allows an attempt at `now` (0 when it does). */
 export function lockRemaining(state: ThrottleState | undefined, now: Date): number {

@@ -8,6 +8,7 @@ import { csrfKey, mintCsrfToken } from '../../services/identity/csrf.ts';
 import { login } from '../../services/identity/login.ts';
 import { registerPerson } from '../../services/identity/register.ts';
 import { endSessionByToken } from '../../services/identity/sessions.ts';
+import { takeRegistration } from '../../services/identity/throttle.ts';
 import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, setSessionCookies } from '../auth/session.ts';
@@ -23,7 +24,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       tags: ['console'], summary: 'Registers a person (no project memberships until an ADMIN adds them)',
       body: Credentials,
-      response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses({ auth: 'none', body: true }, { 403: CROSS_SITE, 409: ['name_taken'] }) },
+      response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses({ auth: 'none', body: true }, { 403: CROSS_SITE, 409: ['name_taken'], 429: { what: 'Too many registrations from this address; retry after `retry-after`', codes: ['too_many_attempts'] } }) },
     },
   }, async (request, reply) => {
     const { name: raw, password } = request.body as { name: string; password: string };
@@ -34,6 +35,10 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     const pp = passwordProblem(password, name);
     if (pp) errors.push({ pointer: '/password', ...pp });
     if (errors.length) throw invalidRequest(errors);
+    // Counted per address, taken or refused: a registration costs an Argon2id hash, and name_taken
+    // says a name exists, so neither may be had without limit (login is throttled the same way).
+    const wait = await takeRegistration(app.gavel.store, clientAddress(request.ip), app.gavel.clock.now());
+    if (wait > 0) throw new Problem(429, 'too_many_attempts', 'too many registrations from this address; wait and try again', { headers: { 'retry-after': String(Math.ceil(wait / 1000)) } });
     const p = await registerPerson(app.gavel.store, { name, password }, app.gavel.clock.now());
     return reply.code(201).send({ principal_id: p.id, name: p.name, created_at: p.created_at });
   });

@@ -1,5 +1,5 @@
 // Login throttle counters in the database, so every instance behind a load balancer sees them.
-import { afterFailure, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS, type ThrottleState } from '../../domain/access/throttle.ts';
+import { afterFailure, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS, REGISTRATION_LIMITS, type ThrottleLimits, type ThrottleState } from '../../domain/access/throttle.ts';
 import { lockFor, type Store, type Tx } from '../../store/store.ts';
 
 export const accountKey = (name: string) => `account:${name}`;
@@ -18,10 +18,19 @@ const keys = (name: string, address: string) => [[accountKey(name), ACCOUNT_LIMI
  * count back (`settleSuccess`).
  */
 export async function takeAttempt(store: Store, name: string, address: string, now: Date): Promise<number> {
+  return take(store, keys(name, address), now);
+}
+
+/** Takes one registration from this address: refused (the milliseconds to wait) past REGISTRATION_LIMITS; never given back. */
+export async function takeRegistration(store: Store, address: string, now: Date): Promise<number> {
+  return take(store, [[`register:${address}`, REGISTRATION_LIMITS]], now);
+}
+
+async function take(store: Store, entries: readonly (readonly [string, ThrottleLimits])[], now: Date): Promise<number> {
   return store.transaction(async (trx) => {
     const states = [];
     // Locks in one order everywhere (account, then address), here and in settleSuccess.
-    for (const [key, limits] of keys(name, address)) {
+    for (const [key, limits] of entries) {
       await lockFor(trx, store.dialect, `throttle:${key}`);
       states.push({ key, limits, state: await read(trx, key) });
     }
