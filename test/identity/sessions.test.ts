@@ -138,6 +138,8 @@ for (const backend of backends()) {
         ['header without matching cookie', { cookie: admin.get.cookie.split('; ')[0]!, 'x-csrf-token': admin.post['x-csrf-token'] }],
         ['cross-site fetch', { ...admin.post, 'sec-fetch-site': 'cross-site' }],
         ['foreign origin', { ...admin.post, origin: 'https://evil.example' }],
+        // DNS rebinding: a page whose domain points at this machine is same-origin with itself, not with the service.
+        ['a domain without GAVEL_PUBLIC_URL', { ...admin.post, host: 'evil.example:7400', origin: 'http://evil.example:7400' }],
       ];
       for (const [name, headers] of cases) {
         const res = await attempt(headers);
@@ -148,6 +150,12 @@ for (const backend of backends()) {
       assert.deepEqual(grants.map((g) => g.role), ['APPROVER'], 'nothing changed');
       const ok = await attempt({ ...admin.post, 'sec-fetch-site': 'same-origin', origin: 'http://localhost:80' });
       assert.equal(ok.statusCode, 200, 'same-origin with the right token passes');
+      // An address is this machine's own name, whatever it is: 192.0.2.7 reached directly.
+      const byAddress = await attempt({ ...admin.post, host: '192.0.2.7:7400', origin: 'http://192.0.2.7:7400' });
+      assert.equal(byAddress.statusCode, 200, byAddress.body);
+      // A rebinding page cannot sign in either (login checks the origin too).
+      const rebound = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { host: 'evil.example:7400', origin: 'http://evil.example:7400' }, payload: { name: 'nobody', password: 'whatever it is' } });
+      assert.equal(rebound.json().code, 'csrf_failed', rebound.body);
     });
 
     test('GET never needs the CSRF token and changes nothing', async () => {

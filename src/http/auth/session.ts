@@ -1,8 +1,9 @@
 // Console-route authentication: the session cookie, membership of the project in the path, the
 // caller's *current* roles (read from role_grants on every request, never cached in the session),
 // and, for unsafe methods, a Fetch-Metadata / Origin check plus the signed double-submit CSRF token.
+import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../../config/config.ts';
+import { isLoopbackHost, type Config } from '../../config/config.ts';
 import { permits, type Role } from '../../domain/access/roles.ts';
 import { csrfKey, sameToken, verifyCsrfToken } from '../../services/identity/csrf.ts';
 import { rolesOf } from '../../services/identity/members.ts';
@@ -41,12 +42,21 @@ export function clearSessionCookies(reply: FastifyReply, config: Config): void {
 
 const csrfFailed = (detail: string) => new Problem(403, 'csrf_failed', detail);
 
-/** The service's own origin: config.publicUrl's, else the Host the request was sent to. */
+/**
+ * The service's own origin: config.publicUrl's, else the Host the request was sent to when that
+ * names this machine by address (an IP literal, localhost, or GAVEL_HOST). A domain name is
+ * trusted only through GAVEL_PUBLIC_URL: otherwise a page whose domain an attacker points at
+ * 127.0.0.1 (DNS rebinding) would be same-origin with a local console.
+ */
 function ownOrigin(request: FastifyRequest): string | undefined {
-  const configured = request.server.gavel.config.publicUrl;
-  if (configured) return new URL(configured).origin;
+  const config = request.server.gavel.config;
+  if (config.publicUrl) return new URL(config.publicUrl).origin;
   const host = request.headers.host;
-  return host ? `http://${host}` : undefined;
+  if (!host) return undefined;
+  let hostname: string;
+  try { hostname = new URL(`http://${host}`).hostname.replace(/^\[|\]$/g, ''); } catch { return undefined; }
+  if (isIP(hostname) === 0 && !isLoopbackHost(hostname) && hostname !== config.host.toLowerCase()) return undefined;
+  return `http://${host}`;
 }
 
 /** Refuses a cross-site unsafe request (Fetch Metadata, then Origin). Used for login/register too. */
