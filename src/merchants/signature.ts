@@ -1,8 +1,9 @@
 // The signature a merchant checks, in the style of Stripe webhooks, over the whole request that
 // matters: `gavel-signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, signed)>`, where `signed`
-// is `<t>.<METHOD>.<path and query>.<idempotency-key>.<gavel-execution-id>.<body>`. So a captured
-// request cannot be replayed under another idempotency key, as another execution, or to another
-// operation of the same merchant: each of those breaks the signature.
+// is the time, METHOD, path and query, idempotency key and gavel-execution-id, each followed by a
+// line feed, then the body. No field before the body can hold a line feed (a nonce is printable
+// ASCII, a path a URL's), so no two requests sign the same text: a captured request cannot be
+// replayed under another idempotency key, as another execution, or to another operation.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const SIGNATURE_HEADER = 'gavel-signature';
@@ -17,7 +18,7 @@ export interface SignedRequest {
   body: string;
 }
 
-const signedText = (t: number, r: SignedRequest) => `${t}.${r.method.toUpperCase()}.${r.path}.${r.idempotencyKey}.${r.executionId}.${r.body}`;
+const signedText = (t: number, r: SignedRequest) => `${t}\n${r.method.toUpperCase()}\n${r.path}\n${r.idempotencyKey}\n${r.executionId}\n${r.body}`;
 
 export function signatureHeader(secret: string, request: SignedRequest, unixSeconds: number): string {
   const mac = createHmac('sha256', secret).update(signedText(unixSeconds, request)).digest('hex');

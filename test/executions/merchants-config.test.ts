@@ -53,6 +53,9 @@ test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execu
   for (const changed of [{ body: '{"a":2}' }, { idempotencyKey: 'order-2' }, { executionId: 'exe_2' }, { path: '/refunds?v=2' }, { path: '/charges' }, { method: 'PUT' }]) {
     assert.equal(verifySignature('k'.repeat(20), { ...r, ...changed }, h), false, JSON.stringify(changed));
   }
+  // Fields cannot trade characters across their boundary (a dot is allowed in a path and in a nonce).
+  const shifted = signatureHeader('k'.repeat(20), { method: 'POST', path: '/refund', idempotencyKey: 'v2.order-1', executionId: 'exe_1', body: '{}' }, 1700000000);
+  assert.equal(verifySignature('k'.repeat(20), { method: 'POST', path: '/refund.v2', idempotencyKey: 'order-1', executionId: 'exe_1', body: '{}' }, shifted), false);
   assert.equal(verifySignature('x'.repeat(20), r, h), false);
   assert.equal(verifySignature('k'.repeat(20), r, 'garbage'), false);
 });
