@@ -366,6 +366,13 @@ for (const backend of backends()) {
       assert.equal((await sod(minted.secret)).statusCode, 401, 'the key whose secret it holds is revoked');
       assert.equal((await sod(byOther.secret)).statusCode, 200, 'keys others minted for the same principal stay');
       assert.equal((await sod(service.key)).statusCode, 200);
+      // Demoted rather than removed: an ADMIN that loses ADMIN loses the keys it minted for others too.
+      const demoted = await svc.member(['ADMIN', 'AUDITOR'], undefined, 'person');
+      const forService = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by demoted', roles: ['AUDITOR'], actor: demoted.principalId }));
+      await revokeRole(svc.ts.store, { projectId: svc.projectId, principalId: demoted.principalId, role: 'AUDITOR', actor: 'test' }, new Date());
+      assert.equal((await sod(forService.secret)).statusCode, 200, 'losing another role changes nothing');
+      await revokeRole(svc.ts.store, { projectId: svc.projectId, principalId: demoted.principalId, role: 'ADMIN', actor: 'test' }, new Date());
+      assert.equal((await sod(forService.secret)).statusCode, 401, 'losing ADMIN revokes what it minted for others');
     });
 
     test('a role revoked and granted again reaches keys minted after the new grant, not the old ones', async () => {

@@ -126,7 +126,12 @@ export async function revokeRole(store: Store, input: { projectId: string; princ
       throw conflict('a project must keep at least one ADMIN; grant ADMIN to another member first', 'last_admin');
     }
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('role', '=', input.role).execute();
-    await recordAudit(trx, { projectId: input.projectId, kind: 'role.revoked', actor: input.actor, data: { principal_id: input.principalId, role: input.role }, at: now });
+    // Only an ADMIN mints keys for others, and the minter holds their secrets: one that stops being
+    // ADMIN loses them, as a member removed does. Its own keys narrow with its roles by themselves.
+    const minted = input.role !== 'ADMIN' ? [] : await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
+      .where('created_by', '=', input.principalId).where('principal_id', '!=', input.principalId).execute();
+    if (minted.length) await trx.updateTable('api_keys').set({ revoked_at: now.toISOString(), revoked_by: input.actor }).where('id', 'in', minted.map((k) => k.id)).execute();
+    await recordAudit(trx, { projectId: input.projectId, kind: 'role.revoked', actor: input.actor, data: { principal_id: input.principalId, role: input.role, ...(minted.length ? { keys_revoked: minted.map((k) => k.id) } : {}) }, at: now });
     return { member: await view(trx, input.projectId, input.principalId), changed: true };
   });
 }
