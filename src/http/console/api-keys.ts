@@ -7,6 +7,8 @@ import { consoleAuth } from '../auth/session.ts';
 import { forbidden, Problem } from '../problem.ts';
 import { sodConflict } from '../../domain/access/sod.ts';
 import { getSod } from '../../services/identity/sod.ts';
+import { rolesLock, rolesOf } from '../../services/identity/members.ts';
+import { lockFor } from '../../store/store.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
@@ -52,7 +54,16 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
       throw new Problem(422, 'roles_required', 'without ADMIN you may mint a key only for roles you hold: name at least one (a key with no role is a platform credential an ADMIN issues)');
     }
     const at = app.gavel.clock.now();
-    const key = await app.gavel.store.transaction((trx) => mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at }));
+    const key = await app.gavel.store.transaction(async (trx) => {
+      // The minter again, under the lock every change of roles and memberships takes: a member
+      // removed (or an ADMIN demoted) meanwhile must not leave behind a key minted for another,
+      // whose secret it holds and which its removal would not have revoked.
+      await lockFor(trx, app.gavel.store.dialect, rolesLock(auth.projectId));
+      if (principalId !== auth.principalId && !(await rolesOf(trx, auth.projectId, auth.principalId)).includes('ADMIN')) {
+        throw forbidden('only ADMIN may mint an API key for another principal, and you no longer hold it');
+      }
+      return mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at });
+    });
     reply.header('cache-control', 'no-store');
     return reply.code(201).send({ id: key.id, secret: key.secret, name: key.name, principal_id: principalId, roles: key.roles, created_at: key.created_at });
   });
