@@ -289,7 +289,7 @@ for (const backend of backends()) {
       const maybe = await resolve({ execution_id: ok.id, outcome: 'MAYBE', note: 'x' });
       assert.equal(maybe.statusCode, 400);
       assert.deepEqual(maybe.json().errors.map((e: { pointer: string; code: string; message: string }) => [e.pointer, e.code, e.message]), [['/outcome', 'not_allowed', 'must be one of "SUCCEEDED", "FAILED"']]);
-      for (const note of ['', '   ', '\n\t', '\u200b\u00a0', '\u2060\ufeff']) {
+      for (const note of ['', '   ', '\n\t', '\u200b\u00a0', '\u2060\ufeff', '\u3164\u115f', '\uffa0\u2800']) {
         const blank = await resolve({ execution_id: ok.id, outcome: 'FAILED', note });
         assert.equal(blank.statusCode, 400, JSON.stringify(note));
         assert.deepEqual(blank.json().errors.map((e: { pointer: string }) => e.pointer), ['/note']);

@@ -19,8 +19,9 @@ export const ExecutionList = Type.Object({
 
 export const Outcome = Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]);
 // At least one visible character (a letter, digit, punctuation or symbol): the note is the record of
-// what a person checked, and white space or invisible format characters (U+200B…) record nothing.
-export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: '[\\p{L}\\p{N}\\p{P}\\p{S}]', description: 'What was checked to settle the outcome: at least one visible character' });
+// what a person checked, and white space, invisible format characters (U+200B…) or the blank
+// letters and symbols (Hangul fillers, the Braille blank) record nothing.
+export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N}\\p{P}\\p{S}]', description: 'What was checked to settle the outcome: at least one visible character' });
 export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
 
 export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });
