@@ -126,7 +126,8 @@ async function serve(embedded: boolean): Promise<void> {
   // Session cookies go without Secure unless GAVEL_PUBLIC_URL is https: fine on loopback, not beyond it.
   if (!isLoopbackHost(config.host) && !config.publicUrl?.startsWith('https:')) {
     lines.push('', `Warning: listening on ${config.host} without TLS. Console passwords and session cookies cross the network in clear;`,
-      '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md).');
+      '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md). Without GAVEL_PUBLIC_URL the console',
+      '  accepts sign-ins only at an address (not a domain name), to refuse DNS rebinding.');
   }
   process.stdout.write(lines.join('\n') + '\n');
 

@@ -340,6 +340,10 @@ for (const backend of backends()) {
       assert.ok(Number(locked.headers['retry-after']) > 0);
       assert.equal((await register('192.0.2.60', 'fresh-name-60')).statusCode, 429, 'a free name too, from that address');
       assert.equal((await register('192.0.2.61')).statusCode, 409, 'another address is not held back');
+      // An IPv6 client is its /64: a fresh address per attempt within it is the same client.
+      for (let i = 1; i <= 60; i++) assert.equal((await register(`2001:db8:7:0::${i.toString(16)}`)).statusCode, 409);
+      assert.equal((await register('2001:db8:7::ffff:1')).statusCode, 429, 'the rest of the /64 is held back');
+      assert.equal((await register('2001:db8:8::1')).statusCode, 409, 'another /64 is not');
     });
 
     test('login throttles per address across accounts', async () => {

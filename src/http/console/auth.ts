@@ -1,4 +1,5 @@
 // POST /v1/console/register, /login, /logout.
+import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { nameProblem, normalizeName } from '../../domain/access/names.ts';
@@ -98,9 +99,10 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * One spelling per client address, for throttling per address: a proxy may append `ip:port`
- * (`[v6]:port`) to X-Forwarded-For, and an IPv4 client may arrive IPv4-mapped (`::ffff:a.b.c.d`).
- * Each spelling would otherwise count as a fresh address.
+ * One key per client, for throttling per address: a proxy may append `ip:port` (`[v6]:port`) to
+ * X-Forwarded-For, and an IPv4 client may arrive IPv4-mapped (`::ffff:a.b.c.d`); each spelling
+ * would otherwise count as a fresh address. An IPv6 client is its /64: one subscriber holds the
+ * whole prefix, and could otherwise take a fresh address for every attempt.
  */
 export function clientAddress(ip: string): string {
   let a = ip.trim();
@@ -110,5 +112,23 @@ export function clientAddress(ip: string): string {
   if (v4port) a = v4port[1]!;
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(a);
   if (mapped) a = mapped[1]!;
+  if (isIP(a) === 6) return `${ipv6Groups(a).slice(0, 4).join(':')}::/64`;
   return a.toLowerCase();
+}
+
+/** The eight 16-bit groups of an IPv6 address, lower-case hex without leading zeros. */
+function ipv6Groups(address: string): string[] {
+  const [head = '', tail] = address.toLowerCase().split('::');
+  const part = (s: string | undefined) => (s ? s.split(':') : []);
+  const left = part(head);
+  const right = part(tail);
+  const last = (tail === undefined ? left : right).at(-1) ?? '';
+  // A trailing dotted quad is two groups.
+  if (last.includes('.')) {
+    const n = last.split('.').map(Number);
+    const quad = [((n[0]! << 8) | n[1]!).toString(16), ((n[2]! << 8) | n[3]!).toString(16)];
+    if (tail === undefined) left.splice(-1, 1, ...quad); else right.splice(-1, 1, ...quad);
+  }
+  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((g) => parseInt(g, 16).toString(16));
 }
