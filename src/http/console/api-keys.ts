@@ -38,29 +38,26 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     const auth = request.auth!;
     const body = request.body as { name: string; roles: Role[]; principal_id?: string };
     const principalId = body.principal_id ?? auth.principalId;
-    if (principalId !== auth.principalId) {
-      if (!auth.roles.has('ADMIN')) throw forbidden('only ADMIN may mint an API key for another principal; you may mint one for yourself');
-      // Whoever mints a key holds its secret: minting must not hand the minter a role SoD keeps apart from its own.
-      const sod = await getSod(app.gavel.store.db, auth.projectId);
-      for (const role of body.roles) {
-        const clash = sodConflict(sod, auth.roles, role);
-        if (clash) throw new Problem(403, 'separation_of_duties', `separation of duties keeps ${clash[0]} and ${clash[1]} apart and you hold one of them: whoever mints a key holds its secret, so a key carrying ${role} must be minted by its holder`);
-      }
-    }
-    // A key with no role still decides (POST /v1/authorize takes any key) and reads what any key
-    // may: a credential for an agent platform, which an ADMIN issues. A member without ADMIN mints
-    // keys for its own roles only, so never one that reaches further than its console session.
-    if (!auth.roles.has('ADMIN') && body.roles.length === 0) {
-      throw new Problem(422, 'roles_required', 'without ADMIN you may mint a key only for roles you hold: name at least one (a key with no role is a platform credential an ADMIN issues)');
-    }
     const at = app.gavel.clock.now();
+    // The minter's roles are read under the lock every change of roles and memberships takes: a
+    // member removed (or an ADMIN demoted) meanwhile must not leave behind a key minted for another,
+    // whose secret it holds and which its removal would not have revoked.
     const key = await app.gavel.store.transaction(async (trx) => {
-      // The minter again, under the lock every change of roles and memberships takes: a member
-      // removed (or an ADMIN demoted) meanwhile must not leave behind a key minted for another,
-      // whose secret it holds and which its removal would not have revoked.
       await lockFor(trx, app.gavel.store.dialect, rolesLock(auth.projectId));
-      if (principalId !== auth.principalId && !(await rolesOf(trx, auth.projectId, auth.principalId)).includes('ADMIN')) {
-        throw forbidden('only ADMIN may mint an API key for another principal, and you no longer hold it');
+      const minter = new Set(await rolesOf(trx, auth.projectId, auth.principalId));
+      if (principalId !== auth.principalId) {
+        if (!minter.has('ADMIN')) throw forbidden('only ADMIN may mint an API key for another principal; you may mint one for yourself');
+        // Whoever mints a key holds its secret: minting must not hand the minter a role SoD keeps apart from its own.
+        const sod = await getSod(trx, auth.projectId);
+        for (const role of body.roles) {
+          const clash = sodConflict(sod, minter, role);
+          if (clash) throw new Problem(403, 'separation_of_duties', `separation of duties keeps ${clash[0]} and ${clash[1]} apart and you hold one of them: whoever mints a key holds its secret, so a key carrying ${role} must be minted by its holder`);
+        }
+      }
+      // Hygiene (decision 0403, addendum): a member without ADMIN mints keys for roles it holds, at
+      // least one; keys meant only to decide, for an agent platform, are an ADMIN's to issue.
+      if (!minter.has('ADMIN') && body.roles.length === 0) {
+        throw new Problem(422, 'roles_required', 'without ADMIN you may mint a key only for roles you hold: name at least one (a key with no role is a platform credential an ADMIN issues)');
       }
       return mintApiKey(trx, { projectId: auth.projectId, principalId, name: body.name, roles: body.roles, actor: auth.actor, at });
     });

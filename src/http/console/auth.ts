@@ -1,5 +1,4 @@
 // POST /v1/console/register, /login, /logout.
-import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { nameProblem, normalizeName } from '../../domain/access/names.ts';
@@ -38,7 +37,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     if (errors.length) throw invalidRequest(errors);
     // Counted per address, taken or refused: a registration costs an Argon2id hash, and name_taken
     // says a name exists, so neither may be had without limit (login is throttled the same way).
-    const wait = await takeRegistration(app.gavel.store, clientAddress(request.ip), app.gavel.clock.now());
+    const wait = await takeRegistration(app.gavel.store, request.ip, app.gavel.clock.now());
     if (wait > 0) throw new Problem(429, 'too_many_attempts', 'too many registrations from this address; wait and try again', { headers: { 'retry-after': String(Math.ceil(wait / 1000)) } });
     const p = await registerPerson(app.gavel.store, { name, password }, app.gavel.clock.now());
     return reply.code(201).send({ principal_id: p.id, name: p.name, created_at: p.created_at });
@@ -65,7 +64,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     const { name, password } = request.body as { name: string; password: string };
     const now = app.gavel.clock.now();
-    const result = await login(app.gavel.store, { name, password, address: clientAddress(request.ip), previousToken: sessionToken(request) }, now);
+    const result = await login(app.gavel.store, { name, password, address: request.ip, previousToken: sessionToken(request) }, now);
     if (!result.ok) {
       if (result.reason === 'throttled') {
         throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });
@@ -96,39 +95,4 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     clearSessionCookies(reply, app.gavel.config);
     return { ended: true };
   });
-}
-
-/**
- * One key per client, for throttling per address: a proxy may append `ip:port` (`[v6]:port`) to
- * X-Forwarded-For, and an IPv4 client may arrive IPv4-mapped (`::ffff:a.b.c.d`); each spelling
- * would otherwise count as a fresh address. An IPv6 client is its /64: one subscriber holds the
- * whole prefix, and could otherwise take a fresh address for every attempt.
- */
-export function clientAddress(ip: string): string {
-  let a = ip.trim();
-  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(a);
-  if (bracketed) a = bracketed[1]!;
-  const v4port = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(a);
-  if (v4port) a = v4port[1]!;
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(a);
-  if (mapped) a = mapped[1]!;
-  if (isIP(a) === 6) return `${ipv6Groups(a).slice(0, 4).join(':')}::/64`;
-  return a.toLowerCase();
-}
-
-/** The eight 16-bit groups of an IPv6 address, lower-case hex without leading zeros. */
-function ipv6Groups(address: string): string[] {
-  const [head = '', tail] = address.toLowerCase().split('::');
-  const part = (s: string | undefined) => (s ? s.split(':') : []);
-  const left = part(head);
-  const right = part(tail);
-  const last = (tail === undefined ? left : right).at(-1) ?? '';
-  // A trailing dotted quad is two groups.
-  if (last.includes('.')) {
-    const n = last.split('.').map(Number);
-    const quad = [((n[0]! << 8) | n[1]!).toString(16), ((n[2]! << 8) | n[3]!).toString(16)];
-    if (tail === undefined) left.splice(-1, 1, ...quad); else right.splice(-1, 1, ...quad);
-  }
-  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((g) => parseInt(g, 16).toString(16));
 }

@@ -60,11 +60,9 @@ export const AuthorizeResponse = Type.Object({
  * once; only the schema's "not allowed" for `execution.url` is left out, being the same error.
  */
 export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly FieldError[]): void {
-  if (typeof body !== 'object' || body === null) return;
-  const b = body as Record<string, unknown>;
-  const both = b.execution !== undefined && b.chain_authorization !== undefined;
-  const url = typeof b.execution === 'object' && b.execution !== null && 'url' in b.execution;
-  if (!both && !url) return;
+  const found = ambiguity(body);
+  if (!found) return;
+  const { both, url } = found;
   const own: FieldError[] = [];
   const conflict = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
   if (both) own.push(conflict('/execution'), conflict('/chain_authorization'));
@@ -79,11 +77,14 @@ export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly Fie
     { errors: [...own, ...others] });
 }
 
-/** Whether refuseAmbiguousRequest has something to refuse (the hot path's one cheap look). */
-function ambiguous(body: unknown): boolean {
-  if (typeof body !== 'object' || body === null) return false;
-  const b = body as { execution?: unknown; chain_authorization?: unknown };
-  return b.execution !== undefined && (b.chain_authorization !== undefined || (typeof b.execution === 'object' && b.execution !== null && 'url' in b.execution));
+/** What refuseAmbiguousRequest refuses, or null (the hot path's one cheap look: a plain decision has no execution). */
+function ambiguity(body: unknown): { both: boolean; url: boolean } | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const { execution, chain_authorization } = body as { execution?: unknown; chain_authorization?: unknown };
+  if (execution === undefined) return null;
+  const both = chain_authorization !== undefined;
+  const url = typeof execution === 'object' && execution !== null && 'url' in execution;
+  return both || url ? { both, url } : null;
 }
 
 /** A decision planned under a stale read epoch is redone at most this many times in all. */
@@ -158,7 +159,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     // checked afresh first: a revoked key gets 401 whatever its body.
     attachValidation: true,
   }, async (request) => {
-    const refused = request.validationError !== undefined || ambiguous(request.body);
+    const refused = request.validationError !== undefined || ambiguity(request.body) !== null;
     if (refused) {
       if (request.authFromCache) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
       refuseAmbiguousRequest(request.body, attachedErrors(request));

@@ -3,6 +3,7 @@
 // outcome is UNKNOWN), which policy decides, and whether the audit log is being witnessed: a
 // witness that refuses the log's checkpoints (a fork or a rollback) is said here, not only in the log.
 import type { Db } from '../../store/store.ts';
+import { latestCheckpoint } from '../auditlog/checkpointer.ts';
 
 /** The last time the witness did not cosign, as the audit log's leader recorded it (auditlog/runner.ts). */
 export interface WitnessProblem { kind: string; reason: string | null; at: string }
@@ -30,8 +31,8 @@ export async function dashboardSections(db: Db, projectId: string, now: Date): P
   const byStatus = await db.selectFrom('executions').select(['status', (eb) => eb.fn.countAll<number>().as('n')])
     .where('project_id', '=', projectId).where('status', 'in', ['UNKNOWN', 'IN_FLIGHT']).groupBy('status').execute();
   const state = await db.selectFrom('audit_log_state').select('size').executeTakeFirst();
-  const latest = await db.selectFrom('audit_checkpoints').select(['size', 'created_at', 'witnessed_at']).orderBy('size', 'desc').limit(1).executeTakeFirst();
-  const witnessed = await db.selectFrom('audit_checkpoints').select(['size', 'witnessed_at']).where('witnessed_at', 'is not', null).orderBy('size', 'desc').limit(1).executeTakeFirst();
+  const latest = await latestCheckpoint(db);
+  const witnessed = await latestCheckpoint(db, { witnessed: true });
   // A problem the witness has since put right (it cosigned a checkpoint afterwards) is not shown.
   const open = witnessProblem && !(witnessed?.witnessed_at && witnessed.witnessed_at >= witnessProblem.at) ? witnessProblem : null;
   return {
@@ -43,8 +44,8 @@ export async function dashboardSections(db: Db, projectId: string, now: Date): P
     },
     audit_log: {
       tree_size: Number(state?.size ?? 0),
-      latest_checkpoint: latest ? { size: Number(latest.size), created_at: latest.created_at, witnessed_at: latest.witnessed_at } : null,
-      witnessed_size: witnessed ? Number(witnessed.size) : null,
+      latest_checkpoint: latest ? { size: latest.size, created_at: latest.created_at, witnessed_at: latest.witnessed_at } : null,
+      witnessed_size: witnessed?.size ?? null,
       witness_problem: open,
     },
   };

@@ -6,8 +6,7 @@ import { normalizeName } from '../../domain/access/names.ts';
 import { MAX_PASSWORD_LENGTH } from '../../domain/access/password-rule.ts';
 import { hashPassword, verifyPassword } from '../../lib/passwords.ts';
 import type { Store } from '../../store/store.ts';
-import { recordAudit } from '../audit/record.ts';
-import { createSession, endSessionByToken } from './sessions.ts';
+import { createSession, endSessionByToken, recordSessionEvent } from './sessions.ts';
 import { settleSuccess, takeAttempt } from './throttle.ts';
 
 let dummy: Promise<string> | undefined;
@@ -36,10 +35,7 @@ export async function login(store: Store, input: { name: string; password: strin
     if (input.previousToken) await endSessionByToken(trx, input.previousToken, 'replaced', now);
     await settleSuccess(trx, store.dialect, name, input.address);
     const session = await createSession(trx, person.id, now);
-    const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', person.id).where('revoked_at', 'is', null).execute();
-    for (const m of memberships) {
-      await recordAudit(trx, { projectId: m.project_id, kind: 'session.started', actor: person.id, data: { principal_id: person.id, session_id: session.id }, at: now });
-    }
+    await recordSessionEvent(trx, 'session.started', person.id, { session_id: session.id }, now);
     return { ok: true as const, principalId: person.id, name: person.name, session };
   });
 }

@@ -38,7 +38,6 @@ export async function resolveSession(db: Db, token: string | undefined, now: Dat
   return { id: row.id, principal_id: row.principal_id, expires_at: row.expires_at, name: row.name };
 }
 
-/** Ends one session (by its cookie token); true when a live one was ended. */
 /**
  * Ends the live session the token names, if any, and audits it (`session.ended` in each project of
  * its principal, with the reason: logout, or replaced by a new login on the same browser).
@@ -48,11 +47,16 @@ export async function endSessionByToken(trx: Tx, token: string, reason: string, 
   const row = await trx.selectFrom('sessions').select(['id', 'principal_id']).where('token_hash', '=', hashToken(token)).where('ended_at', 'is', null).executeTakeFirst();
   if (!row) return undefined;
   await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('id', '=', row.id).execute();
-  const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', row.principal_id).where('revoked_at', 'is', null).execute();
-  for (const m of memberships) {
-    await recordAudit(trx, { projectId: m.project_id, kind: 'session.ended', actor: row.principal_id, data: { principal_id: row.principal_id, session_id: row.id, reason }, at: now });
-  }
+  await recordSessionEvent(trx, 'session.ended', row.principal_id, { session_id: row.id, reason }, now);
   return row.id;
+}
+
+/** A session event, written in each project the person is a member of (audit events are per project). */
+export async function recordSessionEvent(trx: Tx, kind: 'session.started' | 'session.ended', principalId: string, data: Record<string, unknown>, at: Date): Promise<void> {
+  const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', principalId).where('revoked_at', 'is', null).execute();
+  for (const m of memberships) {
+    await recordAudit(trx, { projectId: m.project_id, kind, actor: principalId, data: { principal_id: principalId, ...data }, at });
+  }
 }
 
 /** Ends every live session of a principal; returns how many. */

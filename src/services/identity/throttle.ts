@@ -1,9 +1,10 @@
 // Login throttle counters in the database, so every instance behind a load balancer sees them.
 import { afterFailure, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS, REGISTRATION_LIMITS, type ThrottleLimits, type ThrottleState } from '../../domain/access/throttle.ts';
 import { lockFor, type Store, type Tx } from '../../store/store.ts';
+import { clientAddress } from '../../domain/access/client-address.ts';
 
 export const accountKey = (name: string) => `account:${name}`;
-export const addressKey = (address: string) => `address:${address}`;
+export const addressKey = (address: string) => `address:${clientAddress(address)}`;
 
 async function read(db: Store['db'] | Tx, key: string): Promise<ThrottleState | undefined> {
   return db.selectFrom('login_throttle').select(['failures', 'window_start', 'locked_until']).where('key', '=', key).executeTakeFirst();
@@ -23,7 +24,7 @@ export async function takeAttempt(store: Store, name: string, address: string, n
 
 /** Takes one registration from this address: refused (the milliseconds to wait) past REGISTRATION_LIMITS; never given back. */
 export async function takeRegistration(store: Store, address: string, now: Date): Promise<number> {
-  return take(store, [[`register:${address}`, REGISTRATION_LIMITS]], now);
+  return take(store, [[`register:${clientAddress(address)}`, REGISTRATION_LIMITS]], now);
 }
 
 async function take(store: Store, entries: readonly (readonly [string, ThrottleLimits])[], now: Date): Promise<number> {
