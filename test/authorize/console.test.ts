@@ -6,7 +6,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
-import { permitCommitment, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
+import { didKeyFromPublicKey, permitCommitment, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
 
 for (const backend of backends()) {
   describe(`console permits and agents on ${backend.name}`, () => {
@@ -83,6 +83,11 @@ for (const backend of backends()) {
       assert.equal(pattern.length, 513);
       const long = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: [pattern], expires_at: soon } });
       assert.equal(long.statusCode, 201, long.body);
+      // No permit is issued to a key of small order (here the identity): no secret stands behind it.
+      const weakAgent = didKeyFromPublicKey(new Uint8Array(Buffer.from('01'.padEnd(64, '0'), 'hex')));
+      const weak = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent: weakAgent, actions: ['read'], resources: ['resource://r/*'], expires_at: soon } });
+      assert.equal(weak.statusCode, 400, weak.body);
+      assert.deepEqual(weak.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/agent invalid_did_key']);
       assert.equal(long.headers['cache-control'], 'no-store', 'the permit is a bearer credential');
       // Errors the schema finds and errors of the claims come in one answer too, each message
       // saying what form is wanted.
@@ -180,6 +185,11 @@ for (const backend of backends()) {
       const bad = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: 'did:key:zNOTAKEY' } });
       assert.equal(bad.statusCode, 400, bad.body);
       assert.equal(bad.json().errors[0].code, 'invalid_did_key');
+      // The identity point: a well-formed did:key that no secret stands behind.
+      const identity = didKeyFromPublicKey(new Uint8Array(Buffer.from('01'.padEnd(64, '0'), 'hex')));
+      const weak = await svc.app.inject({ method: 'POST', url: `${base()}/agents`, headers: admin.post, payload: { did: identity } });
+      assert.equal(weak.statusCode, 400, weak.body);
+      assert.equal(weak.json().errors[0].code, 'invalid_did_key');
     });
 
     /** A root permit for `holder`, delegated to `child`, then narrowed to `grandchild`'s. */

@@ -3,6 +3,7 @@
 // sent to the service by mistake and stored.
 import { base64urlDecode } from '../permit/base64url.ts';
 import { ed25519PublicKey } from '../permit/ed25519.ts';
+import { isWeakEd25519Key } from '../permit/ed25519-order.ts';
 
 export type ParsedKey = { ok: true; raw: Uint8Array } | { ok: false; code: string; detail: string };
 
@@ -18,5 +19,6 @@ export function parseApprovalPublicKey(input: unknown): ParsedKey {
   const raw = base64urlDecode(x);
   if (!raw || raw.length !== 32) return { ok: false, code: 'malformed_key', detail: 'the public key must be exactly 32 bytes, base64url without padding' };
   if (!ed25519PublicKey(raw)) return { ok: false, code: 'malformed_key', detail: 'the bytes are not an Ed25519 public key' };
+  if (isWeakEd25519Key(raw)) return { ok: false, code: 'malformed_key', detail: 'the bytes are not a usable Ed25519 public key (not a canonical point, or one of small order): no signature could be checked against it' };
   return { ok: true, raw };
 }

@@ -1,5 +1,6 @@
 // DIDs: the generic syntax check (W3C DID Core §3.1) and the did:key Ed25519 method.
 import { base58btcDecode, base58btcEncode } from './base58btc.ts';
+import { isWeakEd25519Key } from './ed25519-order.ts';
 
 /** Longest DID accepted anywhere in a permit; bounds regex work on hostile input. */
 export const MAX_DID_LENGTH = 2048;
@@ -49,4 +50,15 @@ export function publicKeyFromDidKey(did: string): Uint8Array | null {
  */
 export function didKeyIsWellFormed(did: string): boolean {
   return !did.startsWith('did:key:') || publicKeyFromDidKey(did) !== null;
+}
+
+/**
+ * Where an agent is registered or a permit issued: a well-formed did:key that also names a usable
+ * key, not a point of small order whose "holder" holds no secret (ed25519-order.ts). Not on the
+ * decision's path: the check costs about half a millisecond.
+ */
+export function didKeyIsUsable(did: string): boolean {
+  if (!did.startsWith('did:key:')) return true;
+  const raw = publicKeyFromDidKey(did);
+  return raw !== null && !isWeakEd25519Key(raw);
 }

@@ -29,7 +29,7 @@ export { liveLimits } from './live-limits.ts';
 export type { LiveCounter, LiveLimits } from './live-limits.ts';
 export { permitCommitment, presentedCommitment } from './commitment.ts';
 export { permitIssuerId, permitKeyId } from './key-id.ts';
-export { didKeyFromPublicKey, didKeyIsWellFormed, isDid, publicKeyFromDidKey } from './did.ts';
+export { didKeyFromPublicKey, didKeyIsUsable, didKeyIsWellFormed, isDid, publicKeyFromDidKey } from './did.ts';
 export { base58btcDecode, base58btcEncode } from './base58btc.ts';
 export { signPermitClaims } from './compact.ts';
 export { CHAIN_SEPARATOR, MAX_CHAIN_LINKS, MAX_PRESENTED_LENGTH, MAX_RESOURCE_PATTERN_LENGTH } from './limits.ts';

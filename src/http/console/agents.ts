@@ -9,7 +9,7 @@ import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { recordAudit } from '../../services/audit/record.ts';
-import { didKeyIsWellFormed } from '../../domain/permit/index.ts';
+import { didKeyIsUsable } from '../../domain/permit/index.ts';
 
 const READERS = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'] as const;
 const MANAGERS = ['ADMIN', 'PERMIT_ISSUER'] as const;
@@ -38,7 +38,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof CreateAgentBody>;
-    if (!didKeyIsWellFormed(body.did)) throw new Problem(400, 'invalid_request', 'the agent is not valid; see errors', { errors: [{ pointer: '/did', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' }] });
+    if (!didKeyIsUsable(body.did)) throw new Problem(400, 'invalid_request', 'the agent is not valid; see errors', { errors: [{ pointer: '/did', code: 'invalid_did_key', message: 'a did:key must name a usable Ed25519 public key (not a point of small order)' }] });
     const a = request.auth!;
     const at = app.gavel.clock.now().toISOString();
     const row = await app.gavel.store.transaction(async (trx) => {

@@ -10,7 +10,7 @@ import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
-import { didKeyIsWellFormed, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
+import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 
@@ -56,7 +56,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
       errors.push({ pointer: '/max_per_request', code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
     }
     // What the permit's own claim check would refuse, each at its place, so every error comes at once.
-    if (ok('agent') && !didKeyIsWellFormed(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name an Ed25519 public key' });
+    if (ok('agent') && !didKeyIsUsable(body.agent)) errors.push({ pointer: '/agent', code: 'invalid_did_key', message: 'a did:key must name a usable Ed25519 public key (not a point of small order)' });
     // Item by item: an item the schema already refused is not judged again, and the others still are.
     const items = (member: string) => (Array.isArray(raw[member]) ? (raw[member] as unknown[]) : [])
       .flatMap((item, i) => (typeof item === 'string' && !errors.some((e) => e.pointer === `/${member}/${i}` || e.pointer.startsWith(`/${member}/${i}/`)) ? [[item, i] as const] : []));

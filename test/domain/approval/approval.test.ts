@@ -67,6 +67,9 @@ test('approval keys: raw base64url or a public Ed25519 JWK; private, wrong-type 
     [null, 'malformed_key'],
     [[k.x], 'malformed_key'],
     [{ kty: 'OKP', crv: 'Ed25519' }, 'malformed_key'],
+    // The identity: OpenSSL refuses every signature under it, so it could never approve anything.
+    [Buffer.from('01'.padEnd(64, '0'), 'hex').toString('base64url'), 'malformed_key'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: Buffer.from('26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05', 'hex').toString('base64url') }, 'malformed_key'],
   ];
   for (const [input, code] of cases) {
     const r = parseApprovalPublicKey(input);
