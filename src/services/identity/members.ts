@@ -96,13 +96,24 @@ export async function revokeMember(store: Store, input: { projectId: string; pri
     const at = now.toISOString();
     await trx.updateTable('memberships').set({ revoked_at: at }).where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
-    const keys = await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
-      .where((eb) => eb.or([eb('principal_id', '=', input.principalId), eb('created_by', '=', input.principalId)])).execute();
-    if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', 'in', keys.map((k) => k.id)).execute();
+    const keys = await revokeKeys(trx, input, { itsOwn: true }, at);
     const sessions_ended = await endSessionsOf(trx, input.principalId, 'member_revoked', now);
-    await recordAudit(trx, { projectId: input.projectId, kind: 'member.revoked', actor: input.actor, data: { principal_id: input.principalId, roles: held, keys_revoked: keys.map((k) => k.id), sessions_ended }, at: now });
+    await recordAudit(trx, { projectId: input.projectId, kind: 'member.revoked', actor: input.actor, data: { principal_id: input.principalId, roles: held, keys_revoked: keys, sessions_ended }, at: now });
     return { principal_id: input.principalId, revoked_at: at, sessions_ended, keys_revoked: keys.length };
   });
+}
+
+/**
+ * Revokes the project's live API keys that `principalId` minted for other principals and, with
+ * `itsOwn`, those it holds; answers their ids.
+ */
+async function revokeKeys(trx: Tx, input: { projectId: string; principalId: string; actor: string }, which: { itsOwn: boolean }, at: string): Promise<string[]> {
+  const id = input.principalId;
+  const keys = (await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
+    .where((eb) => (which.itsOwn ? eb.or([eb('principal_id', '=', id), eb('created_by', '=', id)]) : eb.and([eb('created_by', '=', id), eb('principal_id', '!=', id)])))
+    .execute()).map((k) => k.id);
+  if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', 'in', keys).execute();
+  return keys;
 }
 
 /** Grants a role to a current member; idempotent (changed: false when already held). */
@@ -128,10 +139,8 @@ export async function revokeRole(store: Store, input: { projectId: string; princ
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('role', '=', input.role).execute();
     // Only an ADMIN mints keys for others, and the minter holds their secrets: one that stops being
     // ADMIN loses them, as a member removed does. Its own keys narrow with its roles by themselves.
-    const minted = input.role !== 'ADMIN' ? [] : await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
-      .where('created_by', '=', input.principalId).where('principal_id', '!=', input.principalId).execute();
-    if (minted.length) await trx.updateTable('api_keys').set({ revoked_at: now.toISOString(), revoked_by: input.actor }).where('id', 'in', minted.map((k) => k.id)).execute();
-    await recordAudit(trx, { projectId: input.projectId, kind: 'role.revoked', actor: input.actor, data: { principal_id: input.principalId, role: input.role, ...(minted.length ? { keys_revoked: minted.map((k) => k.id) } : {}) }, at: now });
+    const minted = input.role !== 'ADMIN' ? [] : await revokeKeys(trx, input, { itsOwn: false }, now.toISOString());
+    await recordAudit(trx, { projectId: input.projectId, kind: 'role.revoked', actor: input.actor, data: { principal_id: input.principalId, role: input.role, ...(minted.length ? { keys_revoked: minted } : {}) }, at: now });
     return { member: await view(trx, input.projectId, input.principalId), changed: true };
   });
 }
