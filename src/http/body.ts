@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, Problem, type FieldError } from './problem.ts';
-import { memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
+import { markRoundedIntegers, memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -103,8 +103,13 @@ export function parseJson(bytes: Buffer): unknown {
     // lib/json-parse.ts: V8 can misread a member name written with an escape, so such a text is rebuilt.
     const parsed = names.escaped ? rebuild(text) as object : value;
     if (!clean(parsed)) throw invalidRequest(forbiddenMembers(parsed), 'the body has a member that could set an object\'s prototype; see errors');
+    if (tooDeep) throw invalidRequest([{ pointer: '', code: 'too_deep', message: `nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }], `the body nests more than ${MAX_JSON_DEPTH} levels deep; see errors`);
     if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
     if (inexactNumber) throw invalidRequest(inexactNumbers(parsed), 'the body has a number JSON does not carry exactly; see errors');
+    if (names.decimal) {
+      const rounded = roundedIntegers(text);
+      if (rounded.length > 0) throw invalidRequest(rounded, 'the body has a number JSON does not carry exactly; see errors');
+    }
     return parsed;
   }
   return value;
@@ -139,32 +144,67 @@ function hasConstructorPrototype(node: object): boolean {
 // deeper than the stack goes. The stack is shared: parsing is synchronous.
 // The same walk counts the objects' members (walkedMembers) for the duplicate check below, and
 // notes a number JSON.parse could not read exactly (inexactNumber).
+// It also notes a body nested deeper than MAX_JSON_DEPTH (tooDeep).
 const pending: object[] = [];
+const depths: number[] = [];
 let walkedMembers = 0;
 let inexactNumber = false;
+let tooDeep = false;
 function clean(root: object): boolean {
   walkedMembers = 0;
   inexactNumber = false;
+  tooDeep = false;
   pending.push(root);
+  depths.push(1);
   while (pending.length > 0) {
     const node = pending.pop()!;
-    if (hasProto(node) || hasConstructorPrototype(node)) { pending.length = 0; return false; }
+    const depth = depths.pop()!;
+    if (hasProto(node) || hasConstructorPrototype(node)) { pending.length = 0; depths.length = 0; return false; }
     const members = !Array.isArray(node);
     for (const key in node) {
       if (members) walkedMembers++;
       const v = (node as Record<string, unknown>)[key];
-      if (v !== null && typeof v === 'object') pending.push(v);
-      else if (typeof v === 'number' && !isExact(v)) inexactNumber = true;
+      if (v !== null && typeof v === 'object') {
+        if (depth >= MAX_JSON_DEPTH) tooDeep = true;
+        else { pending.push(v); depths.push(depth + 1); }
+      } else if (typeof v === 'number' && !isExact(v)) inexactNumber = true;
     }
   }
   return true;
 }
+
+/**
+ * How deep a body's arrays and objects may nest. Recursive code downstream (JSON.stringify of a
+ * merchant payload, the response serializers, canonical JSON) overflows the stack some thousands
+ * of levels down, after a decision committed; nothing Gavel reads needs more than a policy's 32
+ * levels of conditions (two JSON levels each, under four of document).
+ */
+export const MAX_JSON_DEPTH = 128;
 
 // I-JSON (RFC 7493 §2.2): an integer beyond 2^53 - 1 in magnitude reads as a neighbour
 // (9007199254740993 as ...992), and 1e400 as Infinity, which no canonical JSON can write (a 500
 // once). The value a merchant, a policy or the audit log would get is not the one sent, so such a
 // number is refused where it stands; a fraction keeps JSON's usual reading as the nearest double.
 const isExact = (n: number) => Number.isSafeInteger(n) || (Number.isFinite(n) && !Number.isInteger(n));
+
+const ROUNDED = Object.freeze({});
+/**
+ * Every number written as a non-integer that reads as an integer (5000.0000000000001 as 5000), with
+ * its pointer: a money amount in minor units would be recorded as another than was sent. Only for a
+ * text with a fraction or an exponent outside its strings (memberNames); a fraction that reads as a
+ * fraction keeps JSON's usual reading.
+ */
+function roundedIntegers(text: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const root = markRoundedIntegers(text, ROUNDED);
+  if (root === ROUNDED) return [{ pointer: '', code: 'inexact_number', message: 'is written as a non-integer but reads as an integer; send the exact value' }];
+  if (root !== null && typeof root === 'object') {
+    eachMember(root, (pointer, _key, v) => {
+      if (v === ROUNDED) errors.push({ pointer, code: 'inexact_number', message: 'is written as a non-integer but reads as an integer; send the exact value' });
+    });
+  }
+  return errors;
+}
 
 /** Every number not read exactly, with its pointer; only for a body that has one. */
 function inexactNumbers(root: object): FieldError[] {

@@ -23,7 +23,10 @@ const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
 export function callMerchant(input: CallInput): Promise<CallOutcome> {
-  const text = JSON.stringify(input.payload);
+  let text: string;
+  // Bodies are bounded in depth where they are parsed (http/body.ts); should a payload still not
+  // serialize, nothing was sent, and the execution must not be left in flight (then UNKNOWN).
+  try { text = JSON.stringify(input.payload); } catch { return Promise.resolve({ status: 'FAILED', httpStatus: null, note: 'the payload could not be serialized: nothing was sent' }); }
   const body = Buffer.from(text);
   const url = input.merchant.urlOf(input.operation);
   const timeoutMs = input.merchant.timeoutMs;

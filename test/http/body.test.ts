@@ -181,6 +181,48 @@ for (const backend of backends()) {
       }
     });
 
+    test('a number written as a non-integer that reads as an integer is 400 inexact_number: 5000.0000000000001 is not 5000', async () => {
+      const cases: [string, string[]][] = [
+        ['{"a": 5000.0000000000001}', ['/a']],
+        ['{"x": [4999.9999999999999, {"y": 1e-400}], "s": "5000.0000000000001", "ok": 5000.000}', ['/x/0', '/x/1/y']],
+      ];
+      for (const [payload, pointers] of cases) {
+        for (const { method, url } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+          assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
+          assert.deepEqual(fieldErrors(res), pointers.map((pointer) => ({ pointer, code: 'inexact_number' })), payload);
+        }
+      }
+      // The amount of a decision: it was decided, and audited, as 5000.
+      const body = JSON.parse(await decisionBody('"i"'));
+      const res = await authorize(JSON.stringify(body).replace('"minor":5', '"minor":5.0000000000000001'));
+      assertProblem(res, 400, 'invalid_request');
+      assert.deepEqual(fieldErrors(res), [{ pointer: '/amount/minor', code: 'inexact_number' }]);
+      // Integers however written, and fractions that read as fractions, keep JSON's reading.
+      for (const text of ['{"a": 5e3, "b": 5000.000, "c": 120e-1, "d": 0.1, "e": -0.0, "f": "9.5e-400", "g": 1.5e1}']) {
+        assert.deepEqual(parseJson(Buffer.from(text)), JSON.parse(text), text);
+      }
+      assert.equal((await authorize(JSON.stringify(body).replace('"minor":5', '"minor":5.000'))).statusCode, 200);
+    });
+
+    test('a body nested deeper than 128 levels is 400 too_deep before anything is decided (a payload 6,000 deep was a 500 after its ALLOW committed)', async () => {
+      const deep = (n: number) => '['.repeat(n) + '1' + ']'.repeat(n);
+      const body = JSON.parse(await decisionBody('"i"'));
+      const before = await audited();
+      for (const n of [128, 6000]) {
+        const res = await authorize(JSON.stringify({ ...body, execution: { merchant: 'm', operation: 'o', nonce: `deep-${n}`, payload: {} } }).replace('"payload":{}', `"payload":{"x":${deep(n)}}`));
+        assertProblem(res, 400, 'invalid_request', String(n));
+        assert.deepEqual(fieldErrors(res), [{ pointer: '', code: 'too_deep' }]);
+      }
+      assert.equal(await audited(), before, 'nothing decided, nothing audited');
+      assert.doesNotThrow(() => parseJson(Buffer.from(deep(128))));
+      assert.throws(() => parseJson(Buffer.from(`[${deep(128)}]`)), (e: { errors?: { code: string }[] }) => e.errors?.[0]?.code === 'too_deep');
+      for (const { method, url } of bodyRoutes) {
+        const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload: `{"a":${deep(200)}}` });
+        assertProblem(res, 400, 'invalid_request', `${method} ${url}`);
+      }
+    });
+
     test('malformed JSON says where it breaks, without echoing the body', async () => {
       const cases: [string, string][] = [
         ['{"agent": "did:key:z" "permit": 1}', 'the body is not valid JSON: unexpected character at offset 22 (line 1, column 23)'],

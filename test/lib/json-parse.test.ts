@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { memberNames, parseJsonExactly, rebuild } from '../../src/lib/json-parse.ts';
+import { memberNames, namesInteger, parseJsonExactly, rebuild } from '../../src/lib/json-parse.ts';
 
 test('an escaped member name reads as written after V8 has parsed a backslash name', () => {
   JSON.parse('{"h":[],"\\\\":0}'); // leaves "\" where V8 matches later names
@@ -13,9 +13,17 @@ test('an escaped member name reads as written after V8 has parsed a backslash na
 });
 
 test('member names are counted, and escaped ones noticed, only where they are names', () => {
-  assert.deepEqual(memberNames('{"a":"\\"b\\":","c":[{"d\\u0065":1}],"e":"\\\\"}'), { count: 4, escaped: true });
-  assert.deepEqual(memberNames('{"a":"\\"x\\":","b":["\\\\"]}'), { count: 2, escaped: false });
-  assert.deepEqual(memberNames('["a", ":"]'), { count: 0, escaped: false });
+  assert.deepEqual(memberNames('{"a":"\\"b\\":","c":[{"d\\u0065":1}],"e":"\\\\"}'), { count: 4, escaped: true, decimal: false });
+  assert.deepEqual(memberNames('{"a":"\\"x\\":","b":["\\\\"]}'), { count: 2, escaped: false, decimal: false });
+  assert.deepEqual(memberNames('["a", ":"]'), { count: 0, escaped: false, decimal: false });
+});
+
+test('a number written with a fraction or an exponent is noticed outside strings only; namesInteger reads its exact value', () => {
+  assert.equal(memberNames('{"a":"1.5","b":"2e3","c":true,"d":false}').decimal, false);
+  for (const t of ['{"a":1.5}', '[2e3]', '[1E-2, "x"]', '{"a":"x","b":0.1}']) assert.equal(memberNames(t).decimal, true, t);
+  for (const t of ['5000', '5000.000', '5e3', '5.0e3', '120e-1', '0.0', '-0', '0e-400']) assert.equal(namesInteger(t), true, t);
+  for (const t of ['5000.0000000000001', '4999.9999999999999', '1e-400', '1.55e1', '0.5']) assert.equal(namesInteger(t), false, t);
+  fc.assert(fc.property(fc.integer(), fc.nat(20), (n, zeros) => { assert.equal(namesInteger(`${n}.${'0'.repeat(zeros + 1)}`), true); }));
 });
 
 type Json = null | boolean | number | string | Json[] | { members: [string, Json][] };
