@@ -291,7 +291,9 @@ for (const backend of backends()) {
           // Escapes a downstream decoder turns into structure: an encoded slash or backslash, an encoded "%" (decoded twice), a control character.
           'resource://docs/x%2F..%2F..%2Fadmin', 'resource://docs/..%2f', 'resource://docs/%2E%2E%2Fadmin', 'resource://docs/a%5Cb', 'resource://docs/a%252Fb', 'resource://docs/a%00', 'resource://docs/a%1f', 'resource://docs/a%7F',
           // A dot segment with parameters, an overlong (not UTF-8) "/".
-          'resource://docs/..;/admin', 'resource://docs/..%C0%AFadmin']
+          'resource://docs/..;/admin', 'resource://docs/..%C0%AFadmin',
+          // Another spelling of a resource: an escaped unreserved character, lowercase hex (it would pass a DENY on the plain spelling).
+          'resource://docs/%73ecret', 'resource://docs/caf%c3%a9']
           .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
         // Not a DID by W3C DID Core's syntax, which the permit claims and the policy use too.

@@ -25,14 +25,18 @@ const SEGMENT = "(?!(?:\\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9\\-._~%!$&'()+,;=:@]+";
 export const RESOURCE_URI_PATTERN = `^resource://(?!.*%(?![0-9A-Fa-f]{2}))${SEGMENT}(?:/${SEGMENT})*$`;
 const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
 /**
- * A requested resource (POST /v1/authorize, simulation) is a resource URI that also holds no escape
- * a downstream decoder would turn into structure: an encoded "/" or "\\" (a segment that splits
- * into `../..` once decoded: `resource://pay/eu/..%2Fus` must not match `resource://pay/eu/*`), an
- * encoded "%" (decoded twice, `%252F` is a "/"), or a control character. Policy literals keep the
- * resource grammar: a stored version must go on validating, and a literal holding such an escape
- * simply matches no request.
+ * A requested resource (POST /v1/authorize, simulation) is a resource URI in one normal form: it
+ * escapes only what a resource cannot hold as is, in uppercase hex (RFC 3986 §6.2.2.1–2). So no
+ * two spellings of one resource reach the policy: `%73ecret` is `secret` to any decoder, and would
+ * otherwise pass a DENY on `resource://files/secret*`. That also refuses every escape a downstream
+ * decoder would turn into structure: an encoded "/" or "\\" (a segment that splits into `../..`
+ * once decoded: `resource://pay/eu/..%2Fus` must not match `resource://pay/eu/*`), "." (an encoded
+ * dot segment), "%" (decoded twice, `%252F` is a "/"), or a control character. What may be escaped:
+ * bytes 0x80 and above (UTF-8), space, `" # * < > ? [ ] ^ \` { | }`. Policy literals keep the
+ * resource grammar: a stored version must go on validating, and a literal written otherwise than in
+ * this form simply matches no request.
  */
-const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:2[fF]|5[cC]|25|[01][0-9A-Fa-f]|7[fF]))${RESOURCE_URI_PATTERN.slice(1)}`;
+const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|[01][0-9A-F]|2[14-9B-F]|3[0-9ABD]|4[0-9A-F]|5[0-9ACF]|6[1-9A-F]|7[0-9AEF]))${RESOURCE_URI_PATTERN.slice(1)}`;
 const REQUEST_RESOURCE = new RegExp(REQUEST_RESOURCE_PATTERN);
 
 /**

@@ -27,7 +27,7 @@ export const AuthorizeBody = Type.Object({
   // does not verify, so it is a recorded DENY permit_invalid (`malformed`, `too_large`), like any other.
   permit: Type.String({ description: 'Permit artifact: compact JWS, or a delegation chain joined by ~ (at most 16384 characters, else DENY permit_invalid too_large)' }),
   action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: '1 to 64 printable ASCII characters, no spaces' }),
-  resource: Type.String({ minLength: 12, maxLength: 512, format: REQUEST_RESOURCE_FORMAT, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments (also percent-encoded, or with parameters as in "..;"), no encoded "/", "\\", "%" or control character, escapes that decode as UTF-8, no query or fragment' }),
+  resource: Type.String({ minLength: 12, maxLength: 512, format: REQUEST_RESOURCE_FORMAT, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments (also percent-encoded, or with parameters as in "..;"), escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), escapes that decode as UTF-8, no query or fragment' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),
   approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'An approved obligation this exact request discharges (docs/approvals.md)' })),

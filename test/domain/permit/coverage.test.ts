@@ -40,7 +40,8 @@ test('coverage fails in each dimension with its own code', async () => {
   for (const escape of ['x%2F..%2F..%2Fadmin', '..%2fadmin', 'a%5Cb', 'a%252Fb', 'a%00', 'a%7f']) {
     assert.equal(checkOf(checkCoverage(p, { ...ok, resource: `resource://payments/${escape}` })), 'resource_invalid', escape);
   }
-  assert.deepEqual(checkCoverage(p, { ...ok, resource: 'resource://payments/v1.5/%2e%2ex' }), { ok: true }, 'a dot or percent that makes no dot segment is judged by the patterns');
+  assert.deepEqual(checkCoverage(p, { ...ok, resource: 'resource://payments/v1.5/%20x' }), { ok: true }, 'a dot or an escape that makes no dot segment is judged by the patterns');
+  assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/v1.5/%2e%2ex' })), 'resource_invalid', 'an escaped dot is another spelling of a dot');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'resource://payments/*' })), 'resource_invalid');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: 'https://payments/1' })), 'resource_invalid');
   assert.equal(checkOf(checkCoverage(p, { ...ok, resource: `resource://payments/${'a'.repeat(500)}` })), 'resource_invalid');

@@ -18,13 +18,29 @@ test('resource URIs refuse dot segments, empty segments and stars', () => {
 });
 
 test('a requested resource also holds no escape a decoder turns into structure; policy literals keep the resource grammar', () => {
-  for (const ok of ['resource://a', 'resource://shop/%41', 'resource://a/%2e%2ex', 'resource://a/%20b', 'resource://a/%7e', 'resource://docs/%C3%A4', 'resource://a/..x;y', 'resource://a/b;c']) assert.equal(isRequestResource(ok), true, ok);
+  for (const ok of ['resource://a', 'resource://a/%20b', 'resource://docs/%C3%A4', 'resource://a/..x;y', 'resource://a/b;c', 'resource://a/%2A%3F%23%5B%5D%22%3C%3E%5E%60%7B%7C%7D']) assert.equal(isRequestResource(ok), true, ok);
   for (const bad of ['resource://a/..%2Fb', 'resource://a/%2f', 'resource://a/%5c', 'resource://a/%5C', 'resource://a/%25', 'resource://a/%00', 'resource://a/%0A', 'resource://a/%1F', 'resource://a/%7F', 'resource://a/../b',
     // A dot segment with parameters (Tomcat, Spring), and escapes that are not UTF-8 (an overlong "/", a lone continuation byte).
     'resource://pay/eu/..;/us', 'resource://pay/eu/.;x', 'resource://pay/%2e%2e;x/us', 'resource://pay/eu/..%C0%AFus', 'resource://a/%80', 'resource://a/%E0%80%AF', 'resource://a/%C3']) {
     assert.equal(isRequestResource(bad), false, bad);
   }
   assert.equal(isResourceUri('resource://a/%2Fb'), true, 'a stored policy literal with an encoded slash still validates (and matches no request)');
+});
+
+test('a requested resource is in one normal form: it escapes only what it cannot hold as is, in uppercase hex', () => {
+  // `%73ecret` is `secret`: it would pass a DENY on resource://files/secret* (RFC 3986 §6.2.2.2).
+  for (const bad of ['resource://files/%73ecret', 'resource://shop/%41', 'resource://a/%2e%2ex', 'resource://a/file%2Etxt', 'resource://a/%7e', 'resource://a/%7E', 'resource://a/%5F', 'resource://a/%3B', 'resource://a/%40', 'resource://a/%21',
+    // Lowercase hex is another spelling of the same escape (RFC 3986 §6.2.2.1).
+    'resource://docs/%c3%a4', 'resource://docs/%C3%a4', 'resource://a/%2a']) {
+    assert.equal(isRequestResource(bad), false, bad);
+  }
+  // Every ASCII byte: its escape is accepted exactly when the byte cannot stand in a resource as is.
+  const heldAsIs = /^[A-Za-z0-9\-._~!$&'()+,;=:@/%\\]$/;
+  for (let b = 0; b < 0x80; b++) {
+    const c = String.fromCharCode(b);
+    const escaped = `resource://a/x%${b.toString(16).toUpperCase().padStart(2, '0')}y`;
+    assert.equal(isRequestResource(escaped), !(b < 0x20 || b === 0x7f || heldAsIs.test(c)), escaped);
+  }
 });
 
 test('timestamps are strict RFC 3339 instants at millisecond precision', () => {
