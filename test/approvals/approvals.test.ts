@@ -204,19 +204,19 @@ for (const backend of backends()) {
       await approve(id);
       const revoked = await revoke({ approval_request_id: id, reason: 'changed my mind' });
       assert.equal(revoked.statusCode, 200, revoked.body);
-      assert.equal(revoked.json().status, 'revoked');
+      assert.equal(revoked.json().status, 'withdrawn', 'the spec\'s name for a revoked approval (section 3)');
       assert.equal(revoked.json().approval.revoke_reason, 'changed my mind');
       const audits = await auditCount();
       const twice = await revoke({ approval_request_id: id });
       assert.equal(twice.statusCode, 409);
-      assert.equal(twice.json().code, 'approval_revoked');
+      assert.equal(twice.json().code, 'approval_withdrawn');
       assert.equal(await auditCount(), audits);
       const res = (await authorize({ ...req, approval_request_id: id })).json();
       assert.equal(res.decision, 'REQUIRE_APPROVAL');
-      assert.match(res.detail, /is revoked/);
+      assert.match(res.detail, /is withdrawn/);
       const reapprove = await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) });
       assert.equal(reapprove.statusCode, 409);
-      assert.equal(reapprove.json().code, 'approval_revoked');
+      assert.equal(reapprove.json().code, 'approval_withdrawn');
 
       const second = await opened();
       await approve(second.id);
@@ -297,15 +297,15 @@ for (const backend of backends()) {
       const res = (await authorize({ ...req, approval_request_id: id })).json();
       assert.equal(res.decision, 'REQUIRE_APPROVAL');
       assert.match(res.detail, /retired/);
-      // And it reads as withdrawn, not approved: in the view and in the status filters.
-      assert.equal((await obligation(id)).status, 'withdrawn');
+      // And it reads as lapsed, not approved: in the view and in the status filters.
+      assert.equal((await obligation(id)).status, 'lapsed');
       const listed = async (status: string) => (await svc.app.inject({ method: 'GET', url: `${base()}?limit=500&status=${status}`, headers: key })).json().approvals.map((o: { id: string }) => o.id);
-      assert.ok((await listed('withdrawn')).includes(id));
+      assert.ok((await listed('lapsed')).includes(id));
       assert.ok(!(await listed('approved')).includes(id));
       const live = await opened();
       await approve(live.id);
       assert.ok((await listed('approved')).includes(live.id), 'an approval by a live key still lists as approved');
-      assert.ok(!(await listed('withdrawn')).includes(live.id));
+      assert.ok(!(await listed('lapsed')).includes(live.id));
       // Withdrawn for good: the approver losing APPROVER and getting it back revives nothing.
       const flapping = await newApprover(svc);
       const later = await opened();
@@ -313,11 +313,11 @@ for (const backend of backends()) {
       const { grantRole, revokeRole } = await import('../../src/services/identity/members.ts');
       const role = { projectId: svc.projectId, principalId: flapping.principalId, role: 'APPROVER' as const, actor: 'system' };
       await revokeRole(svc.deps.store, role, new Date());
-      assert.equal((await obligation(later.id)).status, 'withdrawn');
+      assert.equal((await obligation(later.id)).status, 'lapsed');
       await new Promise((r) => setTimeout(r, 5));
       await grantRole(svc.deps.store, role, new Date());
-      assert.equal((await obligation(later.id)).status, 'withdrawn', 'still withdrawn with the role back');
-      assert.ok((await listed('withdrawn')).includes(later.id));
+      assert.equal((await obligation(later.id)).status, 'lapsed', 'still lapsed with the role back');
+      assert.ok((await listed('lapsed')).includes(later.id));
       const revived = (await authorize({ ...later.req, approval_request_id: later.id })).json();
       assert.equal(revived.decision, 'REQUIRE_APPROVAL');
       assert.match(revived.detail, /lost APPROVER after approving/);
@@ -370,7 +370,7 @@ for (const backend of backends()) {
         const allowed = auth.json().decision === 'ALLOW';
         const revoked = rev.statusCode === 200;
         assert.ok(allowed !== revoked, `round ${round}: allowed=${allowed} revoked=${revoked}`);
-        assert.equal((await obligation(id)).status, allowed ? 'consumed' : 'revoked');
+        assert.equal((await obligation(id)).status, allowed ? 'consumed' : 'withdrawn');
       }
     });
   });

@@ -23,7 +23,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
     schema: { tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
       params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'],
-        409: ['already_approved', 'approval_consumed', 'approval_revoked', 'approval_request_expired'],
+        409: ['already_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],
         422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'self_approval', 'signature_invalid'],
       }) } },
     preValidation: machineAuth(),
@@ -37,7 +37,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
   app.post('/v1/projects/:projectId/approvals/revoke', {
     schema: { tags, security, summary: 'Withdraw an approval that has not been consumed', params: ProjectParams,
       body: RevokeApprovalBody, response: { 200: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
-        404: ['not_found'], 409: ['not_approved', 'approval_consumed', 'approval_revoked', 'approval_request_expired'],
+        404: ['not_found'], 409: ['not_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],
       }) } },
     preValidation: machineAuth(),
   }, async (request) => {

@@ -6,8 +6,8 @@ export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', de
 export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', description: 'Approval key id' });
 const PrincipalId = Type.String({ pattern: '^prn_[0-9a-z]{26}$' });
 
-export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('revoked'), Type.Literal('expired'), Type.Literal('withdrawn')],
-  { description: 'pending → approved → consumed | revoked; pending or approved past expires_at reads as expired; approved whose key was retired or whose approver left or lost APPROVER reads as withdrawn' });
+export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('withdrawn'), Type.Literal('expired'), Type.Literal('lapsed')],
+  { description: 'pending → approved → consumed | withdrawn (revoked, the spec\'s name); pending or approved past expires_at reads as expired; approved whose key was retired or whose approver left or lost APPROVER reads as lapsed' });
 
 export const ApprovalView = Type.Object({
   id: Type.String({ description: 'Approval id (apv_)' }),

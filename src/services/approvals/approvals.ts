@@ -101,11 +101,11 @@ function stateConflict(status: ApprovalStatus, id: string): Problem {
   switch (status) {
     case 'approved': return conflict(`approval request ${id} is already approved`, 'already_approved');
     case 'consumed': return conflict(`the approval of ${id} has been consumed; an approval is single-use`, 'approval_consumed');
-    case 'revoked': return conflict(`the approval of ${id} was revoked`, 'approval_revoked');
+    case 'withdrawn': return conflict(`the approval of ${id} was withdrawn (revoked)`, 'approval_withdrawn');
     case 'expired': return conflict(`approval request ${id} has expired`, 'approval_request_expired');
     case 'pending': return conflict(`approval request ${id} has no approval yet`, 'not_approved');
-    // Not raised today: recording and revoking read the stored status (a withdrawn approval may still be revoked).
-    case 'withdrawn': return conflict(`the approval of ${id} was withdrawn (its key retired, or its approver no longer one)`, 'approval_withdrawn');
+    // Not raised today: recording and revoking read the stored status (a lapsed approval may still be revoked).
+    case 'lapsed': return conflict(`the approval of ${id} lapsed (its key retired, or its approver no longer one)`, 'approval_lapsed');
   }
 }
 
@@ -128,7 +128,7 @@ export async function listObligations(db: Db, projectId: string, q: { before?: s
   if (q.agent) query = query.where('agent', '=', q.agent);
   if (q.status === 'expired') query = query.where('status', 'in', ['pending', 'approved']).where('expires_at', '<=', at);
   else if (q.status === 'approved') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`${usableApproval}`);
-  else if (q.status === 'withdrawn') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`not ${usableApproval}`);
+  else if (q.status === 'lapsed') query = query.where('status', '=', 'approved').where('expires_at', '>', at).where(sql<boolean>`not ${usableApproval}`);
   else if (q.status === 'pending') query = query.where('status', '=', q.status).where('expires_at', '>', at);
   else if (q.status) query = query.where('status', '=', q.status);
   const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
@@ -190,7 +190,7 @@ export async function revokeApproval(store: Store, input: { projectId: string; a
     const status = effectiveStatus(row, now);
     if (status !== 'approved' || !approval) throw stateConflict(status, row.id);
     // Races consumption on the same condition: exactly one of them changes the row.
-    const updated = await trx.updateTable('approval_requests').set({ status: 'revoked' })
+    const updated = await trx.updateTable('approval_requests').set({ status: 'withdrawn' })
       .where('id', '=', row.id).where('status', '=', 'approved').executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) {
       const now2 = await load(trx, input.projectId, row.id);
@@ -202,6 +202,6 @@ export async function revokeApproval(store: Store, input: { projectId: string; a
       projectId: input.projectId, kind: 'approval.revoked', actor: input.actor, at: now,
       data: { approval_id: approval.id, approval_request_id: row.id, reason: input.reason ?? null },
     });
-    return obligationView({ ...row, status: 'revoked' }, revoked, now);
+    return obligationView({ ...row, status: 'withdrawn' }, revoked, now);
   });
 }

@@ -2,7 +2,7 @@
 // holding APPROVER. Checked when an approval is recorded and again when one is consumed, so
 // retiring a key or revoking a role withdraws approvals not yet used, for good: at consumption the
 // APPROVER grant must be older than the approval, so granting the role again revives nothing. The
-// same rule, as SQL, makes a listed approval read as withdrawn (usableApproval in approvals.ts):
+// same rule, as SQL, makes a listed approval read as lapsed (usableApproval in approvals.ts):
 // change them together.
 import type { Db, Tx } from '../../store/store.ts';
 
@@ -22,7 +22,7 @@ export async function approverEligibility(db: Db | Tx, projectId: string, keyId:
     .where('project_id', '=', projectId).where('principal_id', '=', key.principal_id).where('role', '=', 'APPROVER').executeTakeFirst();
   if (!grant) return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
   if (approvedAt !== undefined && grant.granted_at > approvedAt) {
-    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays withdrawn` };
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays lapsed` };
   }
   return { ok: true, principalId: key.principal_id, publicKey: key.public_key };
 }

@@ -1,5 +1,5 @@
 // Approval keys and approvals (docs/approvals.md). The obligation itself is `approval_requests`
-// (schema/decisions.ts); its `status` column carries pending → approved → consumed | revoked.
+// (schema/decisions.ts); its `status` column carries pending → approved → consumed | withdrawn.
 
 /** An Ed25519 public key a principal holding APPROVER signs approvals with. */
 export interface ApprovalKeysTable {

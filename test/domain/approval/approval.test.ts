@@ -111,5 +111,5 @@ test('expiry is read, not written: pending and approved past expires_at are expi
     assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, before), s);
     assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, at), 'expired');
   }
-  for (const s of ['consumed', 'revoked']) assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, at), s);
+  for (const s of ['consumed', 'withdrawn']) assert.equal(effectiveStatus({ status: s, expires_at: facts.expires_at }, at), s);
 });
