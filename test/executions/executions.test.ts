@@ -245,7 +245,7 @@ for (const backend of backends()) {
       assert.deepEqual(bad.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/status', 'not_allowed']]);
     });
 
-    test('resolve: only UNKNOWN; the first of racing resolvers stands; the others get conflict or execution_not_unknown', async () => {
+    test('resolve: only UNKNOWN; the first of racing resolvers stands; every other gets conflict, however late', async () => {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');
       const resolve = (body: Record<string, unknown>, headers = personKey) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers, payload: body });
@@ -263,7 +263,7 @@ for (const backend of backends()) {
       assert.equal(winners.length, 1, racers.map((r) => r.body).join('\n'));
       for (const r of racers) if (r !== winners[0]) {
         assert.equal(r.statusCode, 409, r.body);
-        assert.ok(['conflict', 'execution_not_unknown'].includes(r.json().code), r.body);
+        assert.equal(r.json().code, 'conflict', r.body);
       }
       const won = winners[0]!.json();
       const stored = await row(unknown.id);
@@ -272,10 +272,11 @@ for (const backend of backends()) {
       assert.match(stored.resolved_by ?? '', /^key_/);
       const audit = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('kind', '=', 'execution.resolved').where('data', 'like', `%${unknown.id}%`).execute();
       assert.equal(audit.length, 1);
-      // Later: the row has an outcome.
+      // Later: another resolver was still first (spec section 3), not an outcome from the merchant.
       const late = await resolve({ execution_id: unknown.id, outcome: 'FAILED', note: 'again' });
       assert.equal(late.statusCode, 409);
-      assert.equal(late.json().code, 'execution_not_unknown');
+      assert.equal(late.json().code, 'conflict');
+      assert.equal(late.json().execution_status, won.status);
       // A replay now returns the resolved outcome.
       // A merchant outcome cannot be resolved.
       const ok = (await pay('ok', randomUUID())).json().execution;

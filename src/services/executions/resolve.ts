@@ -1,7 +1,8 @@
 // A person settles an UNKNOWN by finding out, never by retrying (invariant 6). The first
 // resolution stands (invariant 7): a conditional update `where status = 'UNKNOWN'`.
-// - the row already had an outcome when read (from the merchant, recovery or a person): 409 execution_not_unknown;
-// - it was UNKNOWN when read but another resolver's update won: 409 conflict.
+// - another resolver was first, whether its update had committed when the row was read or won the
+//   race after: 409 conflict (spec section 3), so the answer does not depend on timing;
+// - the row has an outcome no person gave (the merchant's, or it is still in flight): 409 execution_not_unknown.
 import { Problem, notFound } from '../../http/problem.ts';
 import { affected, type Store } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
@@ -13,9 +14,13 @@ export async function resolveExecution(store: Store, input: ResolveInput): Promi
   const row = await store.db.selectFrom('executions').select(['id', 'status', 'resolved_at', 'resolved_by'])
     .where('project_id', '=', input.projectId).where('id', '=', input.executionId).executeTakeFirst();
   if (!row) throw notFound(`no execution ${input.executionId} in this project`);
+  if (row.status !== 'UNKNOWN' && row.resolved_at) {
+    throw new Problem(409, 'conflict', `another resolver was first (${row.status} by ${row.resolved_by ?? 'unknown'} at ${row.resolved_at}); the first statement stands`,
+      { extra: { execution_status: row.status } });
+  }
   if (row.status !== 'UNKNOWN') {
     const how = row.status === 'IN_FLIGHT' ? 'the merchant call is still in progress; it becomes UNKNOWN only if no outcome comes'
-      : row.resolved_at ? `resolved by ${row.resolved_by} at ${row.resolved_at}` : 'an outcome recorded from the merchant';
+      : 'an outcome recorded from the merchant';
     throw new Problem(409, 'execution_not_unknown', `execution ${row.id} is ${row.status} (${how}); only an UNKNOWN execution can be resolved`,
       { extra: { execution_status: row.status } });
   }
