@@ -283,6 +283,22 @@ for (const backend of backends()) {
       assert.equal(svcPw.statusCode, 400);
     });
 
+    test('only a person\'s key creates a person: a service principal cannot make itself one and sign in as it (decision 0403)', async () => {
+      const url = `/v1/projects/${svc.projectId}/principals`;
+      const payload = { kind: 'person', name: 'stand-in-resolver', password: 'a long enough passphrase', roles: ['ADMIN'] };
+      const software = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'service')).key}` };
+      const refused = await svc.app.inject({ method: 'POST', url, headers: software, payload });
+      assert.equal(refused.statusCode, 403, refused.body);
+      assert.equal(refused.json().code, 'person_required');
+      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'stand-in-resolver').executeTakeFirst(), undefined, 'nothing created');
+      // A service may still create a service, and a person's key a person.
+      assert.equal((await svc.app.inject({ method: 'POST', url, headers: software, payload: { kind: 'service', name: 'helper-bot' } })).statusCode, 201);
+      const person = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'person')).key}` };
+      const made = await svc.app.inject({ method: 'POST', url, headers: person, payload });
+      assert.equal(made.statusCode, 201, made.body);
+      assert.equal(made.json().kind, 'person');
+    });
+
     test('login: same answer for unknown name and wrong password; throttled per account in the database', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const attempt = (name: string, password: string, ip = '203.0.113.7') => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name, password } });

@@ -6,7 +6,7 @@ import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { ExecutionList, ExecutionPageQuery, pageOf, MachineResolveBody, Resolved } from '../schemas/executions.ts';
 import { listExecutions } from '../../services/executions/list.ts';
 import { resolveExecution } from '../../services/executions/resolve.ts';
-import { Problem } from '../problem.ts';
+import { requirePerson } from '../auth/person.ts';
 
 export async function machineExecutionRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['executions'];
@@ -30,10 +30,7 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
     const body = request.body as Static<typeof MachineResolveBody>;
     const a = request.auth!;
     // Invariant 6: a program may find out, but the statement that settles an UNKNOWN is a person's.
-    const holder = await app.gavel.store.db.selectFrom('principals').select('kind').where('id', '=', a.principalId).executeTakeFirst();
-    if (holder?.kind !== 'person') {
-      throw new Problem(403, 'person_required', `only a person resolves an UNKNOWN execution, and this key belongs to a service principal (${a.principalId}): resolve with a key of your own or in the console`);
-    }
+    await requirePerson(app.gavel.store.db, a.principalId, 'only a person resolves an UNKNOWN execution (resolve with a key of your own or in the console)');
     return resolveExecution(app.gavel.store, { projectId: a.projectId, executionId: body.execution_id, outcome: body.outcome, note: body.note, actor: a.actor, at: app.gavel.clock.now() });
   });
 }

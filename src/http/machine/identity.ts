@@ -8,6 +8,7 @@ import { hashPassword } from '../../lib/passwords.ts';
 import { createMemberPrincipal } from '../../services/identity/members.ts';
 import { putSod, readSod } from '../../services/identity/sod.ts';
 import { machineAuth } from '../auth/api-key.ts';
+import { requirePerson } from '../auth/person.ts';
 import { invalidRequest, type FieldError } from '../problem.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { Member, Name, Password, RoleList, SodDocumentSchema } from '../console/schemas.ts';
@@ -24,7 +25,8 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
         kind: Type.Union([Type.Literal('service'), Type.Literal('person')]), name: Name,
         password: Type.Optional(Password), roles: Type.Optional(RoleList),
       }, { additionalProperties: false }),
-      response: { 201: Member, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['name_taken', 'sod_conflict'] }) },
+      description: 'A key carrying ADMIN. Only a person\'s key creates a person: a service principal\'s key gets 403 `person_required` for kind person, since it could otherwise make itself a person and sign in as one to make a statement reserved to people (decision 0403).',
+      response: { 201: Member, ...errorResponses({ auth: 'apiKey', body: true }, { 403: ['person_required'], 409: ['name_taken', 'sod_conflict'] }) },
     },
   }, async (request, reply) => {
     const body = request.body as { kind: 'service' | 'person'; name: string; password?: string; roles?: Role[] };
@@ -39,6 +41,7 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
       errors.push({ pointer: '/password', code: 'not_allowed', message: 'a service principal signs in with API keys only' });
     }
     if (errors.length) throw invalidRequest(errors);
+    if (body.kind === 'person') await requirePerson(app.gavel.store.db, request.auth!.principalId, 'only a person creates a person: a service principal could otherwise make itself one and sign in as it');
     const passwordHash = body.kind === 'person' ? await hashPassword(body.password!) : null;
     const auth = request.auth!;
     const member = await createMemberPrincipal(app.gavel.store, { projectId: auth.projectId, kind: body.kind, name, passwordHash, roles: body.roles ?? [], actor: auth.actor }, app.gavel.clock.now());
