@@ -56,7 +56,12 @@ export async function addCheckpoint(
 export type CosignedCheckpointResult =
   | { readonly kind: 'found'; readonly note: string }
   | { readonly kind: 'not_found' }
+  /** The witness offers no such lookup (a C2SP tlog-witness other than Gavel's: decision 0602). */
+  | { readonly kind: 'no_lookup' }
   | { readonly kind: 'unavailable'; readonly reason: string };
+
+/** The body of Gavel's witness's 404 for a root it never cosigned; any other 404 means no lookup. */
+export const NOT_COSIGNED_BODY = 'not cosigned\n';
 
 /** The checkpoint (with the witness's cosignature) that the witness cosigned with `root`. */
 export async function cosignedCheckpoint(
@@ -72,7 +77,7 @@ export async function cosignedCheckpoint(
     });
     const text = await res.text();
     if (res.status === 200) return { kind: 'found', note: text };
-    if (res.status === 404) return { kind: 'not_found' };
+    if (res.status === 404) return text === NOT_COSIGNED_BODY ? { kind: 'not_found' } : { kind: 'no_lookup' };
     return { kind: 'unavailable', reason: `witness answered ${res.status}` };
   } catch (e) {
     return { kind: 'unavailable', reason: e instanceof Error ? e.message : String(e) };

@@ -4,6 +4,7 @@
 //   GET  /roots/<hex root>?origin=O  200 + the cosigned checkpoint if this witness ever cosigned
 //                                    that root for origin O, 404 if never
 //   GET  /                           {name, vkey, origins}
+import { NOT_COSIGNED_BODY } from './client.ts';
 import Fastify from 'fastify';
 import { sign } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -102,7 +103,7 @@ export async function startWitness(opts: WitnessOptions): Promise<RunningWitness
       return reply.code(400).type('text/plain; charset=utf-8').send('need a 64-hex-digit root and ?origin=\n');
     }
     const rec = store.cosignedByRoot(origin, new Uint8Array(Buffer.from(root, 'hex')));
-    if (!rec) return reply.code(404).type('text/plain; charset=utf-8').send('not cosigned\n');
+    if (!rec) return reply.code(404).type('text/plain; charset=utf-8').send(NOT_COSIGNED_BODY);
     return reply.code(200).type('text/plain; charset=utf-8').send(rec.note);
   });
 

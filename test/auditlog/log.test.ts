@@ -236,6 +236,35 @@ for (const backend of backends()) {
     });
   });
 
+  describe(`audit log witnessed by a C2SP witness without Gavel's roots lookup (${backend.name})`, () => {
+    let a: AuditService;
+    before(async () => { a = await startAuditService(backend, 'plain'); });
+    after(async () => { await a.stop(); });
+
+    test('verification rests on the cosignature stored at submission: VERIFIED, not NOT_WITNESSED; a tampered one is not', async () => {
+      const [id] = await addEvents(a.svc.ts.store, a.svc.projectId, 3);
+      const admin = await consoleMember(a.svc, ['ADMIN']);
+      const verify = async () => (await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: admin.post, payload: { audit_event_id: id } })).json();
+      const t = await a.svc.auditLog.tick({ force: true });
+      assert.equal(t.witness?.kind, 'cosigned');
+      const v = await verify();
+      assert.equal(v.verification, 'VERIFIED', JSON.stringify(v));
+      assert.equal(v.independently_witnessed, true);
+      assert.equal(v.evidence.finality, 'witnessed');
+      assert.match(v.reason, /no lookup/);
+      // A stored cosignature that does not verify under the pinned key proves nothing.
+      const db = a.svc.ts.store.db;
+      const cp = await db.selectFrom('audit_checkpoints').select(['size', 'cosignatures']).where('witnessed_at', 'is not', null).orderBy('size', 'desc').executeTakeFirstOrThrow();
+      const line = cp.cosignatures!;
+      const forged = line.replace(/ (\S+)\n$/, (_m, sig: string) => ` ${Buffer.from(Buffer.from(sig, 'base64').map((b, i) => (i === 20 ? b ^ 1 : b))).toString('base64')}\n`);
+      assert.notEqual(forged, line);
+      await db.updateTable('audit_checkpoints').set({ cosignatures: forged }).where('size', '=', cp.size).execute();
+      const tampered = await verify();
+      assert.equal(tampered.verification, 'NOT_WITNESSED', JSON.stringify(tampered));
+      await db.updateTable('audit_checkpoints').set({ cosignatures: line }).where('size', '=', cp.size).execute();
+    });
+  });
+
   describe(`audit log without a witness (${backend.name})`, () => {
     let a: AuditService;
     before(async () => { a = await startAuditService(backend, 'none'); });

@@ -1,6 +1,8 @@
 // Helpers of the audit-log tests: a service whose log is witnessed by a real witness process
 // (in-process server, own key and SQLite), and events written the way every mutation writes them.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../src/config/config.ts';
@@ -22,10 +24,13 @@ export interface AuditService {
 
 /**
  * witness: 'own' starts a witness that accepts this log; 'foreign' one that accepts only another
- * origin (so it never cosigns this log); 'none' configures no witness.
+ * origin (so it never cosigns this log); 'plain' the own witness behind a front that serves C2SP's
+ * add-checkpoint alone, as a tlog-witness other than Gavel's does (no roots lookup); 'none'
+ * configures no witness.
  */
-export async function startAuditService(backend: Backend, witness: 'own' | 'foreign' | 'none', overrides: Partial<Config> = {}): Promise<AuditService> {
+export async function startAuditService(backend: Backend, witness: 'own' | 'foreign' | 'plain' | 'none', overrides: Partial<Config> = {}): Promise<AuditService> {
   let w: RunningWitness | undefined;
+  let front: Server | undefined;
   let logVkey = '';
   let origin = '';
   const witnessDir = mkdtempSync(join(tmpdir(), 'gavel-witness-'));
@@ -34,8 +39,10 @@ export async function startAuditService(backend: Backend, witness: 'own' | 'fore
     logVkey = id.vkey;
     origin = id.origin;
     if (witness === 'none') return {};
-    w = await startWitness({ dataDir: witnessDir, logs: [{ origin: witness === 'own' ? id.origin : 'other.example/log', vkeys: [id.vkey] }] });
-    return { witnessUrl: w.url, witnessVkey: w.publicKeyVkey };
+    w = await startWitness({ dataDir: witnessDir, logs: [{ origin: witness === 'foreign' ? 'other.example/log' : id.origin, vkeys: [id.vkey] }] });
+    if (witness !== 'plain') return { witnessUrl: w.url, witnessVkey: w.publicKeyVkey };
+    front = await plainWitnessFront(w.url);
+    return { witnessUrl: `http://127.0.0.1:${(front.address() as AddressInfo).port}`, witnessVkey: w.publicKeyVkey };
   });
   // The loop's first tick is due at once (a zero timer set as the service started). Wait until it
   // has run, so that it cannot sequence and checkpoint events a test adds next: a timer of ours
@@ -46,10 +53,27 @@ export async function startAuditService(backend: Backend, witness: 'own' | 'fore
     svc, witness: w, logVkey, origin,
     async stop() {
       await svc.stop();
+      await new Promise((resolve) => (front ? front.close(resolve) : resolve(undefined)));
       await w?.close().catch(() => {});
       rmSync(witnessDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Forwards POST /add-checkpoint to `url` and answers 404 to anything else, as a plain C2SP witness. */
+async function plainWitnessFront(url: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/add-checkpoint') { res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n'); return; }
+      void fetch(`${url}/add-checkpoint`, { method: 'POST', body: Buffer.concat(chunks) }).then(async (answer) => {
+        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' }).end(Buffer.from(await answer.arrayBuffer()));
+      }, () => res.writeHead(502).end());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
 }
 
 /** Writes `n` audit events of the project, one transaction each, as a mutation would. */

@@ -2,7 +2,10 @@
 // check its inclusion path against the anchoring checkpoint (whose log signature is checked
 // too), then ask the witness whether it cosigned that root and check the cosignature.
 // INVALID only when the local proof fails; a witness that answers "never saw it" gives
-// NOT_WITNESSED, one that cannot be consulted gives UNAVAILABLE.
+// NOT_WITNESSED, one that cannot be consulted gives UNAVAILABLE. A witness that offers no lookup
+// (any C2SP tlog-witness but Gavel's, decision 0602) cannot say what it holds: the cosignature it
+// returned when the checkpoint was submitted, stored beside it and checked against the pinned key,
+// is then the evidence.
 import { toBase64 } from '../../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
@@ -11,7 +14,7 @@ import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
 import { verifyInclusion } from '../../domain/auditlog/verify.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
-import { latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
+import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity } from './log.ts';
 import { inclusionFromStore, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
 
@@ -91,18 +94,23 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
   // a key the witness announces would let any server answering at that URL be "independent".
   if (!deps.witnessVkey) return local('UNAVAILABLE', 'no witness key is pinned (GAVEL_WITNESS_VKEY)');
   const key = parseVkey(deps.witnessVkey);
+  // A witness without the lookup: the cosignature it gave at submission, stored with the checkpoint.
+  const stored = answer.kind === 'no_lookup';
+  if (stored && cp.witnessed_at === null) return local('UNAVAILABLE', 'the witness offers no lookup of what it holds, and no cosignature of this checkpoint is stored yet', key.name);
+  const note = stored ? cosignedNote(cp) : answer.note;
   let sameCheckpoint = false;
   try {
-    const opened = openCheckpoint(answer.note, [logKey]);
+    const opened = openCheckpoint(note, [logKey]);
     sameCheckpoint = opened.checkpoint.size === cp.size && bytesEqual(opened.checkpoint.root, cp.root) && opened.checkpoint.origin === id.origin;
   } catch { sameCheckpoint = false; }
   let cosigned = false;
-  try { cosigned = verifyCosignatures(answer.note, [key]).length > 0; } catch { cosigned = false; }
+  try { cosigned = verifyCosignatures(note, [key]).length > 0; } catch { cosigned = false; }
   if (!sameCheckpoint || !cosigned) {
-    return local('NOT_WITNESSED', `the witness's answer carries no valid cosignature by ${key.name} on this checkpoint`, key.name);
+    return local('NOT_WITNESSED', `the witness's ${stored ? 'stored cosignature' : 'answer'} carries no valid cosignature by ${key.name} on this checkpoint`, key.name);
   }
   return {
-    verification: 'VERIFIED', independently_witnessed: true, reason: null,
+    verification: 'VERIFIED', independently_witnessed: true,
+    reason: stored ? 'the witness offers no lookup of what it holds (a C2SP tlog-witness); checked against the cosignature it returned when the checkpoint was submitted' : null,
     evidence: { ...base, local_proof: 'valid', finality: 'witnessed', witness: key.name },
   };
 }
