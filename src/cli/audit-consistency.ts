@@ -9,7 +9,7 @@ import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyConsistency } from '../domain/auditlog/verify.ts';
-import { checkerArgs, readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
@@ -28,11 +28,12 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
     const read = readJsonFile(path, 'consistency file');
     repeated = read.repeated;
     const f = read.value as Partial<ConsistencyFile> | null;
-    if (typeof f !== 'object' || f === null) throw new Error('the consistency file must hold a JSON object');
-    if (!Number.isSafeInteger(f.from) || !Number.isSafeInteger(f.to)) throw new Error('from and to must be integers');
-    if (!Array.isArray(f.proof) || !f.proof.every((x) => typeof x === 'string')) throw new Error('proof must be an array of base64 hashes');
+    if (typeof f !== 'object' || f === null) throw new DamagedFile('the consistency file must hold a JSON object');
+    if (!Number.isSafeInteger(f.from) || !Number.isSafeInteger(f.to)) throw new DamagedFile('from and to must be integers');
+    if (!Array.isArray(f.proof) || !f.proof.every((x) => typeof x === 'string')) throw new DamagedFile('proof must be an array of base64 hashes');
     file = f as ConsistencyFile;
   } catch (e) {
+    if (e instanceof DamagedFile) { out.write(`NOT CONSISTENT: ${e.message}\n`); return 1; }
     err.write(`gavel audit consistency: ${e instanceof Error ? e.message : String(e)}\n${AUDIT_CONSISTENCY_USAGE}\n`);
     return 2;
   }

@@ -3,14 +3,15 @@
 // GET /v1/projects/{projectId}/audit/{auditId}/proof, which carries the event record itself.
 // Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
 // the checkpoint's signature by the log key; the RFC 9162 inclusion path to the checkpoint's
-// root; a valid cosignature by every witness key given. Exit 0 verified, 1 not, 2 usage error.
+// root; a valid cosignature by every witness key given. Exit 0 verified, 1 not (a damaged file
+// included), 2 usage error (the command line, or a file it cannot read).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { checkerArgs, readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
@@ -32,12 +33,12 @@ interface ProofFile {
 function readProof(file: string): { proof: ProofFile; repeated: string[] } {
   const { value: parsed, repeated } = readJsonFile(file, 'proof file');
   const p = parsed as Partial<ProofFile>;
-  if (typeof parsed !== 'object' || parsed === null) throw new Error('the proof file must hold a JSON object');
-  if (typeof p.audit_event_id !== 'string') throw new Error('audit_event_id is missing');
-  if (!Number.isSafeInteger(p.leaf_index) || !Number.isSafeInteger(p.tree_size)) throw new Error('leaf_index and tree_size must be integers');
-  if (!Array.isArray(p.path) || !p.path.every((x) => typeof x === 'string')) throw new Error('path must be an array of base64 hashes');
-  if (typeof p.checkpoint !== 'string') throw new Error('checkpoint (the signed note) is missing');
-  if (typeof p.event !== 'object' || p.event === null) throw new Error('event (the audit event record) is missing');
+  if (typeof parsed !== 'object' || parsed === null) throw new DamagedFile('the proof file must hold a JSON object');
+  if (typeof p.audit_event_id !== 'string') throw new DamagedFile('audit_event_id is missing');
+  if (!Number.isSafeInteger(p.leaf_index) || !Number.isSafeInteger(p.tree_size)) throw new DamagedFile('leaf_index and tree_size must be integers');
+  if (!Array.isArray(p.path) || !p.path.every((x) => typeof x === 'string')) throw new DamagedFile('path must be an array of base64 hashes');
+  if (typeof p.checkpoint !== 'string') throw new DamagedFile('checkpoint (the signed note) is missing');
+  if (typeof p.event !== 'object' || p.event === null) throw new DamagedFile('event (the audit event record) is missing');
   return { proof: p as ProofFile, repeated };
 }
 
@@ -56,6 +57,7 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
     if (witnessKeys.length === 0 && !allowUnwitnessed) throw new Error('give --witness-key (or --allow-unwitnessed to check the log signature only)');
     ({ proof, repeated } = readProof(file));
   } catch (e) {
+    if (e instanceof DamagedFile) { out.write(`NOT VERIFIED: ${e.message}\n`); return 1; }
     err.write(`gavel audit verify: ${e instanceof Error ? e.message : String(e)}\n${AUDIT_VERIFY_USAGE}\n`);
     return 2;
   }

@@ -11,11 +11,17 @@ export function repeatedReason(what: string, repeated: readonly string[]): strin
   return repeated.length > 0 ? `the ${what} names a member more than once (${repeated.join(', ')}); readers differ on which one counts` : undefined;
 }
 
+/**
+ * What a file holds, as against how the command was called: a file that is not JSON, or lacks a
+ * member, checks nothing, so a checker answers it as a failed check (exit 1), not a usage error (2).
+ */
+export class DamagedFile extends Error {}
+
 export function readJsonFile(file: string, what: string): { value: unknown; repeated: string[] } {
   let text: string;
   try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
   let value: unknown;
-  try { value = parseJsonExactly(text); } catch (e) { throw new Error(`the ${what} ${file} is not JSON: ${(e as Error).message}`); }
+  try { value = parseJsonExactly(text); } catch (e) { throw new DamagedFile(`the ${what} ${file} is not JSON: ${(e as Error).message}`); }
   return { value, repeated: repeatedMembers(text).map((r) => r.pointer) };
 }
 

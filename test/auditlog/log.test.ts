@@ -106,6 +106,20 @@ for (const backend of backends()) {
       assert.equal(await runAuditVerify([file, '--log-key', a.logVkey, '--witness-key', strangerWitness], noWitness, sink()), 1);
       assert.match(noWitness.text, /no valid cosignature by witness other\/witness/);
       assert.equal(await runAuditVerify([file], sink(), sink()), 2);
+      assert.equal(await runAuditVerify([join(dir, 'absent.json'), '--log-key', a.logVkey, '--allow-unwitnessed'], sink(), sink()), 2, 'a file it cannot read is a usage error');
+      // A damaged file checks nothing: NOT VERIFIED (exit 1), not a usage error a script would skip.
+      const text = JSON.stringify((await proof(ids[2]!)).json());
+      const damaged: [string, string, RegExp][] = [
+        ['truncated.json', text.slice(0, 500), /^NOT VERIFIED: the proof file .* is not JSON/],
+        ['size-as-text.json', text.replace(/"tree_size":(\d+)/, '"tree_size":"$1"'), /^NOT VERIFIED: leaf_index and tree_size must be integers/],
+        ['no-event.json', JSON.stringify({ ...JSON.parse(text), event: undefined }), /^NOT VERIFIED: event \(the audit event record\) is missing/],
+      ];
+      for (const [name, content, said] of damaged) {
+        writeFileSync(join(dir, name), content);
+        const out = sink();
+        assert.equal(await runAuditVerify([join(dir, name), '--log-key', a.logVkey, '--witness-key', a.witness!.publicKeyVkey], out, sink()), 1, name);
+        assert.match(out.text, said, name);
+      }
     });
 
     test('console verification of an untouched event: VERIFIED, independently witnessed', async () => {
@@ -161,6 +175,10 @@ for (const backend of backends()) {
       writeFileSync(f, JSON.stringify(c));
       assert.equal(await runAuditConsistency([f, '--log-key', a.logVkey, '--witness-key', strangerWitness], unwitnessed, sink()), 1);
       assert.equal(await runAuditConsistency([f], sink(), sink()), 2);
+      writeFileSync(join(dir, 'consistency-cut.json'), JSON.stringify(c).slice(0, 40));
+      const cut = sink();
+      assert.equal(await runAuditConsistency([join(dir, 'consistency-cut.json'), '--log-key', a.logVkey], cut, sink()), 1);
+      assert.match(cut.text, /^NOT CONSISTENT: the consistency file .* is not JSON/);
       const over = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/consistency?from=0&to=${to + 1000}`, headers: key });
       assert.equal(over.statusCode, 400);
     });
