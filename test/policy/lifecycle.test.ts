@@ -98,6 +98,30 @@ for (const backend of backends()) {
       assert.equal(save.statusCode, 403);
     });
 
+    test('a POLICY_AUTHOR\'s activation with a body that is not a valid request is refused and audited too; an anonymous one is not attributed', async () => {
+      const count = async () => (await audits('policy.activation_refused')).length;
+      const before = await count();
+      for (const payload of [{ version: '1' }, { version: 1, x: 1 }]) {
+        const res = await post(author, '/activate', payload);
+        assert.equal(res.statusCode, 400, res.body);
+        assert.equal(res.json().code, 'invalid_request');
+        assert.ok(res.json().errors.length > 0, 'the body\'s own field errors');
+      }
+      const garbled = await svc.app.inject({ method: 'POST', url: url("/activate"), headers: { ...h(author), 'content-type': 'application/json' }, payload: '{"version":' });
+      assert.equal(garbled.statusCode, 400, garbled.body);
+      assert.equal(garbled.json().code, 'malformed_json');
+      const refused = await audits('policy.activation_refused');
+      assert.equal(refused.length, before + 3);
+      for (const e of refused.slice(-3)) {
+        assert.equal(JSON.parse(e.data).reason, 'invalid_request');
+        assert.equal(JSON.parse(e.data).principal, author.principalId);
+      }
+      // Without a credential nobody attempted anything the log could attribute.
+      const anonymous = await svc.app.inject({ method: 'POST', url: url("/activate"), headers: { 'content-type': 'application/json' }, payload: '{"version":' });
+      assert.equal(anonymous.statusCode, 400);
+      assert.equal(await count(), before + 3);
+    });
+
     test('activate: the next getActivePolicy sees it; states move saved -> active -> retired', async () => {
       const res = await post(author, '/activate', { version: 1 });
       assert.equal(res.statusCode, 200, res.body);

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
-import { invalidRequest } from '../problem.ts';
+import { invalidRequest, Problem } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
 import { errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
@@ -204,12 +204,27 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
         throw await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version, at: clock.now() }, 'role_missing');
       }
     }, { requiredRoles: ['POLICY_AUTHOR'] as const }),
+    // A POLICY_AUTHOR's body the schema refuses is a refused activation too (audited below), and so
+    // is one that does not parse, from a caller whose credential holds (onError).
+    attachValidation: true,
+    onError: async (request, _reply, error: Error & { statusCode?: number; status?: number }) => {
+      const status = error instanceof Problem ? error.status : error.statusCode;
+      if (request.auth || status === undefined || ![400, 413, 415].includes(status)) return;
+      try { await authenticate([])(request); } catch { return; }
+      const a = auth(request);
+      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: null, at: clock.now() }, 'invalid_request');
+    },
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
       params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses(write, { 403: ['four_eyes_required'], 404: ['policy_version_not_found'], 409: ['already_active'] }) },
     },
   }, async (request) => {
     const a = auth(request);
+    if (request.validationError) {
+      const raw = (request.body as { version?: unknown } | null | undefined)?.version;
+      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: Number.isSafeInteger(raw) ? raw as number : null, at: clock.now() }, 'invalid_request');
+      throw request.validationError;
+    }
     return activatePolicyVersion(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: request.body.version, at: clock.now() });
   });
 

@@ -1,7 +1,8 @@
 // Activating a policy version. One transaction, under the project's policy lock, moves the
 // pointer row, the states of the old and new versions, and writes `policy.activated`. A refusal
-// (missing role, four-eyes, unknown version, already active) changes nothing and is audited as
-// `policy.activation_refused` in its own committed transaction before the caller hears of it.
+// (missing role, four-eyes, unknown version, already active, a body that is not a valid request
+// from an authenticated caller) changes nothing and is audited as `policy.activation_refused` in
+// its own committed transaction before the caller hears of it.
 import type { Role } from '../../domain/access/roles.ts';
 import { Problem } from '../../http/problem.ts';
 import { lockFor, type Store } from '../../store/store.ts';
@@ -9,7 +10,7 @@ import { recordAudit } from '../audit/record.ts';
 import { policyLock } from './save.ts';
 import { fourEyesRequired } from './sod.ts';
 
-export type ActivationRefusal = 'role_missing' | 'four_eyes' | 'version_not_found' | 'already_active';
+export type ActivationRefusal = 'role_missing' | 'four_eyes' | 'version_not_found' | 'already_active' | 'invalid_request';
 
 export interface ActivateInput {
   projectId: string;
@@ -36,6 +37,8 @@ const PROBLEMS: Record<ActivationRefusal, (version: number | null) => Problem> =
   four_eyes: (v) => new Problem(403, 'four_eyes_required', `version ${v} was saved by you; this project requires a different POLICY_AUTHOR to activate it`),
   version_not_found: (v) => new Problem(404, 'policy_version_not_found', `policy version ${v} does not exist in this project`),
   already_active: (v) => new Problem(409, 'already_active', `policy version ${v} is already the active version`),
+  // The route answers with the body's own problem (its field errors); this one only stands in.
+  invalid_request: () => new Problem(400, 'invalid_request', 'the activation request is not valid'),
 };
 
 /** Records the refusal in its own committed transaction, then returns the problem to throw. */
