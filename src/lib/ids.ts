@@ -55,6 +55,36 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${timePart(now)}${fortyBits(pool, at)}${fortyBits(pool, at + 5)}`;
 }
 
+/** A 40-bit number as 8 characters, most significant first. */
+function fortyBitsOf(n: number): string {
+  const hi = Math.floor(n / 2 ** 20);
+  const lo = n % 2 ** 20;
+  return PAIRS[hi >> 10]! + PAIRS[hi & 1023]! + PAIRS[lo >> 10]! + PAIRS[lo & 1023]!;
+}
+
+let lastMs = -1;
+let lastHigh = 0;
+let lastLow = 0;
+/**
+ * An id that sorts after every id this thread minted before it (monotonic ULID): within one
+ * millisecond, or if the clock steps back, the last id's random part plus one. Audit events are
+ * listed newest first by id, and a decision and the execution it starts are written in the same
+ * millisecond: with random parts they listed in either order.
+ */
+export function newMonotonicId(prefix: IdPrefix, now = Date.now()): string {
+  if (now > lastMs) {
+    const at = random10();
+    lastMs = now;
+    lastHigh = pool[at]! * 2 ** 32 + pool.readUInt32BE(at + 1);
+    lastLow = pool[at + 5]! * 2 ** 32 + pool.readUInt32BE(at + 6);
+  } else if (++lastLow === 2 ** 40) {
+    lastLow = 0;
+    // 2^80 ids in one millisecond cannot happen; the high half wraps rather than overflow.
+    lastHigh = (lastHigh + 1) % 2 ** 40;
+  }
+  return `${prefix}_${timePart(lastMs)}${fortyBitsOf(lastHigh)}${fortyBitsOf(lastLow)}`;
+}
+
 const ID_RE = /^[a-z]{2,5}_[0-9a-hjkmnp-tv-z]{26}$/;
 /** True when `value` has the shape of an id with this prefix (not whether it exists). */
 export function isId(value: string, prefix?: IdPrefix): boolean {

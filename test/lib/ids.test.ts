@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isId, newId } from '../../src/lib/ids.ts';
+import { isId, newId, newMonotonicId } from '../../src/lib/ids.ts';
 
 test('ids are prefixed, opaque, unique and sort by creation time', () => {
   const a = newId('dec', 1_700_000_000_000);
@@ -25,4 +25,18 @@ test('an id is its millisecond in 10 base32 digits, then 16 random ones that eac
   const seen = Array.from({ length: 16 }, () => new Set<string>());
   for (let i = 0; i < 5000; i++) [...newId('req').slice(14)].forEach((c, k) => seen[k]!.add(c));
   assert.ok(seen.every((s) => s.size === 32), 'each random position takes every character');
+});
+
+test('monotonic ids sort in the order they were minted, within a millisecond and when the clock steps back', () => {
+  const ids: string[] = [];
+  for (let i = 0; i < 5000; i++) ids.push(newMonotonicId('aud'));
+  const t = Date.now() + 60_000;
+  ids.push(newMonotonicId('aud', t), newMonotonicId('aud', t), newMonotonicId('aud', t - 1), newMonotonicId('aud', t - 60_000));
+  assert.deepEqual([...ids].sort(), ids);
+  assert.equal(new Set(ids).size, ids.length);
+  for (const id of ids) assert.ok(isId(id, 'aud'), id);
+  // A new millisecond starts from fresh random bits, not from the last id plus one.
+  const a = newMonotonicId('aud', t + 1);
+  const b = newMonotonicId('aud', t + 2);
+  assert.notEqual(a.slice(14), b.slice(14));
 });

@@ -4,7 +4,7 @@
 // SQLite writer thread, usually as the event is written: auditlog/inline.ts).
 import canonicalize from 'canonicalize';
 import { execFixed, fixedSql, runFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
-import { newId } from '../../lib/ids.ts';
+import { newMonotonicId } from '../../lib/ids.ts';
 import { toIso } from '../../lib/time.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
@@ -44,7 +44,7 @@ const hashedEventValues = (event: ReturnType<typeof auditEventRow>): unknown[] =
 
 /** The row an audit event is stored as (before its leaf index), with a new id. */
 export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
-  return { id: newId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: typeof input.at === 'string' ? input.at : toIso(input.at ?? new Date()), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+  return { id: newMonotonicId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: typeof input.at === 'string' ? input.at : toIso(input.at ?? new Date()), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
 }
 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */
