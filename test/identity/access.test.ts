@@ -371,6 +371,20 @@ for (const backend of backends()) {
       assert.equal(last, 401);
       const blocked = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
       assert.equal(blocked.statusCode, 429);
+      // Once the lock has passed, a right password gives back its attempt, and the lock its count
+      // set: the next right password from there is not locked out for twice as long.
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const saved = svc.deps.clock;
+      svc.deps.clock = { now: () => new Date(Date.now() + 31_000) };
+      try {
+        for (let i = 0; i < 3; i++) {
+          const ok = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password: m.password } });
+          assert.equal(ok.statusCode, 200, `right password ${i + 1}: ${ok.body}`);
+        }
+        // A wrong one still meets the limit the spray reached.
+        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-x', password: 'guess guess guess' } })).statusCode, 401);
+        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-y', password: 'guess guess guess' } })).statusCode, 429);
+      } finally { svc.deps.clock = saved; }
     });
 
     test('a member removed loses the keys it minted for others too: it holds their secrets', async () => {

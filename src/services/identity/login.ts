@@ -20,8 +20,8 @@ export type LoginResult =
 
 export async function login(store: Store, input: { name: string; password: string; address: string; previousToken?: string | undefined }, now: Date): Promise<LoginResult> {
   const name = normalizeName(input.name).slice(0, 256);
-  const wait = await takeAttempt(store, name, input.address, now);
-  if (wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(wait / 1000) };
+  const attempt = await takeAttempt(store, name, input.address, now);
+  if (attempt.wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(attempt.wait / 1000) };
 
   const person = await store.db.selectFrom('principals').select(['id', 'name', 'password_hash', 'disabled_at'])
     .where('name', '=', name).where('kind', '=', 'person').executeTakeFirst();
@@ -33,7 +33,7 @@ export async function login(store: Store, input: { name: string; password: strin
   return store.transaction(async (trx) => {
     // A fresh session id at every login; a session the browser still carried is ended (fixation).
     if (input.previousToken) await endSessionByToken(trx, input.previousToken, 'replaced', now);
-    await settleSuccess(trx, store.dialect, name, input.address);
+    await settleSuccess(trx, store.dialect, name, input.address, attempt);
     const session = await createSession(trx, person.id, now);
     await recordSessionEvent(trx, 'session.started', person.id, { session_id: session.id }, now);
     return { ok: true as const, principalId: person.id, name: person.name, session };

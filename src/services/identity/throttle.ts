@@ -18,16 +18,20 @@ const keys = (name: string, address: string) => [[accountKey(name), ACCOUNT_LIMI
  * guesses cannot all pass the check before any of them is counted. A login that succeeds gives its
  * count back (`settleSuccess`).
  */
-export async function takeAttempt(store: Store, name: string, address: string, now: Date): Promise<number> {
-  return take(store, keys(name, address), now);
+export async function takeAttempt(store: Store, name: string, address: string, now: Date): Promise<Attempt> {
+  const taken = await take(store, keys(name, address), now);
+  return { wait: taken.wait, addressLock: taken.locks[1] };
 }
+
+/** A counted login attempt: `wait` > 0 when refused; `addressLock`, the lock its count set on the address and the one before. */
+export interface Attempt { wait: number; addressLock?: { before: string | null; after: string | null } | undefined }
 
 /** Takes one registration from this address: refused (the milliseconds to wait) past REGISTRATION_LIMITS; never given back. */
 export async function takeRegistration(store: Store, address: string, now: Date): Promise<number> {
-  return take(store, [[`register:${clientAddress(address)}`, REGISTRATION_LIMITS]], now);
+  return (await take(store, [[`register:${clientAddress(address)}`, REGISTRATION_LIMITS]], now)).wait;
 }
 
-async function take(store: Store, entries: readonly (readonly [string, ThrottleLimits])[], now: Date): Promise<number> {
+async function take(store: Store, entries: readonly (readonly [string, ThrottleLimits])[], now: Date): Promise<{ wait: number; locks: { before: string | null; after: string | null }[] }> {
   return store.transaction(async (trx) => {
     const states = [];
     // Locks in one order everywhere (account, then address), here and in settleSuccess.
@@ -36,25 +40,31 @@ async function take(store: Store, entries: readonly (readonly [string, ThrottleL
       states.push({ key, limits, state: await read(trx, key) });
     }
     const wait = Math.max(...states.map((s) => lockRemaining(s.state, now)));
-    if (wait > 0) return wait;
+    if (wait > 0) return { wait, locks: [] };
+    const locks = [];
     for (const { key, limits, state } of states) {
       const next = afterFailure(state, now, limits);
       await trx.insertInto('login_throttle').values({ key, ...next })
         .onConflict((oc) => oc.column('key').doUpdateSet({ failures: next.failures, window_start: next.window_start, locked_until: next.locked_until }))
         .execute();
+      locks.push({ before: state?.locked_until ?? null, after: next.locked_until });
     }
-    return 0;
+    return { wait: 0, locks };
   });
 }
 
-/** A successful login clears the account's counter and gives the address back the attempt it took. */
-export async function settleSuccess(trx: Tx, dialect: Store['dialect'], name: string, address: string): Promise<void> {
+/**
+ * A successful login clears the account's counter and gives the address back the attempt it took:
+ * its count, and the lock that count set (an address past its limit locked everyone there again at
+ * each right password, for twice as long each time). A lock set since by another attempt stays.
+ */
+export async function settleSuccess(trx: Tx, dialect: Store['dialect'], name: string, address: string, attempt: Attempt): Promise<void> {
   for (const [key] of keys(name, address)) await lockFor(trx, dialect, `throttle:${key}`);
   await trx.deleteFrom('login_throttle').where('key', '=', accountKey(name)).execute();
   const state = await read(trx, addressKey(address));
   if (!state || state.failures === 0) return;
   const failures = state.failures - 1;
-  await trx.updateTable('login_throttle')
-    .set({ failures, locked_until: failures < ADDRESS_LIMITS.lockAfter ? null : state.locked_until })
-    .where('key', '=', addressKey(address)).execute();
+  const ours = attempt.addressLock && state.locked_until === attempt.addressLock.after;
+  const locked_until = failures < ADDRESS_LIMITS.lockAfter ? null : ours ? attempt.addressLock!.before : state.locked_until;
+  await trx.updateTable('login_throttle').set({ failures, locked_until }).where('key', '=', addressKey(address)).execute();
 }
