@@ -42,6 +42,7 @@ function startupProblem(e: unknown): string | undefined {
   switch (err.code) {
     case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness)`;
     case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
+    case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (GAVEL_DATA_DIR must be a directory, or a path where one can be made)`;
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
       : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (GAVEL_DATA_DIR must be writable by this user)`;
     case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;
@@ -160,8 +161,13 @@ async function migrate(): Promise<void> {
 const [command] = process.argv.slice(2);
 try {
   switch (command) {
-    case 'up': await serve(true); break;
-    case 'serve': await serve(false); break;
+    // Configuration comes from GAVEL_* and GAVEL_CONFIG alone: an argument (`--port 7448`, `--help`)
+    // would otherwise be dropped and the server start on the defaults, perhaps on another database.
+    case 'up': case 'serve':
+      if (['--help', '-h', 'help'].includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
+      if (process.argv[3] !== undefined) fail(`gavel ${command} takes no arguments (got "${process.argv.slice(3).join(' ')}"): configure it with GAVEL_* variables or a GAVEL_CONFIG file\n\n${USAGE}`);
+      await serve(command === 'up');
+      break;
     case 'migrate':
       // Migrations only go up, all of them: an argument here is a mistake, not an option.
       if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);

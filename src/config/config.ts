@@ -162,10 +162,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const config: Record<string, unknown> = { ...DEFAULTS };
   for (const [name, spec] of Object.entries(SPECS)) {
-    const raw = env[spec.env] ?? (fromFile[spec.file] === undefined ? undefined : String(fromFile[spec.file]));
+    // A variable set to the empty string is unset: the file's value, else the default, stands (so an
+    // empty GAVEL_HOST does not bind another address than the file names).
+    const fromEnv = env[spec.env] === '' ? undefined : env[spec.env];
+    const raw = fromEnv ?? (fromFile[spec.file] === undefined ? undefined : String(fromFile[spec.file]));
     if (raw === undefined || raw === '') continue;
     try { config[name] = spec.parse(raw); } catch (e) {
-      const where = env[spec.env] !== undefined ? spec.env : `${path}: ${spec.file}`;
+      const where = fromEnv !== undefined ? spec.env : `${path}: ${spec.file}`;
       throw new ConfigError(where, (e as Error).message);
     }
   }
@@ -173,6 +176,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   result.dataDir = resolve(result.dataDir);
   if (result.witnessUrl && !result.witnessVkey) {
     throw new ConfigError('GAVEL_WITNESS_VKEY', 'is required with GAVEL_WITNESS_URL: cosignatures are checked against the key given here (`gavel witness` prints it), never against one the witness announces');
+  }
+  // A key without the witness it belongs to would be dropped without a word (`gavel serve` would
+  // witness nothing, `gavel up` its own local witness under another key).
+  if (result.witnessVkey && !result.witnessUrl && !overrides.witnessVkey) {
+    throw new ConfigError('GAVEL_WITNESS_VKEY', 'is set without GAVEL_WITNESS_URL: name the witness it belongs to, or unset it (gavel up then runs a local witness with its own key)');
   }
   return result;
 }

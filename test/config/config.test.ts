@@ -23,6 +23,17 @@ test('environment overrides the file, and the file overrides defaults', () => {
   assert.equal(c.host, '0.0.0.0');
 });
 
+test('a variable set to the empty string is unset: the file\'s value stands, else the default', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ host: '127.0.0.2', port: 7644 }));
+  const c = loadConfig({ GAVEL_CONFIG: file, GAVEL_HOST: '', GAVEL_PORT: '' });
+  assert.equal(c.host, '127.0.0.2');
+  assert.equal(c.port, 7644);
+  assert.equal(loadConfig({ GAVEL_HOST: '' }).host, '127.0.0.1');
+  assert.throws(() => loadConfig({ GAVEL_HOST: '   ' }), /GAVEL_HOST: must not be empty/);
+});
+
 test('a bad value names its key', () => {
   assert.throws(() => loadConfig({ GAVEL_PORT: 'eighty' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_PORT');
   assert.throws(() => loadConfig({ GAVEL_PORT: '70000' }), /GAVEL_PORT/);
@@ -69,6 +80,8 @@ test('a witness URL needs its pinned key, and the key must be a witness cosignat
   assert.equal(loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402', GAVEL_WITNESS_VKEY: witnessKey }).witnessVkey, witnessKey);
   assert.throws(() => loadConfig({ GAVEL_WITNESS_URL: 'http://127.0.0.1:7402', GAVEL_WITNESS_VKEY: logKey }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY' && /cosignature/.test(e.message));
   assert.throws(() => loadConfig({ GAVEL_WITNESS_VKEY: 'not a key' }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY');
+  // A key without its witness would be dropped without a word.
+  assert.throws(() => loadConfig({ GAVEL_WITNESS_VKEY: witnessKey }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_WITNESS_VKEY' && /without GAVEL_WITNESS_URL/.test(e.message));
 });
 
 test('trusted proxies are listed by address or CIDR range; "true", hop counts and malformed ranges are refused', () => {

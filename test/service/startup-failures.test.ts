@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -60,4 +60,31 @@ test('gavel migrate creates a database its owner alone can read', () => {
     assert.equal(r.status, 0, r.stderr);
     for (const f of [dir, join(dir, 'gavel.db')]) assert.equal(statSync(f).mode & 0o077, 0, `${f} is ${(statSync(f).mode & 0o777).toString(8)}`);
   } finally { rmSync(join(dir, '..'), { recursive: true, force: true }); }
+});
+
+test('serve and up take no arguments: one line and exit 2, nothing started, rather than the defaults on another database', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-args-'));
+  try {
+    for (const command of ['serve', 'up']) {
+      const r = gavel([command, '--port', '7648'], { GAVEL_DATA_DIR: join(dir, 'data') });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`^gavel: gavel ${command} takes no arguments \\(got "--port 7648"\\)`));
+    }
+    const help = gavel(['serve', '--help'], { GAVEL_DATA_DIR: join(dir, 'data') });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^usage: gavel <command>/);
+    assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a data directory blocked by a file is one line and exit 2, not a stack trace', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-blocked-'));
+  try {
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, 'x');
+    const r = gavel(['serve'], { GAVEL_DATA_DIR: file });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^gavel: cannot create the directory .*not-a-dir: a file of that name is in the way/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
