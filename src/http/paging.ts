@@ -1,6 +1,9 @@
-// Opaque cursors for list routes: newest first, ordered by the sortable id.
+// Opaque cursors for list routes: newest first, ordered by the sortable id or a composite key.
+// A cursor names the list it came from (an id's prefix, or a key cursor's list name), so one
+// handed to another list is refused rather than read as the end of it, or its start.
 import { invalidRequest } from './problem.ts';
 import { parseJsonExactly } from '../lib/json-parse.ts';
+import type { IdPrefix } from '../lib/ids.ts';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
@@ -9,14 +12,16 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(JSON.stringify({ b: lastId })).toString('base64url');
 }
 
-/** The id to page before, or undefined for the first page; a malformed cursor is a 400. */
-export function decodeCursor(cursor: string | undefined): string | undefined {
+const invalidCursor = () => invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this list issued' }]);
+
+/** The id (of this list's `prefix`) to page before, or undefined for the first page; any other cursor is a 400. */
+export function decodeCursor(cursor: string | undefined, prefix: IdPrefix): string | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (typeof parsed?.b === 'string' && /^[a-z]{2,5}_[0-9a-z]{26}$/.test(parsed.b)) return parsed.b;
+    if (typeof parsed?.b === 'string' && /^[a-z]{2,5}_[0-9a-z]{26}$/.test(parsed.b) && parsed.b.startsWith(`${prefix}_`)) return parsed.b;
   } catch { /* fall through */ }
-  throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
+  throw invalidCursor();
 }
 
 /** Given rows fetched with limit+1, the page and the cursor for the next one. */
@@ -26,13 +31,19 @@ export function page<T extends { id: string }>(rows: T[], limit: number): { item
   return { items, next_cursor: rows.length > limit && last ? encodeCursor(last.id) : null };
 }
 
-/** Cursors over a composite sort key (e.g. `created_at~commitment`) rather than an id. */
-export const encodeKeyCursor = (key: string): string => Buffer.from(JSON.stringify({ k: key })).toString('base64url');
-export function decodeKeyCursor(cursor: string | undefined): string | undefined {
+/**
+ * The longest sort key a key cursor carries: a timestamp, a separator and the longest DID (agents
+ * are listed by `created_at~did`), whose cursor PageCursor's length admits.
+ */
+export const MAX_KEY_CURSOR_KEY = 2100;
+
+/** Cursors over a composite sort key (e.g. `created_at~commitment`) of the list named `list`. */
+export const encodeKeyCursor = (key: string, list: string): string => Buffer.from(JSON.stringify({ k: key, l: list })).toString('base64url');
+export function decodeKeyCursor(cursor: string | undefined, list: string): string | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (typeof parsed?.k === 'string' && parsed.k.length <= 300) return parsed.k;
+    if (typeof parsed?.k === 'string' && parsed.k.length <= MAX_KEY_CURSOR_KEY && parsed.l === list) return parsed.k;
   } catch { /* fall through */ }
-  throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
+  throw invalidCursor();
 }

@@ -38,6 +38,14 @@ for (const backend of backends()) {
       const list = await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: approver.get });
       assert.equal(list.statusCode, 200, list.body);
       assert.equal(list.json().approval_keys.length, 2);
+      assert.equal(list.json().next_cursor, null);
+      // The list pages like every other (newest first, DESIGN.md): a principal may register many keys.
+      const one = (await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys?limit=1`, headers: approver.get })).json();
+      assert.deepEqual(one.approval_keys.map((k: { id: string }) => k.id), [viaJwk.json().id]);
+      const two = (await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys?limit=1&cursor=${encodeURIComponent(one.next_cursor)}`, headers: approver.get })).json();
+      assert.deepEqual(two.approval_keys.map((k: { id: string }) => k.id), [created.json().id]);
+      assert.equal(two.next_cursor, null);
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys?limit=5&x=1`, headers: approver.get })).statusCode, 400);
       const keyId = created.json().id;
       const retired = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${keyId}/retire`, headers: approver.post, payload: '{}' });
       assert.equal(retired.statusCode, 200, retired.body);

@@ -55,11 +55,49 @@ describe('paging of list routes', () => {
       } while (cursor);
       assert.deepEqual(walked, all[route.member].map(route.id), `${route.path}: pages add up to the list`);
 
-      for (const bad of ['limit=0', 'limit=501', 'limit=abc', 'cursor=nonsense']) {
+      // One spelling of each size: other notations of a number are not read as one.
+      for (const bad of ['limit=0', 'limit=501', 'limit=abc', 'cursor=nonsense', 'limit=0x10', 'limit=1e2', 'limit=%2B5', 'limit=050', 'limit=1.0', 'limit=%205']) {
         const res = await get(`${route.path}?${bad}`);
         assert.equal(res.statusCode, 400, `${route.path}?${bad}`);
         assert.equal(res.json().code, 'invalid_request');
       }
     }
+  });
+
+  test('a cursor one list issued is refused by every other list, rather than read as its end or its start', async () => {
+    const P = `/v1/console/projects/${svc.projectId}`;
+    // One cursor of each list (a second page exists for each: 55 of everything).
+    await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: await svc.keyHeader(['ADMIN']), payload: { agent: 'did:example:one' } });
+    await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: await svc.keyHeader(['ADMIN']), payload: { agent: 'did:example:two' } });
+    const lists = [`${P}/members`, `${P}/memberships`, `${P}/api-keys`, `${P}/agents`, `${P}/audit`];
+    const cursors = new Map<string, string>();
+    for (const path of lists) {
+      const res = await get(`${path}?limit=1`);
+      assert.equal(res.statusCode, 200, `${path}: ${res.body}`);
+      assert.equal(typeof res.json().next_cursor, 'string', path);
+      cursors.set(path, res.json().next_cursor);
+    }
+    for (const [from, cursor] of cursors) {
+      for (const path of lists) {
+        const res = await get(`${path}?limit=1&cursor=${encodeURIComponent(cursor)}`);
+        if (path === from) { assert.equal(res.statusCode, 200, `${path} takes its own cursor`); continue; }
+        assert.equal(res.statusCode, 400, `${path} with a cursor of ${from}: ${res.body}`);
+        assert.equal(res.json().errors[0].code, 'invalid_cursor');
+      }
+    }
+  });
+
+  test('an agent with the longest DID gets a cursor its list takes back', async () => {
+    const long = `did:web:${'a'.repeat(512 - 'did:web:'.length)}`;
+    const key = await svc.keyHeader(['ADMIN']);
+    for (const agent of [long, 'did:example:after']) {
+      assert.equal((await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent } })).statusCode, 200);
+    }
+    const path = `/v1/console/projects/${svc.projectId}/agents`;
+    const first = (await get(`${path}?limit=2`)).json();
+    assert.equal(first.agents[1].did, long);
+    const next = await get(`${path}?limit=2&cursor=${encodeURIComponent(first.next_cursor)}`);
+    assert.equal(next.statusCode, 200, next.body);
+    assert.ok(!next.json().agents.some((a: { did: string }) => a.did === long));
   });
 });

@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { recordAudit } from '../../services/audit/record.ts';
@@ -62,9 +62,9 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: Type.Object({ agents: Type.Array(AgentView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: number };
-    const limit = q.limit ?? 50;
-    const before = decodeKeyCursor(q.cursor);
+    const q = request.query as { cursor?: string; limit?: string };
+    const limit = pageLimit(q.limit);
+    const before = decodeKeyCursor(q.cursor, 'agents');
     let query = app.gavel.store.db.selectFrom('agents').selectAll().where('project_id', '=', request.auth!.projectId);
     if (before) {
       const [at = '', did = ''] = before.split('~');
@@ -73,7 +73,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     const rows = await query.orderBy('created_at', 'desc').orderBy('did', 'desc').limit(limit + 1).execute();
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
-    return { agents: items.map(toView), next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.did}`) : null };
+    return { agents: items.map(toView), next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.did}`, 'agents') : null };
   });
 
   app.get(`${P}/:agentDid`, {

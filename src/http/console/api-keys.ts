@@ -10,7 +10,7 @@ import { getSod } from '../../services/identity/sod.ts';
 import { rolesLock, rolesOf } from '../../services/identity/members.ts';
 import { lockFor } from '../../store/store.ts';
 import { decodeCursor, page } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
 
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
@@ -18,8 +18,9 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
-    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-    const rows = await listApiKeys(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeCursor(cursor) });
+    const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
+    const limit = pageLimit(size);
+    const rows = await listApiKeys(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeCursor(cursor, 'key') });
     const { items, next_cursor } = page(rows, limit);
     return { api_keys: items, next_cursor };
   });

@@ -5,7 +5,8 @@ import { Type } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
 import { listObligationsPage } from '../machine/approvals.ts';
 import { forbidden } from '../problem.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
+import { decodeCursor, page } from '../paging.ts';
 import {
   ApprovalKeyParams, ApprovalKeyView, ApprovalParams, ObligationList, ObligationListQuery, ObligationView, PrincipalParams, RegisterApprovalKeyBody,
 } from '../schemas/approvals.ts';
@@ -42,13 +43,17 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.get(`${C}/principals/:principalId/approval-keys`, {
-    schema: { tags, summary: 'Approval keys of a principal (ADMIN, AUDITOR, or the principal itself)', params: PrincipalParams,
-      response: { 200: Type.Object({ approval_keys: Type.Array(ApprovalKeyView) }), ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
+    schema: { tags, summary: 'Approval keys of a principal (ADMIN, AUDITOR, or the principal itself), newest first', params: PrincipalParams, querystring: PageQuery,
+      response: { 200: Type.Object({ approval_keys: Type.Array(ApprovalKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth(),
   }, async (request) => {
     const { principalId } = request.params as { principalId: string };
+    const q = request.query as { cursor?: string; limit?: string };
     requireRoleOrSelf(request, ['ADMIN', 'AUDITOR'], principalId, 'reading approval keys');
-    return { approval_keys: await listApprovalKeys(app.gavel.store.db, request.auth!.projectId, principalId) };
+    const limit = pageLimit(q.limit);
+    const rows = await listApprovalKeys(app.gavel.store.db, request.auth!.projectId, principalId, { limit: limit + 1, before: decodeCursor(q.cursor, 'apk') });
+    const { items, next_cursor } = page(rows, limit);
+    return { approval_keys: items, next_cursor };
   });
 
   app.post(`${C}/principals/:principalId/approval-keys`, {

@@ -18,7 +18,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };
     const limit = auditPageLimit(q.limit);
-    return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor), limit), limit);
+    return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor, 'aud'), limit), limit);
   });
 
   app.post('/v1/console/projects/:projectId/proofs/verify', {

@@ -6,7 +6,7 @@ import { addMember, grantRole, listMembers, listMemberships, revokeMember, revok
 import { consoleAuth } from '../auth/session.ts';
 import { invalidRequest } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Member, Name, PrincipalId, RoleList, RoleSchema } from './schemas.ts';
 
 const MemberParams = Type.Object({ projectId: ProjectParams.properties.projectId, principalId: PrincipalId }, { additionalProperties: false });
@@ -21,11 +21,12 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: { tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
-    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-    const rows = await listMembers(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor) });
+    const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
+    const limit = pageLimit(size);
+    const rows = await listMembers(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor, 'members') });
     const members = rows.slice(0, limit);
     const last = members[members.length - 1];
-    return { members, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.member_since}~${last.principal_id}`) : null };
+    return { members, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.member_since}~${last.principal_id}`, 'members') : null };
   });
 
   app.get('/v1/console/projects/:projectId/memberships', {
@@ -41,11 +42,12 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
   }, async (request) => {
-    const { limit = 50, cursor } = request.query as { limit?: number; cursor?: string };
-    const rows = await listMemberships(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor) });
+    const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
+    const limit = pageLimit(size);
+    const rows = await listMemberships(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeKeyCursor(cursor, 'memberships') });
     const memberships = rows.slice(0, limit);
     const last = memberships[memberships.length - 1];
-    return { memberships, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.principal_id}`) : null };
+    return { memberships, next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.principal_id}`, 'memberships') : null };
   });
 
   app.post('/v1/console/projects/:projectId/members', {

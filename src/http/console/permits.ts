@@ -5,7 +5,7 @@ import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
-import { errorResponses, PageQuery, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
@@ -87,9 +87,9 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
-    const q = request.query as { cursor?: string; limit?: number; agent?: string };
-    const limit = q.limit ?? 50;
-    const before = decodeKeyCursor(q.cursor);
+    const q = request.query as { cursor?: string; limit?: string; agent?: string };
+    const limit = pageLimit(q.limit);
+    const before = decodeKeyCursor(q.cursor, 'permits');
     let query = app.gavel.store.db.selectFrom('permits').selectAll().where('project_id', '=', request.auth!.projectId);
     if (q.agent) query = query.where('agent', '=', q.agent);
     // Commitments are not time-ordered: page by (created_at, commitment), newest first.
@@ -103,7 +103,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const last = items[items.length - 1];
     return {
       permits: await permitViews(app.gavel.store.db, request.auth!.projectId, items, now),
-      next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.commitment}`) : null,
+      next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.commitment}`, 'permits') : null,
     };
   });
 

@@ -52,7 +52,7 @@ export async function listObligationsPage(request: FastifyRequest): Promise<{ ap
   const { gavel } = request.server;
   const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
   const limit = q.limit ? Number(q.limit) : 50;
-  const before = decodeCursor(q.cursor);
+  const before = decodeCursor(q.cursor, 'apr');
   const rows = await listObligations(gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, gavel.clock.now());
   const { items, next_cursor } = page(rows, limit);
   return { approvals: items, next_cursor };

@@ -59,7 +59,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };
     const limit = auditPageLimit(q.limit);
-    return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor), limit), limit);
+    return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor, 'aud'), limit), limit);
   });
 }
 

@@ -9,7 +9,7 @@ import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest, Problem } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
-import { errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
+import { PageCursor, PageLimit, errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
 import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
@@ -49,8 +49,8 @@ const ActiveBody = Type.Object({ ...VersionSummary.properties, state: Type.Liter
 
 // Query strings are not coerced, so limit is a decimal string here (1-500).
 const VersionsQuery = Type.Object({
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'page size, 1-500 (default 50)' })),
+  cursor: Type.Optional(PageCursor),
+  limit: Type.Optional(PageLimit),
 }, CLOSED);
 const VersionsPage = Type.Object({ items: Type.Array(VersionSummary), next_cursor: Type.Union([Type.String(), Type.Null()]) }, CLOSED);
 

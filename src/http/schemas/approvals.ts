@@ -1,6 +1,7 @@
 // Wire shapes of obligations, approvals and approval keys (docs/approvals.md).
 import { Type } from 'typebox';
-import { Money, Nullable, ProjectParams, Timestamp } from './common.ts';
+import { AgentDid } from './agents.ts';
+import { PageCursor, PageLimit, Money, Nullable, ProjectParams, Timestamp } from './common.ts';
 
 export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'Approval request (obligation) id' });
 export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', description: 'Approval key id' });
@@ -45,10 +46,10 @@ export const ObligationView = Type.Object({
 export const ObligationList = Type.Object({ approvals: Type.Array(ObligationView), next_cursor: Nullable(Type.String()) });
 
 export const ObligationListQuery = Type.Object({
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.String({ pattern: '^(500|[1-4][0-9]{2}|[1-9][0-9]?)$', description: 'Page size, 1 to 500 (default 50); a string because query values are never coerced' })),
+  cursor: Type.Optional(PageCursor),
+  limit: Type.Optional(PageLimit),
   status: Type.Optional(ApprovalStatusSchema),
-  agent: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  agent: Type.Optional(AgentDid),
 }, { additionalProperties: false });
 
 export const RecordApprovalBody = Type.Object({

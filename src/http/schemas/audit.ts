@@ -1,6 +1,6 @@
 // Wire shapes of the audit-log routes. Hashes are standard base64 (padded), as in checkpoints.
 import { Type } from 'typebox';
-import { ProjectParams } from './common.ts';
+import { PageCursor, PageLimit, ProjectParams } from './common.ts';
 import { DEFAULT_LIMIT } from '../paging.ts';
 
 export const AuditId = Type.String({ pattern: '^aud_[0-9a-z]{26}$', description: 'Audit event id' });
@@ -66,8 +66,8 @@ export const VerificationSchema = Type.Object({
 
 // Query strings arrive as text (no coercion in this service): the limit is a decimal string.
 export const AuditPageQuery = Type.Object({
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'Page size 1-500 (default 50)' })),
+  cursor: Type.Optional(PageCursor),
+  limit: Type.Optional(PageLimit),
 }, { additionalProperties: false });
 export const auditPageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
 

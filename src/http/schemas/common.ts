@@ -111,9 +111,18 @@ export const Money = Type.Object({
   currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'three capital letters, as an ISO 4217 code (the form is checked, not the list)' }),
 }, { additionalProperties: false });
 
+/**
+ * A page size as a query string carries it: decimal 1-500, one spelling each (query values are never
+ * coerced, so `0x10`, `1e2`, `+5` or `050` are refused, not read as numbers).
+ */
+export const PageLimit = Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' });
+/** Opaque; long enough for a key cursor over the longest DID (http/paging.ts). */
+export const PageCursor = Type.String({ maxLength: 4096, description: 'next_cursor of the previous page of this list' });
+export const pageLimit = (limit: string | undefined): number => (limit === undefined ? 50 : Number(limit));
+
 export const PageQuery = Type.Object({
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(PageCursor),
+  limit: Type.Optional(PageLimit),
 }, { additionalProperties: false });
 
 export const Timestamp = Type.String({ format: 'date-time' });

@@ -1,5 +1,6 @@
 // Wire shapes of executions (spec 2.5, 2.6).
 import { Type } from 'typebox';
+import { PageCursor, PageLimit } from './common.ts';
 
 export const ExecutionStatus = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
   { description: 'IN_FLIGHT while the merchant call is under way; UNKNOWN means it may or may not have happened' });
@@ -40,7 +41,7 @@ export const ExecutionStatusFilter = Type.Union([Type.Literal('IN_FLIGHT'), Type
   { description: 'Only executions in this status (UNKNOWN: those waiting for a person to resolve them)' });
 export const ExecutionPageQuery = Type.Object({
   status: Type.Optional(ExecutionStatusFilter),
-  cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,1}|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' })),
+  cursor: Type.Optional(PageCursor),
+  limit: Type.Optional(PageLimit),
 }, { additionalProperties: false });
 export const pageOf = (q: { cursor?: string; limit?: string; status?: string }) => ({ cursor: q.cursor, limit: q.limit === undefined ? undefined : Number(q.limit), status: q.status });

@@ -3,7 +3,7 @@
 import { parseApprovalPublicKey } from '../../domain/approval/index.ts';
 import { base64urlEncode } from '../../domain/permit/base64url.ts';
 import { conflict, notFound, Problem } from '../../http/problem.ts';
-import { newId } from '../../lib/ids.ts';
+import { newMonotonicId } from '../../lib/ids.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import type { ApprovalKeysTable } from '../../store/schema/approvals.ts';
 import { recordAudit } from '../audit/record.ts';
@@ -33,9 +33,12 @@ async function requireMembership(db: Db | Tx, projectId: string, principalId: st
   return m;
 }
 
-export async function listApprovalKeys(db: Db, projectId: string, principalId: string): Promise<ApprovalKeyView[]> {
+/** A page of a principal's approval keys, newest first: at most `limit`, those before the id `before`. */
+export async function listApprovalKeys(db: Db, projectId: string, principalId: string, options: { limit: number; before?: string | undefined }): Promise<ApprovalKeyView[]> {
   await requireMembership(db, projectId, principalId);
-  const rows = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('principal_id', '=', principalId).orderBy('id', 'desc').execute();
+  let query = db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('principal_id', '=', principalId);
+  if (options.before !== undefined) query = query.where('id', '<', options.before);
+  const rows = await query.orderBy('id', 'desc').limit(options.limit).execute();
   return rows.map(keyView);
 }
 
@@ -54,7 +57,7 @@ export async function registerApprovalKey(store: Store, input: { projectId: stri
     const existing = await trx.selectFrom('approval_keys').select('id').where('project_id', '=', input.projectId).where('public_key', '=', publicKey).executeTakeFirst();
     if (existing) throw conflict(`this public key is already registered as ${existing.id} (a retired key is never registered again)`, 'approval_key_exists');
     const row: ApprovalKeysTable = {
-      id: newId('apk'), project_id: input.projectId, principal_id: input.principalId, public_key: publicKey,
+      id: newMonotonicId('apk'), project_id: input.projectId, principal_id: input.principalId, public_key: publicKey,
       name: input.name ?? null, created_at: now.toISOString(), created_by: input.actor, retired_at: null, retired_by: null,
     };
     await trx.insertInto('approval_keys').values(row).execute();

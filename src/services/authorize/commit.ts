@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import type { LiveCounter } from '../../domain/permit/index.ts';
 import type { Effect } from '../../domain/policy/index.ts';
 import { combine, DECISION_REASONS, type Combined, type Conjuncts } from '../../domain/decision/combine.ts';
-import { newId } from '../../lib/ids.ts';
+import { newId, newMonotonicId } from '../../lib/ids.ts';
 import type { Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
 import { epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
@@ -120,7 +120,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   }
 
   if (combined.decision === 'REQUIRE_APPROVAL' && !approvalRequestId) {
-    approvalRequestId = newId('apr');
+    approvalRequestId = newMonotonicId('apr');
     await trx.insertInto('approval_requests').values({
       id: approvalRequestId, project_id: projectId, decision_id: decisionId, agent: input.agent, action: input.action,
       resource: input.resource, amount_minor: input.amount?.minor ?? null, amount_currency: input.amount?.currency ?? null,

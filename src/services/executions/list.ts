@@ -6,7 +6,7 @@ export interface ExecutionSummary { id: string; status: string; agent: string; o
 
 export async function listExecutions(db: Db, projectId: string, q: { cursor?: string | undefined; limit?: number | undefined; status?: string | undefined }): Promise<{ executions: ExecutionSummary[]; next_cursor: string | null }> {
   const limit = q.limit ?? 50;
-  const before = decodeCursor(q.cursor);
+  const before = decodeCursor(q.cursor, 'exe');
   let query = db.selectFrom('executions').select(['id', 'status', 'agent', 'operation', 'created_at'])
     .where('project_id', '=', projectId);
   if (before) query = query.where('id', '<', before);
