@@ -106,10 +106,7 @@ export function parseJson(bytes: Buffer): unknown {
     if (tooDeep) throw invalidRequest([{ pointer: '', code: 'too_deep', message: `nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }], `the body nests more than ${MAX_JSON_DEPTH} levels deep; see errors`);
     if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
     if (inexactNumber) throw invalidRequest(inexactNumbers(parsed), 'the body has a number JSON does not carry exactly; see errors');
-    if (names.decimal) {
-      const rounded = roundedIntegers(text);
-      if (rounded.length > 0) throw invalidRequest(rounded, 'the body has a number JSON does not carry exactly; see errors');
-    }
+    if (names.rounded) throw invalidRequest(roundedIntegers(text), 'the body has a number JSON does not carry exactly; see errors');
     return parsed;
   }
   return value;
@@ -188,19 +185,22 @@ export const MAX_JSON_DEPTH = 128;
 const isExact = (n: number) => Number.isSafeInteger(n) || (Number.isFinite(n) && !Number.isInteger(n));
 
 const ROUNDED = Object.freeze({});
+const ROUNDED_MESSAGE = 'is written as a non-integer but reads as an integer; send the exact value';
+/** Bodies up to this size have each such number located; JSON.parse with a reviver costs 20-40 times plain parsing. */
+const LOCATE_ROUNDED_UP_TO = 64 * 1024;
 /**
  * Every number written as a non-integer that reads as an integer (5000.0000000000001 as 5000), with
  * its pointer: a money amount in minor units would be recorded as another than was sent. Only for a
- * text with a fraction or an exponent outside its strings (memberNames); a fraction that reads as a
- * fraction keeps JSON's usual reading.
+ * text memberNames found one in; a fraction that reads as a fraction keeps JSON's usual reading.
  */
 function roundedIntegers(text: string): FieldError[] {
+  if (text.length > LOCATE_ROUNDED_UP_TO) return [{ pointer: '', code: 'inexact_number', message: `holds a number that ${ROUNDED_MESSAGE}` }];
   const errors: FieldError[] = [];
   const root = markRoundedIntegers(text, ROUNDED);
-  if (root === ROUNDED) return [{ pointer: '', code: 'inexact_number', message: 'is written as a non-integer but reads as an integer; send the exact value' }];
+  if (root === ROUNDED) return [{ pointer: '', code: 'inexact_number', message: ROUNDED_MESSAGE }];
   if (root !== null && typeof root === 'object') {
     eachMember(root, (pointer, _key, v) => {
-      if (v === ROUNDED) errors.push({ pointer, code: 'inexact_number', message: 'is written as a non-integer but reads as an integer; send the exact value' });
+      if (v === ROUNDED) errors.push({ pointer, code: 'inexact_number', message: ROUNDED_MESSAGE });
     });
   }
   return errors;

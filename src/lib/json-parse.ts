@@ -28,17 +28,19 @@ function isMemberName(text: string, close: number): boolean {
 }
 
 /**
- * How many member names valid JSON text holds, and whether any is written with an escape. In valid
- * JSON a ':' outside a string follows a member name and nothing else. About one indexOf per string.
+ * How many member names valid JSON text holds, whether any is written with an escape, and whether
+ * a number is written as a non-integer that reads as an integer (5000.0000000000001 as 5000: see
+ * `namesInteger`). In valid JSON a ':' outside a string follows a member name and nothing else.
+ * About one indexOf per string; numbers with a fraction or an exponent are read once more each.
  */
-export function memberNames(text: string): { count: number; escaped: boolean; decimal: boolean } {
+export function memberNames(text: string): { count: number; escaped: boolean; rounded: boolean } {
   let count = 0;
   let escaped = false;
-  let decimal = false;
+  let rounded = false;
   let slash = text.indexOf('\\'); // the first backslash at or after the current string, or -1
   let after = 0; // where the text outside strings resumes
   for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) {
-    if (!decimal) decimal = decimalLiteral(text, after, at);
+    if (!rounded) rounded = roundedNumberIn(text, after, at);
     const close = closingQuote(text, at);
     if (isMemberName(text, close)) {
       count++;
@@ -48,29 +50,76 @@ export function memberNames(text: string): { count: number; escaped: boolean; de
     at = close;
     after = close + 1;
   }
-  if (!decimal) decimal = decimalLiteral(text, after, text.length);
-  return { count, escaped, decimal };
+  if (!rounded) rounded = roundedNumberIn(text, after, text.length);
+  return { count, escaped, rounded };
 }
 
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
-/** Whether text outside strings, in [from, to), holds a number written with a fraction or an exponent. */
-function decimalLiteral(text: string, from: number, to: number): boolean {
-  for (let i = from + 1; i < to; i++) {
+const isNumberChar = (c: number) => isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
+
+/** Whether text outside strings, in [from, to), holds a number with a fraction or exponent that reads as an integer. */
+function roundedNumberIn(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
-    if ((c === 0x2e /* . */ || c === 0x65 /* e */ || c === 0x45 /* E */) && isDigit(text.charCodeAt(i - 1))) return true;
+    if (!isDigit(c) && c !== 0x2d) continue;
+    let end = i + 1;
+    let fraction = false;
+    let exponent = false;
+    while (end < to && isNumberChar(text.charCodeAt(end))) {
+      const d = text.charCodeAt(end);
+      if (d === 0x2e) fraction = true;
+      else if (d === 0x65 || d === 0x45) exponent = true;
+      end++;
+    }
+    // Without an exponent, fewer than 16 digits with a fraction read as a fraction (doubles carry 15
+    // significant digits exactly, and integers from 2^53 on have 16 digits): nothing to look at.
+    if (exponent || (fraction && end - i > 16)) {
+      const token = text.slice(i, end);
+      if (Number.isInteger(Number(token)) && !namesInteger(token)) return true;
+    }
+    i = end;
   }
   return false;
 }
 
-/** Whether a JSON number's text names an integer (5000.000 and 5e3 do; 5000.0000000000001 does not). */
+/**
+ * Whether a JSON number's text names an integer (5000.000 and 5e3 do; 5000.0000000000001 does not).
+ * Linear in the text: no regular expression (a backtracking `0+$` over a long run of zeros that does
+ * not end the text took quadratic time, seconds for one request).
+ */
 export function namesInteger(source: string): boolean {
-  const m = /^-?(\d+)(?:\.(\d+))?(?:[eE]([-+]?\d+))?$/.exec(source);
-  if (!m) return false;
-  const digits = m[1]! + (m[2] ?? '');
-  const significant = digits.replace(/0+$/, '');
-  if (/^0*$/.test(significant)) return true; // zero, however written
-  // The value is significant × 10^power: an integer when the power is not negative.
-  return Number(m[3] ?? 0) - (m[2] ?? '').length + (digits.length - significant.length) >= 0;
+  const n = source.length;
+  let i = source.charCodeAt(0) === 0x2d ? 1 : 0;
+  const intStart = i;
+  while (i < n && isDigit(source.charCodeAt(i))) i++;
+  const intEnd = i;
+  if (intEnd === intStart) return false;
+  let fracStart = i;
+  let fracEnd = i;
+  if (i < n && source.charCodeAt(i) === 0x2e) {
+    fracStart = ++i;
+    while (i < n && isDigit(source.charCodeAt(i))) i++;
+    fracEnd = i;
+    if (fracEnd === fracStart) return false;
+  }
+  let exponent = 0;
+  if (i < n && (source.charCodeAt(i) === 0x65 || source.charCodeAt(i) === 0x45)) {
+    const expStart = ++i;
+    if (i < n && (source.charCodeAt(i) === 0x2b || source.charCodeAt(i) === 0x2d)) i++;
+    const digitsStart = i;
+    while (i < n && isDigit(source.charCodeAt(i))) i++;
+    if (i === digitsStart) return false;
+    exponent = Number(source.slice(expStart, i)); // ±Infinity for absurdly long exponents: still ordered
+  }
+  if (i !== n) return false;
+  // Trailing zeros of the significant digits (the fraction's, then the integer part's) raise the power.
+  let zeros = 0;
+  for (let k = fracEnd - 1; k >= fracStart && source.charCodeAt(k) === 0x30; k--) zeros++;
+  const fractionDigits = fracEnd - fracStart;
+  if (zeros === fractionDigits) for (let k = intEnd - 1; k >= intStart && source.charCodeAt(k) === 0x30; k--) zeros++;
+  if (zeros === fractionDigits + (intEnd - intStart)) return true; // zero, however written
+  // The value is (significant digits) × 10^(exponent − fraction digits + trailing zeros).
+  return exponent - fractionDigits + zeros >= 0;
 }
 
 /**
