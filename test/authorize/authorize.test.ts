@@ -293,7 +293,7 @@ for (const backend of backends()) {
           // A dot segment with parameters, an overlong (not UTF-8) "/".
           'resource://docs/..;/admin', 'resource://docs/..%C0%AFadmin',
           // Another spelling of a resource: an escaped unreserved character, lowercase hex (it would pass a DENY on the plain spelling).
-          'resource://docs/%73ecret', 'resource://docs/caf%c3%a9']
+          'resource://docs/%73ecret', 'resource://docs/caf%c3%a9', 'resource://DOCS/a', 'resource://x@docs/a', 'resource://docs:/a', 'resource://docs/secret;x/a', 'resource://docs/cafe%CC%81']
           .map((resource): [Record<string, unknown>, number, string, string] => [{ ...base, resource }, 400, 'invalid_request', '/resource']),
         [{ ...base, agent: 'bob' }, 400, 'invalid_request', '/agent'],
         // Not a DID by W3C DID Core's syntax, which the permit claims and the policy use too.

@@ -48,24 +48,36 @@ export function isResourceUri(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && RESOURCE_URI.test(value);
 }
 
-/** A dot segment with parameters (`..;x`), which some servers (Tomcat, Spring) read as the dot segment. */
-const DOT_SEGMENT_WITH_PARAMS = /\/(?:\.|%2e){1,2};/i;
 
-/** True when every percent-escape decodes as UTF-8 (an overlong `%C0%AF` is a "/" to a lax decoder). */
+/**
+ * True when every percent-escape decodes as UTF-8 (an overlong `%C0%AF` is a "/" to a lax decoder)
+ * into text in Unicode normal form C (`cafe%CC%81` is `caf%C3%A9` to a reader that normalizes).
+ */
 function escapesDecode(value: string): boolean {
   if (value.indexOf('%') === -1) return true;
-  try { decodeURIComponent(value); return true; } catch { return false; }
+  let decoded: string;
+  try { decoded = decodeURIComponent(value); } catch { return false; }
+  return decoded.normalize('NFC') === decoded;
 }
 
 /**
- * What a request may name: a resource URI (isResourceUri) without the escapes
- * REQUEST_RESOURCE_PATTERN refuses, without a dot segment carrying parameters, and whose escapes
- * decode as UTF-8. The request schemas check it as the format `gavel-request-resource` (http/validation.ts).
+ * What a request may name: a resource URI (isResourceUri) in its one spelling: without the escapes
+ * REQUEST_RESOURCE_PATTERN refuses, with a first segment an RFC 3986 reader could not read as
+ * another host (AMBIGUOUS_AUTHORITY), without path parameters (`;`, which Tomcat and Spring strip:
+ * `secret;x/y` is `secret/y` to them, and `..;` is `..`), and whose escapes decode as UTF-8 in
+ * Unicode normal form C. The request schemas check it as the format `gavel-request-resource` (http/validation.ts).
  */
 export function isRequestResource(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && REQUEST_RESOURCE.test(value)
-    && !DOT_SEGMENT_WITH_PARAMS.test(value) && escapesDecode(value);
+    && !AMBIGUOUS_AUTHORITY.test(value) && value.indexOf(';') === -1 && escapesDecode(value);
 }
+
+/**
+ * The first segment is where an RFC 3986 reader finds a host: case-insensitive (`FILES` is `files`),
+ * and a userinfo (`x@files`) or a port, empty or not (`files:`), gives one resource another
+ * spelling. A requested resource names its first segment in lowercase, without `@` or `:`.
+ */
+const AMBIGUOUS_AUTHORITY = /^resource:\/\/[^/]*[A-Z@:]/;
 
 export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };
 
