@@ -43,7 +43,7 @@ export function simulationInput(request: SimulationRequest, now: Date, at = '/re
   const errors: FieldError[] = [];
   if (!isDid(request.agent)) errors.push({ pointer: `${at}/agent`, code: 'invalid_did', message: 'expected a DID (did:<method>:<id>)' });
   if (request.action !== undefined && !isAction(request.action)) errors.push({ pointer: `${at}/action`, code: 'invalid_action', message: 'expected 1-64 printable ASCII characters' });
-  if (request.resource !== undefined && !isRequestResource(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path> escaping only what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character)' });
+  if (request.resource !== undefined && !isRequestResource(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path> in its one spelling: escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), a first segment in lowercase without "@" or ":", no ";" (docs/policy-language.md)' });
   for (const member of ['permit_commitment', 'root_permit_commitment'] as const) {
     if (request[member] !== undefined && !isSha256Hex(request[member])) errors.push({ pointer: `${at}/${member}`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
   }
