@@ -3,7 +3,8 @@
 // recursion stops at maxDepth, lists and argument arrays are checked for length before
 // they are walked, and the whole walk stops after maxTotalNodes condition nodes.
 import { checkMinor, isCurrencyCode, minorMessage } from '../money/money.ts';
-import { isAction, isDid, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
+import { isAction, isDid, isRequestResource, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
+import { isIssuablePattern } from '../permit/pattern.ts';
 import { INPUT_TYPES, OPERATORS_BY_TYPE, TYPE_DESCRIPTIONS, UNAVAILABLE_INPUTS, isInputName, type InputType } from './inputs.ts';
 import { POLICY_LIMITS } from './limits.ts';
 import { pointerAppend } from './pointer.ts';
@@ -33,6 +34,11 @@ const COMPOSITES: ReadonlySet<string> = new Set(['and', 'or', 'not']);
 
 interface Walk {
   readonly errors: PolicyError[];
+  /**
+   * A document submitted now (save, simulation), not one stored before: its resource literals must
+   * be in the one spelling a request may use, or a DENY on them would match nothing (formats.ts).
+   */
+  readonly submitted: boolean;
   nodes: number;
   full: boolean;
   sizeReported: boolean;
@@ -117,7 +123,14 @@ function checkScalar(walk: Walk, type: InputType, value: unknown, pointer: strin
       if (ok) return (value as number) + 0;
       break;
     case 'action': ok = isAction(value); break;
-    case 'resource': ok = isResourceUri(value); code = 'invalid_resource'; break;
+    case 'resource':
+      ok = isResourceUri(value);
+      code = 'invalid_resource';
+      if (ok && walk.submitted && !isRequestResource(value)) {
+        report(walk, pointer, 'resource_not_normal', NOT_NORMAL);
+        return undefined;
+      }
+      break;
     case 'did': ok = isDid(value); break;
     case 'currency': ok = isCurrencyCode(value); code = 'invalid_currency'; break;
     case 'timestamp': ok = parseTimestamp(value) !== null; code = 'invalid_timestamp'; break;
@@ -224,6 +237,8 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
         report(walk, at('value'), 'string_too_long', `strings are at most ${POLICY_LIMITS.maxStringLength} characters`);
       } else if (parseResourcePattern(value) === null) {
         report(walk, at('value'), 'invalid_resource_pattern', 'expected resource://<path> with at most one "*", only at the end; no empty or dot segments');
+      } else if (walk.submitted && !isIssuablePattern(value)) {
+        report(walk, at('value'), 'resource_not_normal', NOT_NORMAL);
       } else if (type !== undefined) {
         built = { op, input: 'resource', value };
       }
@@ -343,8 +358,8 @@ function checkRule(walk: Walk, node: unknown, pointer: string, seen: Map<string,
   return when === undefined ? { id: id as string, effect: effect as Effect } : { id: id as string, effect: effect as Effect, when };
 }
 
-function validateUnchecked(doc: unknown): PolicyValidation {
-  const walk: Walk = { errors: [], nodes: 0, full: false, sizeReported: false };
+function validateUnchecked(doc: unknown, submitted: boolean): PolicyValidation {
+  const walk: Walk = { errors: [], nodes: 0, full: false, sizeReported: false, submitted };
   if (!isObject(doc)) {
     return { ok: false, errors: [{ pointer: '', code: 'invalid_type', message: `a policy document must be an object {spec_version, rules}, got ${kind(doc)}` }] };
   }
@@ -378,13 +393,17 @@ function validateUnchecked(doc: unknown): PolicyValidation {
   return { ok: true, policy: { spec_version: version as string, rules: out } };
 }
 
+const NOT_NORMAL = 'a resource literal must be spelled as a request may spell it (docs/policy-language.md: escapes only for what a resource cannot hold as is, in uppercase hex; a first segment in lowercase without "@" or ":"; no ";"), or it matches no request';
+
 /**
  * Validates `doc` (any JSON value) as a policy document. On success the returned policy is
- * a fresh copy holding only the validated members; compile that, not the input.
+ * a fresh copy holding only the validated members; compile that, not the input. `submitted`: a
+ * document saved or simulated now, whose resource literals must be in a request's one spelling;
+ * a version stored before that rule goes on validating.
  */
-export function validatePolicy(doc: unknown): PolicyValidation {
+export function validatePolicy(doc: unknown, options: { submitted?: boolean } = {}): PolicyValidation {
   try {
-    return validateUnchecked(doc);
+    return validateUnchecked(doc, options.submitted === true);
   } catch {
     // Only reachable with values JSON cannot produce (throwing getters, proxies).
     return { ok: false, errors: [{ pointer: '', code: 'invalid_document', message: 'the document could not be read as JSON data' }] };

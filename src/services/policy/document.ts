@@ -4,7 +4,7 @@ import { validatePolicy, type PolicyDocument } from '../../domain/policy/index.t
 import { invalidRequest, type FieldError } from '../../http/problem.ts';
 
 export function requireValidPolicy(doc: unknown, at = '/policy'): PolicyDocument {
-  const result = validatePolicy(doc);
+  const result = validatePolicy(doc, { submitted: true });
   if (result.ok) return result.policy;
   throw invalidRequest(located(result.errors, at),
     `the policy document is not valid: ${result.errors.length} error${result.errors.length === 1 ? '' : 's'}; see errors`);
@@ -12,7 +12,7 @@ export function requireValidPolicy(doc: unknown, at = '/policy'): PolicyDocument
 
 /** The document's errors, located in the request body (none when it is valid). */
 export function policyErrors(doc: unknown, at = '/policy'): FieldError[] {
-  const result = validatePolicy(doc);
+  const result = validatePolicy(doc, { submitted: true });
   return result.ok ? [] : located(result.errors, at);
 }
 

@@ -162,3 +162,23 @@ test('caps the number of errors returned', () => {
   assert.equal(result.errors.length, POLICY_LIMITS.maxErrors + 1);
   assert.equal(result.errors.at(-1)?.code, 'too_many_errors');
 });
+
+test('a submitted document spells its resource literals as a request may; a stored one goes on validating', () => {
+  const doc = { spec_version: '1', rules: [{ id: 'deny', effect: 'DENY', when: { op: 'or', args: [
+    { op: 'matches_resource', input: 'resource', value: 'resource://files/%73ecret*' },
+    { op: 'eq', input: 'resource', value: 'resource://FILES/secret' },
+    { op: 'in', input: 'resource', values: ['resource://files/ok', 'resource://files/caf%c3%a9'] },
+    { op: 'matches_resource', input: 'resource', value: 'resource://files/secret;x/*' },
+    { op: 'matches_resource', input: 'resource', value: 'resource://files/*' },
+  ] } }] };
+  const submitted = validatePolicy(doc, { submitted: true });
+  assert.equal(submitted.ok, false);
+  assert.deepEqual(!submitted.ok && submitted.errors.map((e) => `${e.pointer} ${e.code}`), [
+    '/rules/0/when/args/0/value resource_not_normal',
+    '/rules/0/when/args/1/value resource_not_normal',
+    '/rules/0/when/args/2/values/1 resource_not_normal',
+    '/rules/0/when/args/3/value resource_not_normal',
+  ]);
+  // A version stored before the rule is read as it was (its literals then match no request).
+  assert.equal(validatePolicy(doc).ok, true);
+});
