@@ -86,3 +86,42 @@ for (const path of PATHS) test(`a freeze committed while a decision is in flight
     }
   } finally { await svc.stop(); }
 });
+
+// A busy agent's decisions overlap: each holds the agent's row FOR SHARE while it waits for the
+// contended budget row, and a new share lock joins the holders without queuing behind a waiting
+// UPDATE. Before the freeze queued on a table lock (agents.ts, queueAheadOfDecisions), it waited for
+// the load to stop, however long that was, and thousands of ALLOWs went out meanwhile.
+test('a freeze takes effect while its agent is busy spending, not once the load stops (PostgreSQL)', { skip: !pg && 'PostgreSQL not configured' }, async () => {
+  const svc = await startService(pg!);
+  try {
+    await activatePolicy(svc, ALLOW_PAYMENTS);
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 100_000_000, currency: 'EUR' } });
+    const key = await svc.keyHeader([]);
+    const server = await spawnGavel({ GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options) });
+    try {
+      const decide = async () => {
+        const res = await fetch(`${server.url}/v1/authorize`, { method: 'POST', headers: { ...key, 'content-type': 'application/json' },
+          body: JSON.stringify({ agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 1, currency: 'EUR' } }) });
+        return (await res.json() as { decision: string; reason_code: string }).reason_code;
+      };
+      let answered = false;
+      // The load stops once the freeze has answered, or after a bound that only a starved freeze reaches.
+      const bound = Date.now() + 30_000;
+      const clients = Array.from({ length: 12 }, async () => {
+        let n = 0;
+        while (!answered && Date.now() < bound) { await decide(); n++; }
+        return n;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      const freeze = await fetch(`${server.url}/v1/projects/${svc.projectId}/agents/freeze`, { method: 'POST', headers: { ...key, 'content-type': 'application/json' }, body: JSON.stringify({ agent: agent.did, reason: 'busy' }) });
+      const frozeUnderLoad = Date.now() < bound;
+      answered = true;
+      assert.equal(freeze.status, 200, await freeze.text());
+      const counts = await Promise.all(clients);
+      assert.ok(counts.every((n) => n > 0), 'every client decided before the freeze');
+      assert.ok(frozeUnderLoad, 'the freeze answered while its agent was still busy');
+      assert.equal(await decide(), 'agent_frozen');
+    } finally { await server.kill(); }
+  } finally { await svc.stop(); }
+});

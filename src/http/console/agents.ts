@@ -93,7 +93,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
   });
 
   app.post(`${P}/release`, {
@@ -102,6 +102,6 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
   });
 }

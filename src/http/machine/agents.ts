@@ -25,7 +25,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction((trx) => freezeAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
   });
 
   app.post('/v1/projects/:projectId/agents/release', {
@@ -34,6 +34,6 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, at: app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
   });
 }

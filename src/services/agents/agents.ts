@@ -4,7 +4,8 @@
 // behind the single writer (SQLite).
 
 import { Problem } from '../../http/problem.ts';
-import type { Tx } from '../../store/store.ts';
+import type { Dialect, Tx } from '../../store/store.ts';
+import { sql } from 'kysely';
 import { execFixed, fixedSql, fixedSqlForShare, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { recordAudit } from '../audit/record.ts';
 
@@ -63,27 +64,51 @@ export async function lockAgentState(trx: Tx, target: SqlTarget, projectId: stri
   return (await queryFixed<{ frozen_at: string | null }>(trx, target, LOCK_STATE, [projectId, did]))[0];
 }
 
-export async function freezeAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {
-  await ensureAgent(trx, input.projectId, input.did, input.actor, input.at);
+/**
+ * A freeze or release of an agent: `at` is read once the change holds its lock (a function), so the
+ * recorded time is when it took effect, not when it was asked for. `dialect` postgres: see
+ * queueAheadOfDecisions.
+ */
+export interface StateChange { projectId: string; did: string; actor: string; reason: string | null; at: string | (() => string); dialect?: Dialect }
+
+/**
+ * PostgreSQL: every decision that may allow holds its agent's row FOR SHARE until it commits, and a
+ * new share lock joins the holders without queuing behind a waiting UPDATE. While one agent's
+ * decisions overlap (a busy agent spending its budget), a freeze's UPDATE waited for them to stop:
+ * seconds, thousands of ALLOWs, or for ever. A table lock queues fairly: EXCLUSIVE waits for the
+ * decisions in flight (their ROW SHARE) and every later one waits behind it, for the few statements
+ * of the freeze. Plain reads (ACCESS SHARE) go on. Taken first, before the freeze holds any other
+ * lock a decision could wait for.
+ */
+async function queueAheadOfDecisions(trx: Tx, dialect: Dialect | undefined): Promise<void> {
+  if (dialect === 'postgres') await sql`lock table agents in exclusive mode`.execute(trx);
+}
+
+export async function freezeAgent(trx: Tx, input: StateChange): Promise<AgentState> {
+  await queueAheadOfDecisions(trx, input.dialect);
+  const at = typeof input.at === 'function' ? input.at() : input.at;
+  await ensureAgent(trx, input.projectId, input.did, input.actor, at);
   const row = await trx.updateTable('agents')
-    .set({ frozen_at: input.at, frozen_by: input.actor, frozen_reason: input.reason, released_at: null, released_by: null })
+    .set({ frozen_at: at, frozen_by: input.actor, frozen_reason: input.reason, released_at: null, released_by: null })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is', null)
     .returning(STATE_COLUMNS).executeTakeFirst();
   if (!row) {
     const current = await getAgentState(trx, input.projectId, input.did);
     throw new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
   }
-  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, data: { agent: input.did, reason: input.reason } });
+  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, at, data: { agent: input.did, reason: input.reason } });
   return agentState(input.did, row);
 }
 
-export async function releaseAgent(trx: Tx, input: { projectId: string; did: string; actor: string; reason: string | null; at: string }): Promise<AgentState> {
+export async function releaseAgent(trx: Tx, input: StateChange): Promise<AgentState> {
+  await queueAheadOfDecisions(trx, input.dialect);
+  const at = typeof input.at === 'function' ? input.at() : input.at;
   const row = await trx.updateTable('agents')
-    .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: input.at, released_by: input.actor })
+    .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: at, released_by: input.actor })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
     .returning(STATE_COLUMNS).executeTakeFirst();
   if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
-  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, data: { agent: input.did, reason: input.reason } });
+  await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, at, data: { agent: input.did, reason: input.reason } });
   return agentState(input.did, row);
 }
 
