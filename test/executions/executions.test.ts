@@ -245,6 +245,25 @@ for (const backend of backends()) {
       assert.deepEqual(bad.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/status', 'not_allowed']]);
     });
 
+    test('the audit list, newest first by id, shows each execution starting after the decision that allowed it', async () => {
+      // Both events are written in one transaction, usually in one millisecond: ids minted in order
+      // (newMonotonicId), not with random low bits that listed them either way.
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const res = (await pay('ok', randomUUID())).json();
+        assert.equal(res.decision, 'ALLOW');
+        ids.push(res.execution.id);
+      }
+      const events = await svc.ts.store.db.selectFrom('audit_events').select(['id', 'kind', 'data']).where('project_id', '=', svc.projectId)
+        .where('kind', 'in', ['decision', 'execution.started']).orderBy('id', 'desc').execute();
+      for (const executionId of ids) {
+        const started = events.findIndex((e) => e.kind === 'execution.started' && e.data.includes(executionId));
+        const decisionId = JSON.parse(events[started]!.data).decision_id as string;
+        const decision = events.findIndex((e) => e.kind === 'decision' && e.data.includes(decisionId));
+        assert.ok(started >= 0 && decision > started, `execution ${executionId}: started listed at ${started}, its decision at ${decision}`);
+      }
+    });
+
     test('resolve: only UNKNOWN; the first of racing resolvers stands; every other gets conflict, however late', async () => {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');

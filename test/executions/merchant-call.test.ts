@@ -66,3 +66,17 @@ test('a body cut off after the status line: the status decides, and nothing thro
     await close(server);
   }
 });
+
+test('a payload that does not serialize is FAILED with nothing sent, never left in flight', async () => {
+  let requests = 0;
+  const server = createServer((req, res) => { requests++; req.resume(); res.end(); });
+  const url = await listen(server);
+  try {
+    const merchant = parseMerchants({ merchants: { m: { base_url: url, secret: MERCHANT_SECRET, timeout_ms: 2_000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m')!;
+    // Nothing a parsed body holds fails to serialize (bodies nest at most 128 levels, http/body.ts);
+    // a BigInt stands in for whatever might.
+    const outcome = await callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1n }, nonce: 'n-big', executionId: 'exe_test', now: new Date() });
+    assert.deepEqual(outcome, { status: 'FAILED', httpStatus: null, note: 'the payload could not be serialized: nothing was sent' });
+    assert.equal(requests, 0);
+  } finally { await close(server); }
+});

@@ -116,10 +116,14 @@ for (const backend of backends()) {
         assert.equal(JSON.parse(e.data).reason, 'invalid_request');
         assert.equal(JSON.parse(e.data).principal, author.principalId);
       }
+      // A caller without POLICY_AUTHOR is refused for the role, whatever its body.
+      const notAuthor = await svc.app.inject({ method: 'POST', url: url('/activate'), headers: { ...h(admin), 'content-type': 'application/json' }, payload: '{"version":' });
+      assert.equal(notAuthor.statusCode, 400);
+      assert.equal(JSON.parse((await audits('policy.activation_refused')).at(-1)!.data).reason, 'role_missing');
       // Without a credential nobody attempted anything the log could attribute.
       const anonymous = await svc.app.inject({ method: 'POST', url: url("/activate"), headers: { 'content-type': 'application/json' }, payload: '{"version":' });
       assert.equal(anonymous.statusCode, 400);
-      assert.equal(await count(), before + 3);
+      assert.equal(await count(), before + 4);
     });
 
     test('activate: the next getActivePolicy sees it; states move saved -> active -> retired', async () => {

@@ -212,7 +212,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       if (request.auth || status === undefined || ![400, 413, 415].includes(status)) return;
       try { await authenticate([])(request); } catch { return; }
       const a = auth(request);
-      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: null, at: clock.now() }, 'invalid_request');
+      // A caller without the role is refused for that, whatever its body, as the role check does.
+      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: null, at: clock.now() }, a.roles.has('POLICY_AUTHOR') ? 'invalid_request' : 'role_missing');
     },
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
@@ -225,7 +226,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: Number.isSafeInteger(raw) ? raw as number : null, at: clock.now() }, 'invalid_request');
       throw request.validationError;
     }
-    return activatePolicyVersion(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: request.body.version, at: clock.now() });
+    return activatePolicyVersion(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: request.body.version, at: clock.now(), now: () => clock.now() });
   });
 
   app.post(`${base}/simulate`, {

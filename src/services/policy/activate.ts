@@ -20,6 +20,12 @@ export interface ActivateInput {
   /** null when the request carried no usable version (only possible for a role refusal). */
   version: number | null;
   at: Date;
+  /**
+   * The clock, read again once the activation holds the project's policy lock: concurrent
+   * activations then record times in the order they took effect (a version was recorded retired
+   * before it was activated, when each took its time on arrival).
+   */
+  now?: () => Date;
 }
 
 export interface Activated {
@@ -55,9 +61,10 @@ export async function refuseActivation(store: Store, input: ActivateInput, reaso
 export async function activatePolicyVersion(store: Store, input: ActivateInput): Promise<Activated> {
   if (!input.roles.has('POLICY_AUTHOR') || input.version === null) throw await refuseActivation(store, input, 'role_missing');
   const version = input.version;
-  const at = input.at.toISOString();
   const outcome = await store.transaction(async (trx): Promise<Activated | ActivationRefusal> => {
     await lockFor(trx, store.dialect, policyLock(input.projectId));
+    const when = input.now?.() ?? input.at;
+    const at = when.toISOString();
     const row = await trx.selectFrom('policy_versions').select(['version', 'hash', 'state', 'created_by'])
       .where('project_id', '=', input.projectId).where('version', '=', version).executeTakeFirst();
     if (!row) return 'version_not_found';
@@ -77,7 +84,7 @@ export async function activatePolicyVersion(store: Store, input: ActivateInput):
       .onConflict((oc) => oc.column('project_id').doUpdateSet({ version, hash: row.hash, activated_at: at, activated_by: input.principalId }))
       .execute();
     await recordAudit(trx, {
-      projectId: input.projectId, kind: 'policy.activated', actor: input.actor, at: input.at,
+      projectId: input.projectId, kind: 'policy.activated', actor: input.actor, at: when,
       data: { version, hash: row.hash, previous_version: previous, principal: input.principalId, saved_by: row.created_by },
     });
     return { version, hash: row.hash, state: 'active', activated_at: at, activated_by: input.principalId, previous_version: previous };

@@ -25,6 +25,14 @@ test('small-order and non-canonical Ed25519 keys are weak; generated keys are no
     const x = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x!;
     assert.equal(isWeakEd25519Key(new Uint8Array(Buffer.from(x, 'base64url'))), false, x);
   }
+  // Every encoding of a y from p to 2^255 - 1 is non-canonical, whichever point it would name.
+  const P = 2n ** 255n - 19n;
+  for (let k = 0n; k < 19n; k++) {
+    const y = P + k;
+    const bytes = new Uint8Array(32);
+    for (let i = 0; i < 32; i++) bytes[i] = Number((y >> BigInt(8 * i)) & 0xffn);
+    assert.equal(isWeakEd25519Key(bytes), true, `y = p + ${k}`);
+  }
   // y = 2 is on no point of the curve.
   assert.equal(isWeakEd25519Key(hex('02'.padEnd(64, '0'))), true);
   assert.equal(isWeakEd25519Key(new Uint8Array(31)), true);
