@@ -24,6 +24,16 @@ export const UNAVAILABLE_INPUTS: Readonly<Record<string, string>> = {
   risk_score: 'risk-scoring',
 };
 
+/**
+ * Inputs the evaluator knows but no request carries yet: `backend_finality` comes with chain
+ * signing (spec 4.4), which no deployment has. A document submitted now that reads one is refused
+ * like the inputs above; a version stored before goes on validating (and such a rule stays
+ * indeterminate, as it was).
+ */
+export const NOT_YET_SUPPLIED: Readonly<Record<string, string>> = {
+  backend_finality: 'chain-signing',
+};
+
 const EQUALITY: readonly Operator[] = ['eq', 'neq', 'in', 'not_in'];
 const ORDERED: readonly Operator[] = ['eq', 'neq', 'lt', 'lte', 'gt', 'gte', 'between', 'in', 'not_in'];
 

@@ -5,7 +5,7 @@
 import { checkMinor, isCurrencyCode, minorMessage } from '../money/money.ts';
 import { isAction, isDid, isRequestResource, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
 import { isIssuablePattern } from '../permit/pattern.ts';
-import { INPUT_TYPES, OPERATORS_BY_TYPE, TYPE_DESCRIPTIONS, UNAVAILABLE_INPUTS, isInputName, type InputType } from './inputs.ts';
+import { INPUT_TYPES, OPERATORS_BY_TYPE, TYPE_DESCRIPTIONS, NOT_YET_SUPPLIED, UNAVAILABLE_INPUTS, isInputName, type InputType } from './inputs.ts';
 import { POLICY_LIMITS } from './limits.ts';
 import { pointerAppend } from './pointer.ts';
 import type { Condition, Effect, InputName, LeafCondition, Operator, PolicyError, PolicyValidation, Rule, Scalar } from './types.ts';
@@ -154,7 +154,8 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
   const input = required(walk, node, pointer, 'input');
   let type: InputType | undefined;
   if (typeof input === 'string') {
-    const milestone = Object.hasOwn(UNAVAILABLE_INPUTS, input) ? UNAVAILABLE_INPUTS[input] : undefined;
+    const milestone = Object.hasOwn(UNAVAILABLE_INPUTS, input) ? UNAVAILABLE_INPUTS[input]
+      : walk.submitted && Object.hasOwn(NOT_YET_SUPPLIED, input) ? NOT_YET_SUPPLIED[input] : undefined;
     if (milestone !== undefined) {
       report(walk, pointerAppend(pointer, 'input'), 'input_not_available', `${input} is produced by the ${milestone} milestone, not yet available`);
     } else if (!isInputName(input)) {

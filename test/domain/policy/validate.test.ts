@@ -182,3 +182,11 @@ test('a submitted document spells its resource literals as a request may; a stor
   // A version stored before the rule is read as it was (its literals then match no request).
   assert.equal(validatePolicy(doc).ok, true);
 });
+
+test('backend_finality, which no request carries before chain signing, is refused in a submitted document and read in a stored one', () => {
+  const doc = rule({ op: 'eq', input: 'backend_finality', value: 'final' });
+  const submitted = validatePolicy(doc, { submitted: true });
+  assert.deepEqual(!submitted.ok && submitted.errors.map((e) => `${e.pointer} ${e.code}`), ['/rules/0/when/input input_not_available']);
+  assert.match(!submitted.ok ? submitted.errors[0]!.message : '', /chain-signing milestone/);
+  assert.equal(validatePolicy(doc).ok, true);
+});
