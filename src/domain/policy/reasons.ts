@@ -31,7 +31,14 @@ const INDETERMINATE_CAUSES: Readonly<Record<string, string>> = {
  */
 export function indeterminateDetail(result: { reason_code: string; indeterminate_rules: readonly string[] }): string | undefined {
   const cause = INDETERMINATE_CAUSES[result.reason_code];
-  if (cause === undefined || result.indeterminate_rules.length === 0) return undefined;
-  const rules = result.indeterminate_rules.map((id) => JSON.stringify(id)).join(', ');
-  return `indeterminate: ${result.indeterminate_rules.length === 1 ? 'rule' : 'rules'} ${rules} could not be evaluated (${cause}); the policy fails closed`;
+  const all = result.indeterminate_rules;
+  if (cause === undefined || all.length === 0) return undefined;
+  // Named up to DETAIL_RULES: a policy may hold 10,000 rules, and this text goes into every answer
+  // and audit event of such a decision (1.3 MB each, once).
+  const named = all.slice(0, DETAIL_RULES).map((id) => JSON.stringify(id)).join(', ');
+  const rest = all.length > DETAIL_RULES ? ` and ${all.length - DETAIL_RULES} more` : '';
+  return `indeterminate: ${all.length === 1 ? 'rule' : 'rules'} ${named}${rest} could not be evaluated (${cause}); the policy fails closed`;
 }
+
+/** How many undecidable rules a decision's detail names. */
+export const DETAIL_RULES = 20;

@@ -148,3 +148,14 @@ test('the document hash is SHA-256 of RFC 8785 canonical JSON', () => {
   // sha256('{"rules":[{"effect":"ALLOW","id":"r","when":{"input":"action","op":"eq","value":"pay"}}],"spec_version":"1"}')
   assert.equal(policyHash(a.policy), 'b4d10d2355f35498240a89396463732b2c40ba62057015dc737d4d3ba1a47175');
 });
+
+test('a decision\'s detail names at most 20 undecidable rules, then how many more', async () => {
+  const { indeterminateDetail, DETAIL_RULES } = await import('../../../src/domain/policy/reasons.ts');
+  const { POLICY_REASONS } = await import('../../../src/domain/policy/index.ts');
+  const ids = Array.from({ length: 10_000 }, (_, i) => `rule-${i}`);
+  const detail = indeterminateDetail({ reason_code: POLICY_REASONS.missingInput, indeterminate_rules: ids })!;
+  assert.equal(DETAIL_RULES, 20);
+  assert.match(detail, /^indeterminate: rules "rule-0", .*"rule-19" and 9980 more could not be evaluated/);
+  assert.ok(!detail.includes('"rule-20"'));
+  assert.match(indeterminateDetail({ reason_code: POLICY_REASONS.missingInput, indeterminate_rules: ['only'] })!, /^indeterminate: rule "only" could not/);
+});
