@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { escapePointer, invalidRequest, Problem, type FieldError } from './problem.ts';
+import { escapePointer, invalidRequest, MAX_FIELD_ERRORS, Problem, type FieldError } from './problem.ts';
 import { markRoundedIntegers, memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
@@ -201,7 +201,7 @@ function roundedIntegers(text: string): FieldError[] {
   if (root !== null && typeof root === 'object') {
     eachMember(root, (pointer, _key, v) => {
       if (v === ROUNDED) errors.push({ pointer, code: 'inexact_number', message: ROUNDED_MESSAGE });
-    });
+    }, errors);
   }
   return errors;
 }
@@ -211,7 +211,7 @@ function inexactNumbers(root: object): FieldError[] {
   const errors: FieldError[] = [];
   eachMember(root, (pointer, _key, v) => {
     if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude); send it as a string' });
-  });
+  }, errors);
   return errors;
 }
 
@@ -223,7 +223,7 @@ function inexactNumbers(root: object): FieldError[] {
 
 /** Every repeated member with its pointer; only for a body that has one. */
 function duplicateMembers(text: string): FieldError[] {
-  return repeatedMembers(text).map(({ pointer, name }) => ({ pointer, code: 'duplicate_member', message: `the member ${JSON.stringify(name)} appears more than once in this object` }));
+  return repeatedMembers(text, MAX_FIELD_ERRORS + 1).map(({ pointer, name }) => ({ pointer, code: 'duplicate_member', message: `the member ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)} appears more than once in this object` }));
 }
 
 /** Every forbidden member with its pointer; only for a body that has one. */
@@ -232,7 +232,7 @@ function forbiddenMembers(root: object): FieldError[] {
   eachMember(root, (pointer, key, v, holder) => {
     if (key === '__proto__' && !Array.isArray(holder)) errors.push({ pointer, code: 'forbidden_member', message: 'a member named "__proto__" is not accepted' });
     else if (key === 'constructor' && hasConstructorPrototype(holder)) errors.push({ pointer, code: 'forbidden_member', message: 'a "constructor" member holding a "prototype" member is not accepted' });
-  });
+  }, errors);
   return errors;
 }
 
@@ -240,9 +240,11 @@ function forbiddenMembers(root: object): FieldError[] {
  * Every member and element under `root`, in text order, with its JSON Pointer: the walk the error
  * lists above share. Iterative, as JSON.parse nests deeper than the stack goes.
  */
-function eachMember(root: object, visit: (pointer: string, key: string, value: unknown, holder: object) => void): void {
+function eachMember(root: object, visit: (pointer: string, key: string, value: unknown, holder: object) => void, errors?: readonly unknown[]): void {
   const todo: { node: object; at: string; keys: string[]; next: number }[] = [{ node: root, at: '', keys: Object.keys(root), next: 0 }];
   while (todo.length > 0) {
+    // One past the errors an answer lists is enough to say there were more (problem.ts).
+    if (errors && errors.length > MAX_FIELD_ERRORS) return;
     const top = todo[todo.length - 1]!;
     if (top.next === top.keys.length) { todo.pop(); continue; }
     const key = top.keys[top.next++]!;

@@ -47,8 +47,18 @@ export function problemBody(p: Problem, requestId: string): Record<string, unkno
   };
 }
 
+/** Field errors one answer carries, and how long a pointer in it may be (a body of 64 KiB names a member of 30,000 characters 10,000 times). */
+export const MAX_FIELD_ERRORS = 100;
+export const MAX_POINTER_LENGTH = 1_000;
+const clip = (e: FieldError): FieldError => (e.pointer.length > MAX_POINTER_LENGTH ? { ...e, pointer: `${e.pointer.slice(0, MAX_POINTER_LENGTH)}…` } : e);
+/**
+ * 400 with every field error, up to MAX_FIELD_ERRORS (then one `too_many_errors`), each pointer cut
+ * at MAX_POINTER_LENGTH characters: an answer is never much larger than the request (one of 60 KB
+ * made a 10 MB answer and ran the process out of memory).
+ */
 export const invalidRequest = (errors: FieldError[], detail = 'the request is not valid; see errors') =>
-  new Problem(400, 'invalid_request', detail, { errors });
+  new Problem(400, 'invalid_request', detail, { errors: errors.length <= MAX_FIELD_ERRORS && errors.every((e) => e.pointer.length <= MAX_POINTER_LENGTH) ? errors
+    : [...errors.slice(0, MAX_FIELD_ERRORS).map(clip), ...(errors.length > MAX_FIELD_ERRORS ? [{ pointer: '', code: 'too_many_errors', message: `more than ${MAX_FIELD_ERRORS} errors; the rest are not listed` }] : [])] });
 export const unauthorized = (detail = 'a valid API key is required') => new Problem(401, 'unauthorized', detail);
 /**
  * 401 for the machine plane's bearer keys, with the challenge RFC 9110 §11.6.1 asks of a 401: no

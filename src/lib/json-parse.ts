@@ -133,8 +133,8 @@ export function markRoundedIntegers(text: string, mark: object): unknown {
   });
 }
 
-/** Each member named a second (third…) time in its object, with its JSON Pointer, in text order. Iterative. */
-export function repeatedMembers(text: string): { pointer: string; name: string }[] {
+/** Each member named a second (third…) time in its object, with its JSON Pointer, in text order (the first `max`). Iterative. */
+export function repeatedMembers(text: string, max = Infinity): { pointer: string; name: string }[] {
   type Frame = { at: string; names: Set<string> | null; index: number; key: string | null };
   const repeats: { pointer: string; name: string }[] = [];
   const frames: Frame[] = [];
@@ -147,7 +147,10 @@ export function repeatedMembers(text: string): { pointer: string; name: string }
       if (top?.names && isMemberName(text, end)) {
         const name = JSON.parse(text.slice(i, end + 1)) as string; // a string value: read exactly
         top.key = name;
-        if (top.names.has(name)) repeats.push({ pointer: path(top), name });
+        if (top.names.has(name)) {
+          repeats.push({ pointer: path(top), name });
+          if (repeats.length >= max) return repeats;
+        }
         top.names.add(name);
       }
       i = end;

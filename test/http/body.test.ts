@@ -223,6 +223,26 @@ for (const backend of backends()) {
       }
     });
 
+    test('an answer lists at most 100 field errors, with pointers cut at 1,000 characters: its size is bounded (a body of 60 KB made 10 MB and ran the process out of memory)', async () => {
+      const long = 'A'.repeat(30_000);
+      const bodies = [
+        `{"${long}":{${Array.from({ length: 2_000 }, () => '"a":0').join(',')}}}`,
+        `{"${long}":[${Array.from({ length: 2_000 }, () => '1e400').join(',')}]}`,
+        `{"${long}":[${Array.from({ length: 2_000 }, () => '{"__proto__":0}').join(',')}]}`,
+      ];
+      for (const payload of bodies) {
+        assert.ok(payload.length < 64 * 1024);
+        const res = await authorize(payload);
+        assertProblem(res, 400, 'invalid_request', payload.slice(30_000, 30_020));
+        const errors = res.json().errors as { pointer: string; code: string }[];
+        assert.equal(errors.length, 101);
+        assert.equal(errors.at(-1)!.code, 'too_many_errors');
+        assert.ok(errors.every((e) => e.pointer.length <= 1_001));
+        // 101 errors of at most 1,001-character pointers: bounded, whatever the body holds.
+        assert.ok(res.body.length < 150_000, `answer of ${res.body.length} bytes to a body of ${payload.length}`);
+      }
+    });
+
     test('malformed JSON says where it breaks, without echoing the body', async () => {
       const cases: [string, string][] = [
         ['{"agent": "did:key:z" "permit": 1}', 'the body is not valid JSON: unexpected character at offset 22 (line 1, column 23)'],
