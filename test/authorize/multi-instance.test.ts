@@ -2,6 +2,7 @@
 // budget; and a freeze committed while a decision is in flight denies that decision, on every path.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate as delegateTo, issue, newAgent } from '../support/authorize.ts';
@@ -132,5 +133,32 @@ test('a freeze takes effect while its agent is busy spending, not once the load 
       assert.ok(allowedAfterFreezeSent <= 3 * CLIENTS, `${allowedAfterFreezeSent} ALLOWs for requests sent after the freeze`);
       assert.equal(await decide(), 'agent_frozen');
     } finally { await server.kill(); }
+  } finally { await svc.stop(); }
+});
+
+// Any key may ask for a freeze, and the table lock pauses every decision of the database: a freeze
+// that changes nothing (the agent is frozen already) answers 409 without it. Here a transaction of
+// another connection holds a share lock on agents, as a decision in flight does: a freeze that
+// took the table lock would wait for it (for ever, in this test), the 409 does not.
+test('a freeze of a frozen agent, or a release of one not frozen, answers 409 without queuing for the table lock (PostgreSQL)', { skip: !pg && 'PostgreSQL not configured', timeout: 120_000 }, async () => {
+  const svc = await startService(pg!);
+  const other = svc.ts.reopen();
+  try {
+    const key = await svc.keyHeader(['ADMIN']);
+    const frozen = newAgent().did;
+    const free = newAgent().did;
+    const post = (path: string, agent: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/${path}`, headers: key, payload: { agent } });
+    assert.equal((await post('freeze', frozen)).statusCode, 200);
+    assert.equal((await post('freeze', free)).statusCode, 200);
+    assert.equal((await post('release', free)).statusCode, 200);
+    await other.db.transaction().execute(async (trx) => {
+      await sql`select 1 from agents limit 1 for share`.execute(trx);
+      const again = await post('freeze', frozen);
+      assert.equal(again.statusCode, 409);
+      assert.equal(again.json().code, 'agent_already_frozen');
+      const release = await post('release', free);
+      assert.equal(release.statusCode, 409);
+      assert.equal(release.json().code, 'agent_not_frozen');
+    });
   } finally { await svc.stop(); }
 });

@@ -85,6 +85,12 @@ async function queueAheadOfDecisions(trx: Tx, dialect: Dialect | undefined): Pro
 }
 
 export async function freezeAgent(trx: Tx, input: StateChange): Promise<AgentState> {
+  // A freeze that changes nothing takes no lock: the table lock pauses every decision of the
+  // database, and any key may ask for a freeze. The locked update below checks again.
+  if (input.dialect === 'postgres') {
+    const current = await getAgentState(trx, input.projectId, input.did);
+    if (current.frozen_at !== null) throw alreadyFrozen(current);
+  }
   await queueAheadOfDecisions(trx, input.dialect);
   const at = typeof input.at === 'function' ? input.at() : input.at;
   await ensureAgent(trx, input.projectId, input.did, input.actor, at);
@@ -92,25 +98,26 @@ export async function freezeAgent(trx: Tx, input: StateChange): Promise<AgentSta
     .set({ frozen_at: at, frozen_by: input.actor, frozen_reason: input.reason, released_at: null, released_by: null })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is', null)
     .returning(STATE_COLUMNS).executeTakeFirst();
-  if (!row) {
-    const current = await getAgentState(trx, input.projectId, input.did);
-    throw new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
-  }
+  if (!row) throw alreadyFrozen(await getAgentState(trx, input.projectId, input.did));
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.frozen', actor: input.actor, at, data: { agent: input.did, reason: input.reason } });
   return agentState(input.did, row);
 }
 
 export async function releaseAgent(trx: Tx, input: StateChange): Promise<AgentState> {
+  if (input.dialect === 'postgres' && (await getAgentState(trx, input.projectId, input.did)).frozen_at === null) throw notFrozen();
   await queueAheadOfDecisions(trx, input.dialect);
   const at = typeof input.at === 'function' ? input.at() : input.at;
   const row = await trx.updateTable('agents')
     .set({ frozen_at: null, frozen_by: null, frozen_reason: null, released_at: at, released_by: input.actor })
     .where('project_id', '=', input.projectId).where('did', '=', input.did).where('frozen_at', 'is not', null)
     .returning(STATE_COLUMNS).executeTakeFirst();
-  if (!row) throw new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
+  if (!row) throw notFrozen();
   await recordAudit(trx, { projectId: input.projectId, kind: 'agent.released', actor: input.actor, at, data: { agent: input.did, reason: input.reason } });
   return agentState(input.did, row);
 }
+
+const alreadyFrozen = (current: AgentState) => new Problem(409, 'agent_already_frozen', `the agent has been frozen since ${current.frozen_at}`, { extra: { state: current } });
+const notFrozen = () => new Problem(409, 'agent_not_frozen', 'the agent is not frozen');
 
 export async function getAgentState(trx: Tx | import('../../store/store.ts').Db, projectId: string, did: string): Promise<AgentState> {
   const row = await trx.selectFrom('agents').select(STATE_COLUMNS).where('project_id', '=', projectId).where('did', '=', did).executeTakeFirst();
