@@ -31,12 +31,13 @@ const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
  * otherwise pass a DENY on `resource://files/secret*`. That also refuses every escape a downstream
  * decoder would turn into structure: an encoded "/" or "\\" (a segment that splits into `../..`
  * once decoded: `resource://pay/eu/..%2Fus` must not match `resource://pay/eu/*`), "." (an encoded
- * dot segment), "%" (decoded twice, `%252F` is a "/"), or a control character. What may be escaped:
- * bytes 0x80 and above (UTF-8), space, `" # * < > ? [ ] ^ \` { | }`. Policy literals keep the
+ * dot segment), "%" (decoded twice, `%252F` is a "/"), "#" and "?" (a URL's fragment and query once
+ * decoded), or a control character. What may be escaped: bytes 0x80 and above (UTF-8), space,
+ * `" * < > [ ] ^ \` { | }`. Policy literals keep the
  * resource grammar: a stored version must go on validating, and a literal written otherwise than in
  * this form simply matches no request.
  */
-const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|[01][0-9A-F]|2[14-9B-F]|3[0-9ABD]|4[0-9A-F]|5[0-9ACF]|6[1-9A-F]|7[0-9AEF]))${RESOURCE_URI_PATTERN.slice(1)}`;
+const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|[01][0-9A-F]|2[134-9B-F]|3[0-9ABDF]|4[0-9A-F]|5[0-9ACF]|6[1-9A-F]|7[0-9AEF]))${RESOURCE_URI_PATTERN.slice(1)}`;
 const REQUEST_RESOURCE = new RegExp(REQUEST_RESOURCE_PATTERN);
 
 /**
@@ -69,15 +70,20 @@ function escapesDecode(value: string): boolean {
  */
 export function isRequestResource(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && REQUEST_RESOURCE.test(value)
-    && !AMBIGUOUS_AUTHORITY.test(value) && value.indexOf(';') === -1 && escapesDecode(value);
+    && !ambiguousAuthority(value) && value.indexOf(';') === -1 && escapesDecode(value);
 }
 
 /**
  * The first segment is where an RFC 3986 reader finds a host: case-insensitive (`FILES` is `files`),
- * and a userinfo (`x@files`) or a port, empty or not (`files:`), gives one resource another
- * spelling. A requested resource names its first segment in lowercase, without `@` or `:`.
+ * with a trailing dot the same host (`files.`), and a userinfo (`x@files`) or a port, empty or not
+ * (`files:`), gives one resource another spelling. A requested resource names its first segment in
+ * lowercase (its escapes aside, whose hex is uppercase), without `@`, `:` or a trailing dot.
  */
-const AMBIGUOUS_AUTHORITY = /^resource:\/\/[^/]*[A-Z@:]/;
+function ambiguousAuthority(value: string): boolean {
+  const end = value.indexOf('/', RESOURCE_SCHEME.length);
+  const host = value.slice(RESOURCE_SCHEME.length, end === -1 ? value.length : end).replace(/%[0-9A-F]{2}/g, '');
+  return /[A-Z@:]/.test(host) || host.endsWith('.');
+}
 
 export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };
 

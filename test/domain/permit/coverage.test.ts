@@ -145,3 +145,9 @@ test('checkCoverage answers a value, never a TypeError, for a hostile request', 
     assert.equal(r.ok, false, JSON.stringify(bad));
   }
 });
+
+test('an issuable pattern may end inside an escape or a UTF-8 sequence; the rest of it is judged as a request', async () => {
+  const { isIssuablePattern } = await import('../../../src/domain/permit/pattern.ts');
+  for (const ok of ['resource://files/caf%C3*', 'resource://files/%2*', 'resource://files/%*', 'resource://files/%E2%82*', 'resource://*']) assert.equal(isIssuablePattern(ok), true, ok);
+  for (const bad of ['resource://a/%41*', 'resource://a/%c3*', 'resource://FILES/*', 'resource://a/b;c*', 'resource://a/%2F*', 'resource://a/%C0%AF*', 'resource://a/%C3%A9%A9*', 'resource://a/%80*']) assert.equal(isIssuablePattern(bad), false, bad);
+});

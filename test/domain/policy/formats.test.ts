@@ -18,7 +18,7 @@ test('resource URIs refuse dot segments, empty segments and stars', () => {
 });
 
 test('a requested resource also holds no escape a decoder turns into structure; policy literals keep the resource grammar', () => {
-  for (const ok of ['resource://a', 'resource://a/%20b', 'resource://docs/%C3%A4', 'resource://a/..x', 'resource://a/B:c@d', 'resource://a/%2A%3F%23%5B%5D%22%3C%3E%5E%60%7B%7C%7D']) assert.equal(isRequestResource(ok), true, ok);
+  for (const ok of ['resource://a', 'resource://a/%20b', 'resource://docs/%C3%A4', 'resource://a/..x', 'resource://a/B:c@d', 'resource://a/%2A%5B%5D%22%3C%3E%5E%60%7B%7C%7D', 'resource://caf%C3%A9/x', 'resource://a%5B1%5D/x']) assert.equal(isRequestResource(ok), true, ok);
   for (const bad of ['resource://a/..%2Fb', 'resource://a/%2f', 'resource://a/%5c', 'resource://a/%5C', 'resource://a/%25', 'resource://a/%00', 'resource://a/%0A', 'resource://a/%1F', 'resource://a/%7F', 'resource://a/../b',
     // A dot segment with parameters (Tomcat, Spring), and escapes that are not UTF-8 (an overlong "/", a lone continuation byte).
     'resource://pay/eu/..;/us', 'resource://pay/eu/.;x', 'resource://pay/%2e%2e;x/us', 'resource://pay/eu/..%C0%AFus', 'resource://a/%80', 'resource://a/%E0%80%AF', 'resource://a/%C3']) {
@@ -33,13 +33,15 @@ test('a requested resource is in one normal form: it escapes only what it cannot
     // Lowercase hex is another spelling of the same escape (RFC 3986 §6.2.2.1).
     'resource://docs/%c3%a4', 'resource://docs/%C3%a4', 'resource://a/%2a',
     // The first segment read as a host: its case, a userinfo, a port (empty or not) (§6.2.2.1, §6.2.3).
-    'resource://FILES/secret', 'resource://Files/secret', 'resource://x@files/secret', 'resource://files:/secret', 'resource://files:80/secret',
+    'resource://FILES/secret', 'resource://Files/secret', 'resource://x@files/secret', 'resource://files:/secret', 'resource://files:80/secret', 'resource://files./secret',
+    // A fragment or a query once decoded.
+    'resource://files/secret%23x', 'resource://files/secret%3Fx',
     // Path parameters, which Tomcat and Spring strip; a decomposed "é" (not NFC).
     'resource://files/secret;x/y', 'resource://a/b;c', 'resource://a/..x;y', 'resource://docs/cafe%CC%81']) {
     assert.equal(isRequestResource(bad), false, bad);
   }
   // Every ASCII byte: its escape is accepted exactly when the byte cannot stand in a resource as is.
-  const heldAsIs = /^[A-Za-z0-9\-._~!$&'()+,;=:@/%\\]$/;
+  const heldAsIs = /^[A-Za-z0-9\-._~!$&'()+,;=:@/%\\#?]$/;
   for (let b = 0; b < 0x80; b++) {
     const c = String.fromCharCode(b);
     const escaped = `resource://a/x%${b.toString(16).toUpperCase().padStart(2, '0')}y`;
