@@ -100,7 +100,7 @@ for (const backend of backends()) {
         '/expires_at in_the_past: expires_at must be in the future',
         '/max_uses too_small: must be >= 1',
         '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z; before it the permit does not verify yet',
-        '/resources/0 invalid_pattern: a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%" or control character), optionally ending in one "*"',
+        '/resources/0 invalid_pattern: a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)',
       ]);
       // Items the schema refuses do not hide the claim errors of their siblings; patterns no request
       // could match (an empty or dot segment, an encoded slash) are not signed.

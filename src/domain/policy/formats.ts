@@ -33,9 +33,9 @@ const RESOURCE_URI = new RegExp(RESOURCE_URI_PATTERN);
  * once decoded: `resource://pay/eu/..%2Fus` must not match `resource://pay/eu/*`), "." (an encoded
  * dot segment), "%" (decoded twice, `%252F` is a "/"), "#" and "?" (a URL's fragment and query once
  * decoded), or a control character. What may be escaped: bytes 0x80 and above (UTF-8), space,
- * `" * < > [ ] ^ \` { | }`. Policy literals keep the
- * resource grammar: a stored version must go on validating, and a literal written otherwise than in
- * this form simply matches no request.
+ * `" * < > [ ] ^ \` { | }`. A policy saved or simulated
+ * now must write its resource literals in this form (validate.ts, `resource_not_normal`); a version
+ * stored before keeps the resource grammar, and a literal of it written otherwise matches no request.
  */
 const REQUEST_RESOURCE_PATTERN = `^(?!.*%(?:[0-9A-Fa-f][a-f]|[a-f][0-9A-F]|[01][0-9A-F]|2[134-9B-F]|3[0-9ABDF]|4[0-9A-F]|5[0-9ACF]|6[1-9A-F]|7[0-9AEF]))${RESOURCE_URI_PATTERN.slice(1)}`;
 const REQUEST_RESOURCE = new RegExp(REQUEST_RESOURCE_PATTERN);

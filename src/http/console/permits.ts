@@ -61,7 +61,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const items = (member: string) => (Array.isArray(raw[member]) ? (raw[member] as unknown[]) : [])
       .flatMap((item, i) => (typeof item === 'string' && !errors.some((e) => e.pointer === `/${member}/${i}` || e.pointer.startsWith(`/${member}/${i}/`)) ? [[item, i] as const] : []));
     for (const [a, i] of items('actions')) if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' });
-    for (const [r, i] of items('resources')) if (!isIssuablePattern(r)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%" or control character), optionally ending in one "*"' });
+    for (const [r, i] of items('resources')) if (!isIssuablePattern(r)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)' });
     if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
     if (!expiresAt) throw new Error('unreachable: expires_at is required and was found well formed');
     const input = {
