@@ -56,9 +56,11 @@ const clip = (e: FieldError): FieldError => (e.pointer.length > MAX_POINTER_LENG
  * at MAX_POINTER_LENGTH characters: an answer is never much larger than the request (one of 60 KB
  * made a 10 MB answer and ran the process out of memory).
  */
-export const invalidRequest = (errors: FieldError[], detail = 'the request is not valid; see errors') =>
-  new Problem(400, 'invalid_request', detail, { errors: errors.length <= MAX_FIELD_ERRORS && errors.every((e) => e.pointer.length <= MAX_POINTER_LENGTH) ? errors
-    : [...errors.slice(0, MAX_FIELD_ERRORS).map(clip), ...(errors.length > MAX_FIELD_ERRORS ? [{ pointer: '', code: 'too_many_errors', message: `more than ${MAX_FIELD_ERRORS} errors; the rest are not listed` }] : [])] });
+export function invalidRequest(errors: FieldError[], detail = 'the request is not valid; see errors'): Problem {
+  const listed = errors.slice(0, MAX_FIELD_ERRORS).map(clip);
+  if (errors.length > MAX_FIELD_ERRORS) listed.push({ pointer: '', code: 'too_many_errors', message: `more than ${MAX_FIELD_ERRORS} errors; the rest are not listed` });
+  return new Problem(400, 'invalid_request', detail, { errors: listed });
+}
 export const unauthorized = (detail = 'a valid API key is required') => new Problem(401, 'unauthorized', detail);
 /**
  * 401 for the machine plane's bearer keys, with the challenge RFC 9110 §11.6.1 asks of a 401: no

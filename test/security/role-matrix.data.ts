@@ -251,5 +251,5 @@ async function ensureActivePolicy(ctx: MatrixContext): Promise<void> {
   if (active) return;
   const saved = await saveMatrixPolicy(ctx);
   const principalId = await ctx.newMember(['POLICY_AUTHOR']);
-  await activatePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', roles: new Set(['POLICY_AUTHOR']), version: saved.version, at: new Date() });
+  await activatePolicyVersion(ctx.store, { projectId: ctx.projectId, principalId, actor: 'system', roles: new Set(['POLICY_AUTHOR']), version: saved.version, now: () => new Date() });
 }

@@ -49,7 +49,6 @@ export function isResourceUri(value: unknown): value is string {
   return typeof value === 'string' && value.length <= MAX_RESOURCE_LENGTH && RESOURCE_URI.test(value);
 }
 
-
 /**
  * True when every percent-escape decodes as UTF-8 (an overlong `%C0%AF` is a "/" to a lax decoder)
  * into text in Unicode normal form C (`cafe%CC%81` is `caf%C3%A9` to a reader that normalizes).
@@ -64,7 +63,7 @@ function escapesDecode(value: string): boolean {
 /**
  * What a request may name: a resource URI (isResourceUri) in its one spelling: without the escapes
  * REQUEST_RESOURCE_PATTERN refuses, with a first segment an RFC 3986 reader could not read as
- * another host (AMBIGUOUS_AUTHORITY), without path parameters (`;`, which Tomcat and Spring strip:
+ * another host (ambiguousAuthority), without path parameters (`;`, which Tomcat and Spring strip:
  * `secret;x/y` is `secret/y` to them, and `..;` is `..`), and whose escapes decode as UTF-8 in
  * Unicode normal form C. The request schemas check it as the format `gavel-request-resource` (http/validation.ts).
  */
@@ -83,6 +82,37 @@ function ambiguousAuthority(value: string): boolean {
   const end = value.indexOf('/', RESOURCE_SCHEME.length);
   const host = value.slice(RESOURCE_SCHEME.length, end === -1 ? value.length : end).replace(/%[0-9A-F]{2}/g, '');
   return /[A-Z@:]/.test(host) || host.endsWith('.');
+}
+
+/**
+ * A resource pattern some request could match, in a request's one spelling: a resource, or a prefix
+ * and a "*". A prefix may end at a "/" or inside a segment: judged as the shortest resource it
+ * starts, or as itself when it is already as long as a resource may be. Permit issuance and policy
+ * literals saved now hold their patterns to it.
+ */
+export function isRequestPattern(pattern: string): boolean {
+  if (!pattern.endsWith('*')) return isRequestResource(pattern);
+  const prefix = withoutOpenEnd(pattern.slice(0, -1));
+  return isRequestResource(prefix.length < MAX_RESOURCE_LENGTH ? `${prefix}x` : prefix);
+}
+
+/**
+ * A prefix may end inside an escape (`%`, `%2`) or inside a UTF-8 sequence (`caf%C3` covers
+ * `caf%C3%A9`): that open end is left out of the judgement, which the rest of the prefix still
+ * gets. Only a well-formed start of a sequence counts as one (`%C0%AF` never begins a character).
+ */
+function withoutOpenEnd(prefix: string): string {
+  const p = prefix.replace(/%[0-9A-F]?$/, '');
+  const bytes: number[] = [];
+  for (let at = p.length - 3; at >= 0 && p[at] === '%' && /^[0-9A-F]{2}$/.test(p.slice(at + 1, at + 3)); at -= 3) {
+    bytes.unshift(parseInt(p.slice(at + 1, at + 3), 16));
+    if (bytes[0]! < 0x80 || bytes[0]! >= 0xc0 || bytes.length === 4) break; // a byte that is not a continuation ends the sequence
+  }
+  const lead = bytes[0];
+  if (lead === undefined || lead < 0xc2 || lead > 0xf4) return p;
+  const needed = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+  const open = bytes.length < needed && bytes.slice(1).every((b) => b >= 0x80 && b < 0xc0);
+  return open ? p.slice(0, p.length - 3 * bytes.length) : p;
 }
 
 export type ResourcePattern = { kind: 'exact'; uri: string } | { kind: 'prefix'; prefix: string };

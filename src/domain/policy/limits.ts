@@ -19,7 +19,7 @@ export const POLICY_LIMITS = {
   /** Unknown members reported per object before the rest are summarised. */
   maxUnknownFieldsPerObject: 10,
   /** Errors returned at once; past this one `too_many_errors` closes the list. */
-  maxErrors: 1_000,
+  maxErrors: 100,
   /** Bytes of a serialized document; for the HTTP layer's body limit (validation sees parsed JSON). */
   maxDocumentBytes: 8 * 1024 * 1024,
 } as const;

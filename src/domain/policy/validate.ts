@@ -3,8 +3,7 @@
 // recursion stops at maxDepth, lists and argument arrays are checked for length before
 // they are walked, and the whole walk stops after maxTotalNodes condition nodes.
 import { checkMinor, isCurrencyCode, minorMessage } from '../money/money.ts';
-import { isAction, isDid, isRequestResource, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
-import { isIssuablePattern } from '../permit/pattern.ts';
+import { isAction, isDid, isRequestPattern, isRequestResource, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
 import { INPUT_TYPES, OPERATORS_BY_TYPE, TYPE_DESCRIPTIONS, NOT_YET_SUPPLIED, UNAVAILABLE_INPUTS, isInputName, type InputType } from './inputs.ts';
 import { POLICY_LIMITS } from './limits.ts';
 import { pointerAppend } from './pointer.ts';
@@ -238,7 +237,7 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
         report(walk, at('value'), 'string_too_long', `strings are at most ${POLICY_LIMITS.maxStringLength} characters`);
       } else if (parseResourcePattern(value) === null) {
         report(walk, at('value'), 'invalid_resource_pattern', 'expected resource://<path> with at most one "*", only at the end; no empty or dot segments');
-      } else if (walk.submitted && !isIssuablePattern(value)) {
+      } else if (walk.submitted && !isRequestPattern(value)) {
         report(walk, at('value'), 'resource_not_normal', NOT_NORMAL);
       } else if (type !== undefined) {
         built = { op, input: 'resource', value };
@@ -394,7 +393,7 @@ function validateUnchecked(doc: unknown, submitted: boolean): PolicyValidation {
   return { ok: true, policy: { spec_version: version as string, rules: out } };
 }
 
-const NOT_NORMAL = 'a resource literal must be spelled as a request may spell it (docs/policy-language.md: escapes only for what a resource cannot hold as is, in uppercase hex; a first segment in lowercase without "@" or ":"; no ";"), or it matches no request';
+const NOT_NORMAL = 'a resource literal must be spelled as a request may spell it (docs/policy-language.md, "a requested resource"), or it matches no request';
 
 /**
  * Validates `doc` (any JSON value) as a policy document. On success the returned policy is

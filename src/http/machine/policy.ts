@@ -191,6 +191,9 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     return { items, next_cursor: rows.length > limit && lastItem ? encodeVersionCursor(lastItem.version) : null };
   });
 
+  /** What an activation, or its refusal, records of the caller and the version asked for. */
+  const activation = (a: AuthContext, version: number | null) => ({ projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version, now: () => clock.now() });
+
   app.post(`${base}/activate`, {
     // Authenticate any key of the project, then refuse (and audit) a caller without POLICY_AUTHOR
     // before the body is even validated: every refused activation attempt leaves a trace.
@@ -201,7 +204,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       if (!a.roles.has('POLICY_AUTHOR')) {
         const raw = (request.body as { version?: unknown } | null | undefined)?.version;
         const version = Number.isSafeInteger(raw) ? (raw as number) : null;
-        throw await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version, at: clock.now() }, 'role_missing');
+        throw await refuseActivation(store, activation(a, version), 'role_missing');
       }
     }, { requiredRoles: ['POLICY_AUTHOR'] as const }),
     // A POLICY_AUTHOR's body the schema refuses is a refused activation too (audited below), and so
@@ -213,7 +216,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       try { await authenticate([])(request); } catch { return; }
       const a = auth(request);
       // A caller without the role is refused for that, whatever its body, as the role check does.
-      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: null, at: clock.now() }, a.roles.has('POLICY_AUTHOR') ? 'invalid_request' : 'role_missing');
+      await refuseActivation(store, activation(a, null), a.roles.has('POLICY_AUTHOR') ? 'invalid_request' : 'role_missing');
     },
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
@@ -223,10 +226,10 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     const a = auth(request);
     if (request.validationError) {
       const raw = (request.body as { version?: unknown } | null | undefined)?.version;
-      await refuseActivation(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: Number.isSafeInteger(raw) ? raw as number : null, at: clock.now() }, 'invalid_request');
+      await refuseActivation(store, activation(a, Number.isSafeInteger(raw) ? raw as number : null), 'invalid_request');
       throw request.validationError;
     }
-    return activatePolicyVersion(store, { projectId: a.projectId, principalId: a.principalId, actor: a.actor, roles: a.roles, version: request.body.version, at: clock.now(), now: () => clock.now() });
+    return activatePolicyVersion(store, activation(a, request.body.version));
   });
 
   app.post(`${base}/simulate`, {

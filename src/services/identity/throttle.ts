@@ -20,7 +20,8 @@ const keys = (name: string, address: string) => [[accountKey(name), ACCOUNT_LIMI
  */
 export async function takeAttempt(store: Store, name: string, address: string, now: Date): Promise<Attempt> {
   const taken = await take(store, keys(name, address), now);
-  return { wait: taken.wait, addressLock: taken.locks[1] };
+  const [, addressLock] = taken.locks; // keys(): the account's, then the address's
+  return { wait: taken.wait, addressLock };
 }
 
 /** A counted login attempt: `wait` > 0 when refused; `addressLock`, the lock its count set on the address and the one before. */

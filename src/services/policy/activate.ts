@@ -19,13 +19,12 @@ export interface ActivateInput {
   roles: ReadonlySet<Role>;
   /** null when the request carried no usable version (only possible for a role refusal). */
   version: number | null;
-  at: Date;
   /**
-   * The clock, read again once the activation holds the project's policy lock: concurrent
-   * activations then record times in the order they took effect (a version was recorded retired
-   * before it was activated, when each took its time on arrival).
+   * The clock, read when the outcome is recorded: for an activation once it holds the project's
+   * policy lock, so concurrent activations record times in the order they took effect (a version
+   * was recorded retired before it was activated when each took its time on arrival).
    */
-  now?: () => Date;
+  now: () => Date;
 }
 
 export interface Activated {
@@ -51,7 +50,7 @@ const PROBLEMS: Record<ActivationRefusal, (version: number | null) => Problem> =
 export async function refuseActivation(store: Store, input: ActivateInput, reason: ActivationRefusal): Promise<Problem> {
   await store.transaction(async (trx) => {
     await recordAudit(trx, {
-      projectId: input.projectId, kind: 'policy.activation_refused', actor: input.actor, at: input.at,
+      projectId: input.projectId, kind: 'policy.activation_refused', actor: input.actor, at: input.now(),
       data: { version: input.version, reason, principal: input.principalId, roles: [...input.roles].sort() },
     });
   });
@@ -63,7 +62,7 @@ export async function activatePolicyVersion(store: Store, input: ActivateInput):
   const version = input.version;
   const outcome = await store.transaction(async (trx): Promise<Activated | ActivationRefusal> => {
     await lockFor(trx, store.dialect, policyLock(input.projectId));
-    const when = input.now?.() ?? input.at;
+    const when = input.now();
     const at = when.toISOString();
     const row = await trx.selectFrom('policy_versions').select(['version', 'hash', 'state', 'created_by'])
       .where('project_id', '=', input.projectId).where('version', '=', version).executeTakeFirst();
