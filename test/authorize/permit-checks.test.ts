@@ -161,5 +161,23 @@ for (const backend of backends()) {
         assert.deepEqual([usage.spent_minor, usage.uses], [spent, uses]);
       }
     });
+
+    test('a permit whose own text has no well-formed spelling is a recorded DENY, never a 500, and is not echoed unbounded', async () => {
+      const agent = newAgent();
+      const b64 = (text: string) => Buffer.from(text).toString('base64url');
+      const header = (extra: string) => b64(`{"alg":"EdDSA","typ":"gavel-permit+jwt","kid":"x"${extra}}`);
+      const read = { agent: agent.did, action: 'read', resource: 'resource://docs/a' };
+      // An alg whose quoted form is cut inside a surrogate pair, and member names that are lone
+      // surrogates (JSON escapes): none of them signed, each read before any signature.
+      const alg = b64(JSON.stringify({ alg: `${'a'.repeat(38)}\u{1F600}`, typ: 'gavel-permit+jwt', kid: 'x' }));
+      await assertRefused({ ...read, permit: `${alg}.${b64('{}')}.AA` }, 'algorithm');
+      await assertRefused({ ...read, permit: `${header(',"\\ud800":1')}.${b64('{}')}.AA` }, 'header');
+      await assertRefused({ ...read, permit: `${header('')}.${b64('{"\\ud800":1}')}.AA` }, 'claims');
+      await assertRefused({ ...read, permit: `${header('')}.${b64('{"\\udfff":1,"\\udfff":2}')}.AA` }, 'malformed');
+      const long = `${header('')}.${b64(JSON.stringify({ ['x'.repeat(5000)]: 1 }))}.AA`;
+      const d = await authorize({ ...read, permit: long });
+      assert.equal(d.reason_code, 'permit_invalid');
+      assert.ok(d.detail!.length < 200, `the detail quotes at most a bounded part of the permit, got ${d.detail!.length} characters`);
+    });
   });
 }

@@ -13,7 +13,7 @@ import {
 import { isMoney } from './money.ts';
 import { isResourcePattern } from './pattern.ts';
 import type { GavelConstraints, PermitClaims, PermitFailure } from './types.ts';
-import { fail } from './types.ts';
+import { fail, shownName } from './types.ts';
 
 const CLAIM_KEYS = new Set(['iss', 'sub', 'aud', 'jti', 'iat', 'nbf', 'exp', 'gavel']);
 const GAVEL_KEYS = new Set(['actions', 'resources', 'max_per_request', 'budget', 'max_uses', 'parent']);
@@ -43,7 +43,7 @@ function bad(detail: string): PermitFailure {
 
 function checkConstraints(g: unknown): Checked<GavelConstraints> {
   if (!isPlainObject(g)) return bad('the gavel claim must be an object');
-  for (const k of Object.keys(g)) if (!GAVEL_KEYS.has(k)) return bad(`unknown member gavel.${k}`);
+  for (const k of Object.keys(g)) if (!GAVEL_KEYS.has(k)) return bad(`unknown member gavel.${shownName(k)}`);
   const { actions, resources, max_per_request, budget, max_uses, parent } = g;
   if (!Array.isArray(actions) || actions.length === 0 || actions.length > MAX_ACTIONS || !actions.every(isAction)) {
     return bad(`gavel.actions must be 1..${MAX_ACTIONS} action names (each at most ${MAX_ACTION_LENGTH} characters, or "*")`);
@@ -79,7 +79,7 @@ function checkConstraints(g: unknown): Checked<GavelConstraints> {
 /** Checks a decoded payload; returns a fresh, fully typed copy. */
 export function validateClaims(payload: unknown): Checked<PermitClaims> {
   if (!isPlainObject(payload)) return bad('the payload must be a JSON object');
-  for (const k of Object.keys(payload)) if (!CLAIM_KEYS.has(k)) return bad(`unknown claim ${k}`);
+  for (const k of Object.keys(payload)) if (!CLAIM_KEYS.has(k)) return bad(`unknown claim ${shownName(k)}`);
   const { iss, sub, aud, jti, iat, nbf, exp, gavel } = payload;
   if (!isId(iss, 2048)) return bad('iss must be a non-empty string');
   if (!isDid(sub)) return bad('sub must be a DID');

@@ -3,7 +3,7 @@
 import { base64urlDecode, base64urlEncode } from './base64url.ts';
 import { validateClaims } from './claims.ts';
 import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
-import { PermitError, fail } from './types.ts';
+import { PermitError, fail, shownName } from './types.ts';
 import { parseJsonExactly, repeatedMembers } from '../../lib/json-parse.ts';
 
 export const PERMIT_TYP = 'gavel-permit+jwt';
@@ -34,8 +34,11 @@ function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false
 }
 
 function describe(v: unknown): string {
+  // JSON.stringify escapes controls and lone surrogates; the cut is by code point, so it never
+  // leaves half of a surrogate pair (which no decision event could hold).
   const s = typeof v === 'string' ? JSON.stringify(v) : typeof v;
-  return s.length > 40 ? `${s.slice(0, 40)}…` : s;
+  const points = Array.from(s);
+  return points.length > 40 ? `${points.slice(0, 40).join('')}…` : s;
 }
 
 /** Decodes and shape-checks one compact JWS; `link` is its index for error reporting. */
@@ -44,7 +47,7 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   if (parts.length !== 3) return fail('malformed', 'a permit link must be a compact JWS of three dot-separated parts', { link });
   const [h, p, s] = parts as [string, string, string];
   const header = decodeJson(h);
-  if (!header.ok && header.repeated !== undefined) return fail('malformed', `the protected header names a member twice (${header.repeated})`, { link });
+  if (!header.ok && header.repeated !== undefined) return fail('malformed', `the protected header names a member twice (${shownName(header.repeated)})`, { link });
   if (!header.ok || typeof header.value !== 'object' || header.value === null || Array.isArray(header.value)) {
     return fail('malformed', 'the protected header is not base64url-encoded JSON object', { link });
   }
@@ -55,7 +58,7 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   if (hv.typ !== PERMIT_TYP) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
   if (typeof hv.kid !== 'string' || hv.kid.length === 0 || hv.kid.length > 2200) return fail('header', 'kid must be a non-empty string', { link });
   const payload = decodeJson(p);
-  if (!payload.ok && payload.repeated !== undefined) return fail('malformed', `the payload names a member twice (${payload.repeated})`, { link });
+  if (!payload.ok && payload.repeated !== undefined) return fail('malformed', `the payload names a member twice (${shownName(payload.repeated)})`, { link });
   if (!payload.ok) return fail('malformed', 'the payload is not base64url-encoded JSON', { link });
   const claims = validateClaims(payload.value);
   if (!claims.ok) return { ...claims, link };

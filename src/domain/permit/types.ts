@@ -129,6 +129,22 @@ export class PermitError extends Error {
   }
 }
 
+/**
+ * Text taken from a presented permit (a member name, a pointer to one), as a failure's detail may
+ * show it: at most 40 code points (a cut never splits a surrogate pair), with control, format and
+ * lone surrogate characters escaped. Details reach the caller and the decision's audit event, which
+ * holds well-formed strings only (domain/decision/event.ts), and a permit need not be signed to be
+ * read this far: its own text is never echoed unbounded, nor as a string no event can hold.
+ */
+export function shownName(name: string): string {
+  const points = Array.from(name);
+  const cut = points.length > 40 ? `${points.slice(0, 40).join('')}…` : name;
+  return cut.replace(/[\p{Cc}\p{Cf}\p{Cs}]/gu, (c) => {
+    const point = c.codePointAt(0)!;
+    return point > 0xffff ? `\\u{${point.toString(16)}}` : `\\u${point.toString(16).padStart(4, '0')}`;
+  });
+}
+
 export function fail(check: PermitCheck, detail: string, extra?: { link?: number; dimension?: WidenedDimension }): PermitFailure {
   return { ok: false, check, detail, ...extra };
 }

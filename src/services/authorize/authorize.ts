@@ -97,7 +97,9 @@ export class Authorizer {
 
   #checkVerified(verified: VerifyResult, input: AuthorizeInput, now: Date): PermitCheck {
     if (!verified.ok) {
-      return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}`, presented: presentedCommitment(input.permit) } };
+      // The detail may quote the presented text; the decision's event holds well-formed strings only,
+      // so a permit that does not verify is recorded as such, never a 500 (toWellFormed: a guard).
+      return { permit: null, failure: { check: verified.check, detail: `${verified.check}: ${verified.detail}`.toWellFormed(), presented: presentedCommitment(input.permit) } };
     }
     const permit = verified.permit;
     if (permit.agent !== input.agent) {
