@@ -5,7 +5,7 @@ import type { Config } from './config/config.ts';
 import { buildApp, type BuildOptions } from './http/app.ts';
 import type { AppDeps } from './http/deps.ts';
 import { systemClock, type Clock } from './lib/time.ts';
-import { bootstrap, type BootstrapResult } from './services/bootstrap.ts';
+import { bootstrap, type AnnounceAdmin, type BootstrapResult } from './services/bootstrap.ts';
 import { LocalSigner } from './signer/local.ts';
 import { PinnedSigner } from './signer/pinned.ts';
 import { LOG_KEY } from './services/auditlog/log.ts';
@@ -70,6 +70,8 @@ export interface ServiceOptions extends BuildOptions {
   signer?: Signer;
   clock?: Clock;
   merchants?: MerchantRegistry;
+  /** Prints the first start's administrator password; called before its account commits (services/bootstrap.ts). */
+  announceAdmin?: AnnounceAdmin;
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
@@ -101,7 +103,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const recovered = await keeper.start();
   const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now() });
   const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
-  const boot = await bootstrap(store);
+  const boot = await bootstrap(store, new Date(), options.announceAdmin);
   const app = await buildApp(deps, options);
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
   // A person has to resolve these (invariant 6): said where an operator looks first.

@@ -12,7 +12,8 @@ import { verifyConsistency } from '../domain/auditlog/verify.ts';
 import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
 
-export const AUDIT_CONSISTENCY_USAGE = 'usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]';
+export const AUDIT_CONSISTENCY_USAGE = `usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]
+exit status: 0 CONSISTENT, 1 NOT CONSISTENT (with the reason; a damaged file too), 2 a wrong command line or a file it cannot read`;
 
 interface ConsistencyFile { from: number; to: number; proof: string[]; from_root?: unknown; to_root?: unknown; from_checkpoint: string | null; to_checkpoint: string | null }
 

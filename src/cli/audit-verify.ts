@@ -14,7 +14,8 @@ import { verifyInclusion } from '../domain/auditlog/verify.ts';
 import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
-       gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed`;
+       gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed
+exit status: 0 VERIFIED, 1 NOT VERIFIED (with the reason; a damaged file too), 2 a wrong command line or a file it cannot read`;
 
 export interface Writable { write(s: string): unknown }
 

@@ -1,7 +1,7 @@
 // A JSON file an auditor hands the offline checkers: read with member names exactly as written
 // (lib/json-parse.ts), and with the pointers of any name given twice, which a checker refuses:
 // readers differ on which of the two counts, so what a person reads need not be what was checked.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
 import { parseVkey, type VerifierKey } from '../domain/auditlog/note.ts';
@@ -17,11 +17,60 @@ export function repeatedReason(what: string, repeated: readonly string[]): strin
  */
 export class DamagedFile extends Error {}
 
+/** Far above any proof or consistency file (a path has at most 63 hashes; an event is a few KiB, a policy document 8 MiB). */
+export const MAX_FILE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * A number's value as written: sign, significant digits and power of ten, so that 1, 1.0 and 1e0
+ * agree and 0.99999999999999999999 does not agree with 1. Linear, without regular expressions.
+ */
+function decimalKey(source: string): string {
+  let i = 0;
+  const negative = source[0] === '-';
+  if (negative) i++;
+  let digits = '';
+  let exponent = 0;
+  for (; i < source.length && source[i]! >= '0' && source[i]! <= '9'; i++) digits += source[i];
+  if (source[i] === '.') for (i++; i < source.length && source[i]! >= '0' && source[i]! <= '9'; i++) { digits += source[i]; exponent--; }
+  if (source[i] === 'e' || source[i] === 'E') exponent += Number(source.slice(i + 1));
+  let start = 0;
+  while (start < digits.length && digits[start] === '0') start++;
+  let end = digits.length;
+  while (end > start && digits[end - 1] === '0') { end--; exponent++; }
+  return start === end ? '0' : `${negative ? '-' : ''}${digits.slice(start, end)}e${exponent}`;
+}
+
+/** Numbers whose text names another value than the one every reader computes from it (first few). */
+function inexactNumbers(text: string): string[] {
+  const found: string[] = [];
+  JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
+    if (typeof value === 'number' && context?.source !== undefined && found.length < 3
+      && decimalKey(context.source) !== decimalKey(JSON.stringify(value))) found.push(`${context.source} reads as ${JSON.stringify(value)}`);
+    return value;
+  });
+  return found;
+}
+
 export function readJsonFile(file: string, what: string): { value: unknown; repeated: string[] } {
+  let bytes: Buffer;
+  try {
+    if (statSync(file).size > MAX_FILE_BYTES) throw new DamagedFile(`the ${what} ${file} is larger than ${MAX_FILE_BYTES} bytes: not a file this command writes`);
+    bytes = readFileSync(file);
+  } catch (e) {
+    if (e instanceof DamagedFile) throw e;
+    throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  // JSON is UTF-8 without a byte order mark (RFC 8259 §8.1): a lenient decoder would turn a damaged
+  // byte into U+FFFD, and what another reader shows need not be what was checked.
   let text: string;
-  try { text = readFileSync(file, 'utf8'); } catch (e) { throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`); }
+  try { text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes); } catch { throw new DamagedFile(`the ${what} ${file} is not UTF-8 text`); }
+  if (text.charCodeAt(0) === 0xfeff) throw new DamagedFile(`the ${what} ${file} starts with a byte order mark; JSON has none`);
   let value: unknown;
   try { value = parseJsonExactly(text); } catch (e) { throw new DamagedFile(`the ${what} ${file} is not JSON: ${(e as Error).message}`); }
+  // A number written with more precision than a double holds (0.99999999999999999999 reads as 1): a
+  // person reads one value where the check used another, as with a name given twice.
+  const inexact = inexactNumbers(text);
+  if (inexact.length > 0) throw new DamagedFile(`the ${what} ${file} writes numbers that read as other values (${inexact.join('; ')})`);
   return { value, repeated: repeatedMembers(text).map((r) => r.pointer) };
 }
 

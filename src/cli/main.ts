@@ -2,15 +2,17 @@
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { ConfigError, isLoopbackHost, loadConfig, redactConfig } from '../config/config.ts';
 import { createService, storeOptions } from '../service.ts';
-import { migrateToLatest } from '../store/migrate.ts';
+import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
+import { writeSync } from 'node:fs';
 import { LocalSigner } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
 import { startWitness, type RunningWitness } from '../witness/server.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
-import { runAuditVerify } from './audit-verify.ts';
-import { runAuditConsistency } from './audit-consistency.ts';
+import { WitnessKeyDamaged } from '../witness/key.ts';
+import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
+import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { SigningKeyMismatch } from '../signer/pinned.ts';
 
@@ -40,7 +42,7 @@ function startupProblem(e: unknown): string | undefined {
   const err = e as Error & { code?: string; address?: string; port?: number; hostname?: string; syscall?: string; path?: string };
   const at = err.address ? `${err.address}${err.port ? `:${err.port}` : ''}` : '';
   switch (err.code) {
-    case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness)`;
+    case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (${command === 'witness' ? '--port' : "GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness"})`;
     case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
     case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (GAVEL_DATA_DIR must be a directory, or a path where one can be made)`;
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
@@ -53,6 +55,8 @@ function startupProblem(e: unknown): string | undefined {
     default: return undefined;
   }
 }
+
+const HELP = ['--help', '-h', 'help'];
 
 function fail(message: string): never {
   process.stderr.write(`gavel: ${message}\n`);
@@ -74,6 +78,14 @@ async function localWitness(config: ReturnType<typeof loadConfig>): Promise<Runn
   }
 }
 
+/**
+ * The first start's administrator password, written before its account commits (services/bootstrap.ts)
+ * and synchronously, so that no later failure or kill of this start can lose it.
+ */
+function announceAdmin(admin: { name: string; password: string }): void {
+  writeSync(1, `First start: log in as "${admin.name}" with this generated password. It is printed this once and stored only as a hash; keep it:\n  ${admin.password}\n\n`);
+}
+
 async function serve(embedded: boolean): Promise<void> {
   let config = loadConfig();
   // The data directory holds password, key and session hashes beside the private keys: everything
@@ -88,7 +100,7 @@ async function serve(embedded: boolean): Promise<void> {
   try {
     witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
     if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
-    service = await createService(config, servingLock ? { servingLock } : {});
+    service = await createService(config, { ...(servingLock ? { servingLock } : {}), announceAdmin });
   } catch (e) {
     await witness?.close().catch(() => {});
     servingLock?.release();
@@ -101,12 +113,10 @@ async function serve(embedded: boolean): Promise<void> {
   } catch (e) {
     await service.close().catch(() => {});
     await witness?.close().catch(() => {});
-    // The account exists now and its password is printed nowhere else: a failed first start must not lose it.
-    if (service.bootstrap.admin) {
-      process.stderr.write(`The first start created the administrator "${service.bootstrap.admin.name}" before it failed; its generated password, printed this once and stored only as a hash:\n  ${service.bootstrap.admin.password}\n`);
-    }
     throw e;
   }
+  // What an auditor pins and a witness is configured with (docs/audit-log.md), said where the operator looks first.
+  const log = await logIdentity(service.deps.store, service.deps.signer);
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -116,11 +126,12 @@ async function serve(embedded: boolean): Promise<void> {
     `  Console:  POST ${base}/v1/console/login exchanges a password for a session (docs/getting-started.md)`,
     `  OpenAPI:  ${base}/openapi.json`,
     `  Project:  ${service.bootstrap.projectId}`,
+    `  Audit log: ${log.origin}, key ${log.vkey}`,
     `  Witness:  ${config.witnessUrl ?? 'none (checkpoints are signed, not witnessed)'}${witness ? ` (local, key ${witness.publicKeyVkey})` : ''}`,
     `  Merchants: ${service.deps.merchants.size > 0 ? `${service.deps.merchants.size} from ${config.merchantsFile}` : 'none (set GAVEL_MERCHANTS_FILE to allow executions)'}`,
   ];
   if (service.bootstrap.admin) {
-    lines.push('', `First start: log in as "${service.bootstrap.admin.name}" with this generated password. It is printed this once and stored only as a hash; keep it:`, `  ${service.bootstrap.admin.password}`);
+    lines.push('', `First start: the password of "${service.bootstrap.admin.name}" is printed above, this once.`);
   } else if (embedded) {
     lines.push('', 'The administrator password was printed on first start only.');
   }
@@ -164,7 +175,7 @@ try {
     // Configuration comes from GAVEL_* and GAVEL_CONFIG alone: an argument (`--port 7448`, `--help`)
     // would otherwise be dropped and the server start on the defaults, perhaps on another database.
     case 'up': case 'serve':
-      if (['--help', '-h', 'help'].includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
+      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
       if (process.argv[3] !== undefined) fail(`gavel ${command} takes no arguments (got "${process.argv.slice(3).join(' ')}"): configure it with GAVEL_* variables or a GAVEL_CONFIG file\n\n${USAGE}`);
       await serve(command === 'up');
       break;
@@ -174,20 +185,28 @@ try {
       await migrate();
       break;
     case 'witness':
-      if (['--help', '-h', 'help'].includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
+      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
       await runWitnessCommand(process.argv.slice(3));
       break;
     case 'audit': {
-      if (process.argv[3] === 'consistency') { process.exitCode = await runAuditConsistency(process.argv.slice(4)); break; }
-      if (process.argv[3] !== 'verify') fail(`unknown audit command "${process.argv[3] ?? ''}" (try: gavel audit verify, gavel audit consistency)`);
-      process.exitCode = await runAuditVerify(process.argv.slice(4));
+      const [sub, ...rest] = process.argv.slice(3);
+      const help = (args: readonly string[]) => args.some((a) => HELP.includes(a));
+      if (sub === undefined || HELP.includes(sub)) { process.stdout.write(`${AUDIT_VERIFY_USAGE}\n\n${AUDIT_CONSISTENCY_USAGE}\n`); break; }
+      if (sub === 'consistency') {
+        if (help(rest)) process.stdout.write(AUDIT_CONSISTENCY_USAGE + '\n');
+        else process.exitCode = await runAuditConsistency(rest);
+        break;
+      }
+      if (sub !== 'verify') fail(`unknown audit command "${sub}" (try: gavel audit verify, gavel audit consistency)`);
+      if (help(rest)) process.stdout.write(AUDIT_VERIFY_USAGE + '\n');
+      else process.exitCode = await runAuditVerify(rest);
       break;
     }
     case undefined: case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof MigrationError) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

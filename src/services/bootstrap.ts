@@ -14,7 +14,16 @@ export interface BootstrapResult {
 
 export const BOOTSTRAP_ADMIN = 'admin';
 
-export async function bootstrap(store: Store, now = new Date()): Promise<BootstrapResult> {
+/** Hands the administrator's password to the operator before the account is committed (see below). */
+export type AnnounceAdmin = (admin: { name: string; password: string }) => void;
+
+/**
+ * `announce` runs inside the transaction, after the inserts and before the commit: a process killed
+ * between the commit and its banner (start-up goes on for a few hundred ms after this) would leave an
+ * account whose password was printed nowhere and is stored only as a hash. Announced first, a kill
+ * before the commit leaves no account, and the next start creates one and announces it again.
+ */
+export async function bootstrap(store: Store, now = new Date(), announce?: AnnounceAdmin): Promise<BootstrapResult> {
   const done = await store.db.selectFrom('settings').select('value').where('key', '=', 'bootstrap_project').executeTakeFirst();
   if (done) return { projectId: done.value };
 
@@ -34,6 +43,8 @@ export async function bootstrap(store: Store, now = new Date()): Promise<Bootstr
     await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: adminId, role: 'ADMIN', granted_at: at, granted_by: null }).execute();
     await trx.insertInto('settings').values({ key: 'bootstrap_project', value: projectId }).execute();
     await recordAudit(trx, { projectId, kind: 'project.bootstrapped', actor: 'system', data: { project_id: projectId, admin_principal_id: adminId }, at: now });
-    return { projectId, admin: { name: BOOTSTRAP_ADMIN, password } };
+    const admin = { name: BOOTSTRAP_ADMIN, password };
+    announce?.(admin);
+    return { projectId, admin };
   });
 }

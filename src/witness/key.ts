@@ -1,7 +1,7 @@
 // The witness's own Ed25519 key: generated on first start into its data directory (PKCS#8 PEM,
 // mode 0600) and never shared with the log, so a compromised log cannot cosign for it.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
@@ -10,6 +10,19 @@ export interface WitnessKey {
   readonly privateKey: KeyObject;
   /** Raw 32-byte Ed25519 public key. */
   readonly publicKey: Uint8Array;
+}
+
+/** A key file that exists but holds no usable key: said in one line (the operator restores it), never a stack. */
+export class WitnessKeyDamaged extends Error {}
+
+/** Writes the new key durably: the witness's database is synchronous=FULL, and a database that
+ * survives a power loss beside an empty key file would make the witness refuse to start, or sign
+ * with a key the log does not pin. 'wx': never overwrite a key another starting process wrote first. */
+function writeKeyFile(path: string, dataDir: string, pem: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try { writeSync(fd, pem); fsyncSync(fd); } finally { closeSync(fd); }
+  const dir = openSync(dataDir, 'r');
+  try { fsyncSync(dir); } finally { closeSync(dir); }
 }
 
 export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
@@ -23,15 +36,17 @@ export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
     const { privateKey } = generateKeyPairSync('ed25519');
     pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
     try {
-      // 'wx': never overwrite a key another starting process wrote first.
-      writeFileSync(path, pem, { mode: 0o600, flag: 'wx' });
+      writeKeyFile(path, dataDir, pem);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       pem = readFileSync(path, 'utf8');
     }
   }
-  const privateKey = createPrivateKey(pem);
-  if (privateKey.asymmetricKeyType !== 'ed25519') throw new Error(`${path} is not an Ed25519 key`);
+  let privateKey: KeyObject;
+  try { privateKey = createPrivateKey(pem); } catch {
+    throw new WitnessKeyDamaged(`${path} holds no readable private key (empty or damaged): restore it from a backup; a new key would not be the one the log pins`);
+  }
+  if (privateKey.asymmetricKeyType !== 'ed25519') throw new WitnessKeyDamaged(`${path} is not an Ed25519 key`);
   const jwk = createPublicKey(privateKey).export({ format: 'jwk' });
   return { privateKey, publicKey: new Uint8Array(Buffer.from(jwk.x as string, 'base64url')) };
 }

@@ -4,7 +4,7 @@
 //   --name NAME           witness key name (default localhost/gavel-witness)
 //   --log ORIGIN=VKEY     a log it accepts (repeatable); --log VKEY uses the key name as origin
 import { parseArgs } from 'node:util';
-import { parseVkey } from '../domain/auditlog/note.ts';
+import { parseVkey, SIG_TYPE_ED25519 } from '../domain/auditlog/note.ts';
 import { startWitness, type RunningWitness, type WitnessLogConfig, type WitnessOptions } from './server.ts';
 
 export const WITNESS_USAGE = `usage: gavel witness --log ORIGIN=VKEY [--log …] [--data-dir DIR] [--host H] [--port P] [--name NAME]
@@ -43,7 +43,11 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
     // Origins contain no '+' (tlog-checkpoint recommends it) and every vkey does before any '='.
     const eq = spec.indexOf('=');
     const vkeyOf = (text: string) => {
-      try { return parseVkey(text); } catch (e) { throw new Error(`--log ${spec}: not a verifier key (${(e as Error).message})`); }
+      let key;
+      try { key = parseVkey(text); } catch (e) { throw new Error(`--log ${spec}: not a verifier key (${(e as Error).message})`); }
+      // A witness's own (cosignature/v1) key here is a mistake of the command line, not a fault to print a stack for.
+      if (key.type !== SIG_TYPE_ED25519) throw new Error(`--log ${spec}: not a log's Ed25519 key (type 0x01); is it a witness key?`);
+      return key;
     };
     const [origin, vkey] = eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [vkeyOf(spec).name, spec];
     vkeyOf(vkey);

@@ -24,8 +24,8 @@ test('a first start whose port is taken says so in one line and still gives the 
     assert.equal(failed.status, 2, failed.stderr);
     assert.match(failed.stderr, new RegExp(`gavel: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
     assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
-    const password = /printed this once and stored only as a hash:\n {2}(\S+)\n/.exec(failed.stderr)?.[1];
-    assert.ok(password, failed.stderr);
+    const password = /printed this once and stored only as a hash; keep it:\n {2}(\S+)\n/.exec(failed.stdout)?.[1];
+    assert.ok(password, failed.stdout);
     busy.close();
     const server = await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined });
     try {

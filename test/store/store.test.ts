@@ -63,6 +63,27 @@ for (const backend of backends()) {
       } finally { await ts.cleanup(); }
     });
 
+    test('bootstrap announces the administrator\'s password before its account commits, so no kill after the commit loses it', async () => {
+      const ts = await backend.open();
+      try {
+        let announced: { name: string; password: string } | undefined;
+        const result = await bootstrap(ts.store, new Date(), (admin) => { announced = admin; });
+        assert.ok(result.admin);
+        assert.deepEqual(announced, result.admin, 'the password announced is the account\'s');
+        // The announcement runs inside the transaction: one that fails (a closed stdout) leaves no
+        // account whose password nobody saw, and the next start creates and announces one.
+        const fresh = await backend.open();
+        try {
+          await assert.rejects(bootstrap(fresh.store, new Date(), () => { throw new Error('EPIPE'); }), /EPIPE/);
+          assert.equal((await fresh.store.db.selectFrom('principals').selectAll().execute()).length, 0);
+          assert.equal((await fresh.store.db.selectFrom('settings').selectAll().where('key', '=', 'bootstrap_project').execute()).length, 0);
+          let again: unknown;
+          assert.ok((await bootstrap(fresh.store, new Date(), (admin) => { again = admin; })).admin);
+          assert.ok(again, 'the next start announces its own');
+        } finally { await fresh.cleanup(); }
+      } finally { await ts.cleanup(); }
+    });
+
     test('bootstrap creates one project and one admin, once, even when raced', async () => {
       const ts = await backend.open();
       const other = backend.name === 'postgres' ? ts.reopen() : ts.store;

@@ -1,7 +1,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -41,13 +43,46 @@ test('gavel witness: --help prints the usage; a wrong command line is one line a
   const help = run(['--help']);
   assert.equal(help.status, 0);
   assert.match(help.stdout, /^usage: gavel witness --log ORIGIN=VKEY/);
-  for (const [args, said] of [[[], /at least one --log/], [['--log'], /argument missing|--log/], [['--log', 'garbage'], /--log garbage: not a verifier key/], [['--nope'], /Unknown option '--nope'/]] as const) {
+  for (const [args, said] of [[[], /at least one --log/], [['--log'], /argument missing|--log/], [['--log', 'garbage'], /--log garbage: not a verifier key/], [['--nope'], /Unknown option '--nope'/], [['--log', `o=${formatVkey('w.example', 0x04, new Uint8Array(32).fill(7))}`], /not a log's Ed25519 key/]] as const) {
     const r = run([...args]);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, said);
     assert.match(r.stderr, /^gavel: [^\n]*\n\nusage: gavel witness/);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
   }
+});
+
+test('gavel witness: a damaged key file, and a port in use, are one line each naming what to fix, exit 2', async () => {
+  const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
+  const damaged = mkdtempSync(join(dir, 'damaged-'));
+  writeFileSync(join(damaged, 'witness-key.pem'), '');
+  const r = spawnSync(process.execPath, [MAIN, 'witness', '--data-dir', damaged, '--port', '0', '--log', `${ORIGIN}=${vkey}`], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /^gavel: .*witness-key\.pem holds no readable private key \(empty or damaged\): restore it/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /);
+  assert.equal(readFileSync(join(damaged, 'witness-key.pem'), 'utf8'), '', 'a damaged key is never replaced');
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = String((busy.address() as AddressInfo).port);
+    const p = spawnSync(process.execPath, [MAIN, 'witness', '--data-dir', mkdtempSync(join(dir, 'port-')), '--port', port, '--log', `${ORIGIN}=${vkey}`], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(p.status, 2, p.stderr);
+    assert.match(p.stderr, /^gavel: cannot listen on 127\.0\.0\.1:\d+: the port is in use \(--port\)\n$/);
+  } finally { busy.close(); }
+});
+
+test('gavel audit: --help prints each checker\'s usage and exit statuses', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [MAIN, 'audit', ...args], { encoding: 'utf8', timeout: 30_000 });
+  for (const args of [[], ['--help'], ['verify', '--help'], ['verify', 'proof.json', '-h'], ['consistency', '--help']]) {
+    const r = run(args);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stdout, /^usage: gavel audit (verify|consistency)/, args.join(' '));
+    assert.match(r.stdout, /exit status: 0 (VERIFIED|CONSISTENT), 1 NOT/, args.join(' '));
+  }
+  assert.match(run(['consistency', '--help']).stdout, /^usage: gavel audit consistency/);
+  const wrong = run(['nope']);
+  assert.equal(wrong.status, 2);
+  assert.match(wrong.stderr, /unknown audit command "nope"/);
 });
 
 async function spawnWitness(vkey: string): Promise<string> {

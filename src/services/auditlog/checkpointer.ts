@@ -101,12 +101,17 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
     if (r.kind === 'cosigned') {
       // Stored only once the pinned key verifies it: a checkpoint marked witnessed is one a witness
       // holding that key vouched for, whatever lines the answer carried.
+      // Only the lines that key verifies are kept: any other line (one naming the log's key, say,
+      // which fails the log's signature check) would make every proof of this checkpoint unverifiable.
       const key = parseVkey(witness.vkey);
-      if (verifyCosignatures(latest.note + r.cosignatures.join(''), [key]).length === 0) {
+      const kept = r.cosignatures.filter((line) => {
+        try { return verifyCosignatures(latest.note + line, [key]).length > 0; } catch { return false; }
+      });
+      if (kept.length === 0) {
         return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${key.name}` };
       }
       await store.db.updateTable('audit_checkpoints')
-        .set({ cosignatures: r.cosignatures.join(''), witnessed_at: now.toISOString() })
+        .set({ cosignatures: kept.join(''), witnessed_at: now.toISOString() })
         .where('size', '=', latest.size).execute();
       return { kind: 'cosigned', size: latest.size };
     }

@@ -10,7 +10,7 @@
 // So busy_timeout is 0 and a statement refused with SQLITE_BUSY is retried after a timer instead.
 import BetterSqlite3 from 'better-sqlite3';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
+import { CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type DialectAdapter, type Driver, type QueryResult } from 'kysely';
 
 /** How long a statement keeps retrying a lock another connection holds before it fails. */
 const BUSY_DEADLINE_MS = 10_000;
@@ -86,6 +86,17 @@ class GavelSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite's DDL is transactional (CREATE, ALTER, DROP and the data they move roll back with the
+ * transaction), which Kysely's adapter does not claim. Claiming it makes the migrator apply the
+ * pending migrations and record them in `kysely_migration` in one transaction, as on PostgreSQL:
+ * a process killed mid-migration leaves the database as it was, not with half a migration applied
+ * and unrecorded, which the next start would fail to apply again ("table … already exists").
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean { return true; }
+}
+
 class GavelSqliteDialect extends SqliteDialect {
   readonly #open: () => StatementSource;
   readonly #durable: (() => Promise<void>) | undefined;
@@ -96,6 +107,9 @@ class GavelSqliteDialect extends SqliteDialect {
   }
   override createDriver(): Driver {
     return new GavelSqliteDriver(this.#open, this.#durable);
+  }
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
   }
 }
 
