@@ -18,8 +18,20 @@ export const AGE_MARGIN_MS = 60_000;
 export const STOPPED_NOTE = 'the process making this call stopped mid-call: the merchant may or may not have acted';
 export const TOO_OLD_NOTE = 'no outcome was recorded within the merchant timeout: the merchant may or may not have acted';
 
+/**
+ * The clock heartbeats are written and judged by. On PostgreSQL instances run on several hosts, whose
+ * clocks may differ by more than STALE_AFTER_MS: judged by each one's own clock, an instance whose
+ * clock runs behind would look dead to one ahead, and its calls in flight would be marked UNKNOWN
+ * while it was making them. So there the database's clock decides; on SQLite one process serves.
+ */
+async function heartbeatClock(store: Store, now: Date): Promise<Date> {
+  if (store.dialect !== 'postgres') return now;
+  const { rows } = await sql<{ ms: string }>`select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as ms`.execute(store.db);
+  return new Date(Number(rows[0]!.ms));
+}
+
 export async function beat(store: Store, instanceId: string, now: Date): Promise<void> {
-  const at = now.toISOString();
+  const at = (await heartbeatClock(store, now)).toISOString();
   await store.db.insertInto('execution_instances').values({ id: instanceId, started_at: at, heartbeat_at: at })
     .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: at })).execute();
 }
@@ -32,12 +44,15 @@ export async function retire(store: Store, instanceId: string): Promise<void> {
 export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean }): Promise<number> {
   const { instanceId, now } = opts;
   const everyOtherIsDead = opts.startup && store.dialect === 'sqlite';
-  const staleBefore = new Date(now.getTime() - STALE_AFTER_MS).toISOString();
+  const staleBefore = new Date((await heartbeatClock(store, now)).getTime() - STALE_AFTER_MS).toISOString();
   const tooOldBefore = new Date(now.getTime() - opts.maxTimeoutMs - AGE_MARGIN_MS).toISOString();
-  const alive = new Set(everyOtherIsDead ? [instanceId] : (await store.db.selectFrom('execution_instances').select('id')
-    .where((eb) => eb.or([eb('heartbeat_at', '>=', staleBefore), eb('id', '=', instanceId)])).execute()).map((r) => r.id));
+  // The rows before the live instances: a row's instance registered before it reserved the row, so it
+  // is in the set read after; read the other way round, an instance that registered and reserved
+  // between the two reads would be taken for dead.
   const rows = await store.db.selectFrom('executions').select(['id', 'project_id', 'instance_id', 'created_at'])
     .where('status', '=', 'IN_FLIGHT').execute();
+  const alive = new Set(everyOtherIsDead ? [instanceId] : (await store.db.selectFrom('execution_instances').select('id')
+    .where((eb) => eb.or([eb('heartbeat_at', '>=', staleBefore), eb('id', '=', instanceId)])).execute()).map((r) => r.id));
   let marked = 0;
   const at = now.toISOString();
   for (const row of rows) {
