@@ -240,6 +240,28 @@ for (const backend of backends()) {
       assert.equal((await post(`${P}/api-keys`, { name: 'platform', roles: [] })).statusCode, 201, 'an ADMIN issues decision-only keys');
     });
 
+    test('a member revokes its own key (one it minted, or one an ADMIN minted for it), never another\'s', async () => {
+      const auditor = await consoleMember(svc, ['AUDITOR']);
+      const mine = await post(`${P}/api-keys`, { name: 'leaked', roles: ['AUDITOR'] }, auditor.post);
+      assert.equal(mine.statusCode, 201, mine.body);
+      const forMe = await post(`${P}/api-keys`, { name: 'given', roles: ['AUDITOR'], principal_id: auditor.principalId });
+      assert.equal(forMe.statusCode, 201, forMe.body);
+      const others = await svc.member(['AUDITOR']);
+      const refused = await post(`${P}/api-keys/${others.keyId}/revoke`, {}, auditor.post);
+      assert.equal(refused.statusCode, 403, refused.body);
+      assert.equal(refused.json().code, 'forbidden');
+      const sod = (secret: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } });
+      assert.equal((await sod(others.key)).statusCode, 200, 'another\'s key is untouched');
+      for (const key of [mine.json(), forMe.json()]) {
+        const r = await post(`${P}/api-keys/${key.id}/revoke`, {}, auditor.post);
+        assert.equal(r.statusCode, 200, r.body);
+        assert.equal(r.json().changed, true);
+        assert.equal((await sod(key.secret)).statusCode, 401, 'the next request with it is refused');
+      }
+      const events = await svc.ts.store.db.selectFrom('audit_events').select(['actor', 'data']).where('kind', '=', 'api_key.revoked').execute();
+      assert.ok(events.some((e) => e.actor === auditor.principalId && JSON.parse(e.data).key_id === mine.json().id), 'audited with the holder as actor');
+    });
+
     test('API keys: shown once, hashed, a subset of current roles, revocation is immediate, bad keys are 401', async () => {
       const holder = await svc.member(['AUDITOR', 'APPROVER']);
       const minted = await post(`${P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });
@@ -426,6 +448,28 @@ for (const backend of backends()) {
       await grantRole(svc.ts.store, { ...input, principalId: ahead.principalId }, new Date(Date.now() + 60_000));
       const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: ahead.principalId, name: 'skew', roles: ['AUDITOR'], actor: 'test' }));
       assert.equal((await sod(minted.secret)).statusCode, 200, 'the key is never older than the grants of its roles');
+    });
+
+    test('the console lists what each key can do now: a role revoked, or revoked and granted again, is not among its effective roles', async () => {
+      const holder = await svc.member(['AUDITOR', 'APPROVER']);
+      const listed = async () => {
+        const res = await svc.app.inject({ method: 'GET', url: `${P}/api-keys?limit=500`, headers: admin.get });
+        assert.equal(res.statusCode, 200);
+        return res.json().api_keys.find((k: { id: string }) => k.id === holder.keyId);
+      };
+      const sod = async () => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${holder.key}` } })).statusCode;
+      assert.deepEqual((await listed()).effective_roles, ['APPROVER', 'AUDITOR']);
+      const input = { projectId: svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
+      await revokeRole(svc.ts.store, input, new Date());
+      await new Promise((r) => setTimeout(r, 5));
+      await grantRole(svc.ts.store, input, new Date());
+      assert.equal(await sod(), 403, 'the machine plane: the key no longer carries AUDITOR');
+      const key = await listed();
+      assert.deepEqual(key.roles, ['APPROVER', 'AUDITOR'], 'the roles it was minted with');
+      assert.deepEqual(key.effective_roles, ['APPROVER'], 'the console says what the machine plane does');
+      const revoked = await post(`${P}/api-keys/${holder.keyId}/revoke`, {});
+      assert.equal(revoked.statusCode, 200);
+      assert.deepEqual(revoked.json().api_key.effective_roles, [], 'a revoked key carries nothing');
     });
 
     test('behind a trusted proxy the address is the client X-Forwarded-For names; from any other peer the header is ignored', async () => {

@@ -1,4 +1,4 @@
-// API keys in the console: ADMIN mints (secret shown once) and revokes; ADMIN or AUDITOR lists.
+// API keys in the console: a member mints and revokes its own, ADMIN any (secret shown once); ADMIN or AUDITOR lists.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Role } from '../../domain/access/roles.ts';
@@ -67,9 +67,12 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/console/projects/:projectId/api-keys/:keyId/revoke', {
-    preValidation: consoleAuth(['ADMIN']),
+    // ADMIN revokes any key of the project; a member its own (any member may mint one, and a holder
+    // whose key leaked must not have to find an ADMIN before it stops working).
+    preValidation: consoleAuth([]),
     schema: {
       tags: ['console'], summary: 'Revokes an API key; the next request with it gets 401 on every instance',
+      description: 'ADMIN may revoke any key of the project; any member may revoke a key bound to itself.',
       params: Type.Object({ projectId: ProjectParams.properties.projectId, keyId: KeyId }, { additionalProperties: false }),
       body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
       response: { 200: Type.Object({ api_key: ApiKeyView, changed: Type.Boolean() }), ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'] }) },
@@ -78,7 +81,15 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     const auth = request.auth!;
     const { keyId } = request.params as { keyId: string };
     const at = app.gavel.clock.now();
-    const r = await app.gavel.store.transaction((trx) => revokeApiKey(trx, { projectId: auth.projectId, keyId, actor: auth.actor, at }));
+    const r = await app.gavel.store.transaction(async (trx) => {
+      // Read under the roles lock, as minting does: an ADMIN demoted meanwhile revokes nothing of another's.
+      await lockFor(trx, app.gavel.store.dialect, rolesLock(auth.projectId));
+      const holder = await trx.selectFrom('api_keys').select('principal_id').where('project_id', '=', auth.projectId).where('id', '=', keyId).executeTakeFirst();
+      if (holder && holder.principal_id !== auth.principalId && !(await rolesOf(trx, auth.projectId, auth.principalId)).includes('ADMIN')) {
+        throw forbidden('only ADMIN may revoke another principal\'s API key; you may revoke your own');
+      }
+      return revokeApiKey(trx, { projectId: auth.projectId, keyId, actor: auth.actor, at });
+    });
     return { api_key: r.key, changed: r.changed };
   });
 }

@@ -15,7 +15,10 @@ export const Member = Type.Object({
   principal_id: Type.String(), kind: Type.String(), name: Type.String(), roles: RoleList, member_since: Type.String(),
 });
 export const ApiKeyView = Type.Object({
-  id: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String(),
+  id: Type.String(), name: Type.String(), principal_id: Type.String(),
+  roles: Type.Array(RoleSchema, { maxItems: 5, uniqueItems: true, description: 'The roles the key was minted with' }),
+  effective_roles: Type.Array(RoleSchema, { maxItems: 5, uniqueItems: true, description: 'The roles the key carries now: those of its roles its holder still holds through a grant no newer than the key (a role revoked and granted again does not come back to it); none once the key is revoked or its holder is no longer a member' }),
+  created_at: Type.String(),
   created_by: Type.String(), revoked_at: Type.Union([Type.String(), Type.Null()]), revoked_by: Type.Union([Type.String(), Type.Null()]),
 });
 export const SodDocumentSchema = Type.Object({

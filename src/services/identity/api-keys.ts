@@ -37,7 +37,31 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   return { id, secret, roles, name: input.name, created_at };
 }
 
-export interface KeyView { id: string; name: string; principal_id: string; roles: Role[]; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null }
+export interface KeyView { id: string; name: string; principal_id: string; roles: Role[]; effective_roles: Role[]; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null }
+
+type KeyRow = { id: string; name: string; principal_id: string; roles: string; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null };
+
+/**
+ * What each key can do now, by the rule the machine plane applies (http/auth/api-key.ts): none when
+ * the key is revoked or its holder is no longer a member (or is disabled); otherwise the key's roles
+ * that its holder holds through a grant no newer than the key. `roles` stays what the key was minted with.
+ */
+async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]): Promise<KeyView[]> {
+  const holders = [...new Set(rows.map((r) => r.principal_id))];
+  const [grants, members, disabled] = holders.length === 0 ? [[], [], []] : await Promise.all([
+    db.selectFrom('role_grants').select(['principal_id', 'role', 'granted_at']).where('project_id', '=', projectId).where('principal_id', 'in', holders).execute(),
+    db.selectFrom('memberships').select('principal_id').where('project_id', '=', projectId).where('principal_id', 'in', holders).where('revoked_at', 'is', null).execute(),
+    db.selectFrom('principals').select('id').where('id', 'in', holders).where('disabled_at', 'is not', null).execute(),
+  ]);
+  const member = new Set(members.map((m) => m.principal_id));
+  const off = new Set(disabled.map((d) => d.id));
+  return rows.map((r) => {
+    const roles = (JSON.parse(r.roles) as unknown[]).filter(isRole);
+    const live = !r.revoked_at && member.has(r.principal_id) && !off.has(r.principal_id);
+    const held = new Set(grants.filter((g) => g.principal_id === r.principal_id && g.granted_at <= r.created_at).map((g) => g.role));
+    return { ...r, roles, effective_roles: live ? roles.filter((role) => held.has(role)) : [] };
+  });
+}
 
 /** Every key of the project, newest first; never the secret (only its hash is stored). */
 /** A page of the project's keys, newest first; `before` is the id of the last key of the previous page. */
@@ -46,7 +70,7 @@ export async function listApiKeys(db: Db, projectId: string, options: { limit: n
     .where('project_id', '=', projectId);
   if (options.before !== undefined) query = query.where('id', '<', options.before);
   const rows = await query.orderBy('id', 'desc').limit(options.limit).execute();
-  return rows.map((r) => ({ ...r, roles: (JSON.parse(r.roles) as unknown[]).filter(isRole) }));
+  return withEffectiveRoles(db, projectId, rows);
 }
 
 /** Revokes a key; the next request carrying it, on any instance, gets 401. Idempotent. */
@@ -61,5 +85,5 @@ export async function revokeApiKey(trx: Tx, input: { projectId: string; keyId: s
     changed = true;
   }
   const r = await trx.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by']).where('id', '=', row.id).executeTakeFirstOrThrow();
-  return { key: { ...r, roles: (JSON.parse(r.roles) as unknown[]).filter(isRole) }, changed };
+  return { key: (await withEffectiveRoles(trx, input.projectId, [r]))[0]!, changed };
 }
