@@ -52,7 +52,12 @@ function startupProblem(e: unknown): string | undefined {
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
     case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): GAVEL_DATA_DIR must be a writable directory`;
     case 'SQLITE_NOTADB': case 'SQLITE_CORRUPT': return `the SQLite database in GAVEL_DATA_DIR is not a Gavel database or is damaged (${err.message})`;
-    default: return undefined;
+    default:
+      // Any other refusal by the server at connect time (55000 the database does not allow
+      // connections now, 53300 too many connections, 57P03 starting up): FATAL, and one line.
+      if ((err as { severity?: string }).severity === 'FATAL') return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
+      if (/^timeout exceeded when trying to connect/.test(err.message ?? '')) return 'cannot connect to the database: it did not answer in time (GAVEL_DATABASE_URL)';
+      return undefined;
   }
 }
 

@@ -2,6 +2,7 @@
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escapePointer, Problem, problemBody, type FieldError } from './problem.ts';
+import { databaseUnreachable } from '../store/unreachable.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -57,15 +58,6 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
     out.push({ pointer, code, message, ...(where && where !== 'body' ? { in: where } : {}) });
   }
   return out;
-}
-
-/** The database refused a connection or dropped one: nothing is wrong with the request, and it may be retried. */
-function databaseUnreachable(error: Error & { code?: unknown }): boolean {
-  const code = typeof error.code === 'string' ? error.code : '';
-  // Node's socket errors; PostgreSQL's class 08 (connection exception) and 57P0x (the server shutting down or starting).
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH'].includes(code) || code.startsWith('08') || /^57P0[1-3]$/.test(code)) return true;
-  // node-postgres's own, which carry no code.
-  return /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/.test(error.message);
 }
 
 /**

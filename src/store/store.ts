@@ -30,8 +30,8 @@ export interface Store {
   readonly reader?: StatementSource;
   /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
   transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
-  /** True when the database answers a trivial query. */
-  ping(): Promise<boolean>;
+  /** True when the database answers a trivial query within `timeoutMs` (default 2 s). */
+  ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -49,7 +49,7 @@ export type StoreOptions =
     /** Open the reader connection (default true). */ reader?: boolean;
     /** Tests: stands in for the WalSync flush of `flush` durability. */ durable?: () => Promise<void>;
   }
-  | { kind: 'postgres'; url: string; schema?: string; poolSize?: number };
+  | { kind: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number };
 
 export function openStore(options: StoreOptions): Store {
   let db: Db;
@@ -79,8 +79,13 @@ export function openStore(options: StoreOptions): Store {
     dialect: options.kind,
     ...(options.kind === 'sqlite' ? { file: options.file, raw, ...(reader ? { reader } : {}) } : {}),
     transaction: (fn) => db.transaction().execute(fn),
-    async ping() {
-      try { await sql`select 1`.execute(db); return true; } catch { return false; }
+    async ping(timeoutMs = 2_000) {
+      // Bounded: a database that stops answering (rather than refusing) is not ready, now.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+      try {
+        return await Promise.race([sql`select 1`.execute(db).then(() => true, () => false), late]);
+      } finally { clearTimeout(timer); }
     },
     async close() {
       if (closed) return;

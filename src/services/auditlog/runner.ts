@@ -16,6 +16,14 @@ export interface AuditLogOptions extends CheckpointPolicy {
   /** The witness and its pinned cosignature/v1 key (config requires the key with the URL). */
   witness: { url: string; vkey: string } | undefined;
   witnessTimeoutMs?: number;
+  /**
+   * PostgreSQL: the leader's connection is closed by the server (and the lock with it) once it has
+   * been idle this long. A healthy leader touches it every tick; one that stopped answering (a
+   * network partition, a paused process) would otherwise keep the lock, and the log would stop for
+   * every instance until the server's TCP keepalive noticed (two hours by default). Default: the
+   * longer of 30 s and three ticks.
+   */
+  leaderIdleTimeoutMs?: number;
   now?: () => Date;
   onError?: (err: unknown) => void;
   /** A witness that refused, could not be reached, or answered without a valid cosignature. */
@@ -45,10 +53,11 @@ const LOCK = sql<{ ok: boolean }>`select pg_try_advisory_lock(hashtext(current_s
 /** Leadership through a session advisory lock held on one pooled connection kept out of the pool. */
 class PgLeadership {
   readonly #db: Kysely<Database>;
+  readonly #idleTimeoutMs: number;
   #conn: Kysely<Database> | undefined;
   #release: (() => void) | undefined;
   #held: Promise<void> | undefined;
-  constructor(db: Kysely<Database>) { this.#db = db; }
+  constructor(db: Kysely<Database>, idleTimeoutMs: number) { this.#db = db; this.#idleTimeoutMs = idleTimeoutMs; }
 
   async ensure(): Promise<boolean> {
     if (this.#conn) {
@@ -59,11 +68,15 @@ class PgLeadership {
       this.#held = this.#db.connection().execute(async (conn) => {
         const r = await LOCK.execute(conn);
         if (!r.rows[0]?.ok) { resolve(false); return; }
+        // The lease: a leader session that stops talking to the server loses the lock with it
+        // (idle_session_timeout, PostgreSQL 14+; an older server leads without it); reset before the
+        // connection goes back to the pool.
+        await sql`select set_config('idle_session_timeout', ${String(Math.max(1, Math.round(this.#idleTimeoutMs)))}, false)`.execute(conn).catch(() => {});
         this.#conn = conn;
         resolve(true);
         await new Promise<void>((rel) => { this.#release = rel; });
         this.#conn = undefined;
-        await sql`select pg_advisory_unlock(hashtext(current_schema() || '/gavel-audit-log'))`.execute(conn).catch(() => {});
+        await sql`select pg_advisory_unlock(hashtext(current_schema() || '/gavel-audit-log')), set_config('idle_session_timeout', '0', false)`.execute(conn).catch(() => {});
       }).catch(() => { resolve(false); }).finally(() => { this.#conn = undefined; this.#held = undefined; this.#release = undefined; });
     });
   }
@@ -77,7 +90,7 @@ class PgLeadership {
 
 export function startAuditLog(store: Store, signer: Signer, options: AuditLogOptions): AuditLogRunner {
   const now = options.now ?? (() => new Date());
-  const leadership = store.dialect === 'postgres' ? new PgLeadership(store.db) : undefined;
+  const leadership = store.dialect === 'postgres' ? new PgLeadership(store.db, options.leaderIdleTimeoutMs ?? Math.max(30_000, 3 * options.tickMs)) : undefined;
   let chain: Promise<unknown> = Promise.resolve();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

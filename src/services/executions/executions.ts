@@ -15,6 +15,7 @@ import { recordAudit, recordAuditWith } from '../audit/record.ts';
 import { execFixed, fixedSql, readFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { actionFingerprint, executionCall } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
+import { databaseUnreachable } from '../../store/unreachable.ts';
 
 export type ExecutionStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN';
 export type Settled = Exclude<ExecutionStatus, 'IN_FLIGHT'>;
@@ -99,11 +100,28 @@ export class Executions {
     return { kind: 'replay', audit_id: auditId, policy_version: row.policy_version, execution: { id: row.id, status } };
   }
 
-  /** Records the call's outcome unless recovery already marked the row UNKNOWN (then that stands). */
-  #record(ctx: DecideContext, id: string, outcome: CallOutcome): Promise<Settled> {
-    return this.#writer.call('executions.record', { projectId: ctx.projectId, id, outcome, at: this.#now() });
+  /**
+   * Records the call's outcome unless recovery already marked the row UNKNOWN (then that stands).
+   * The merchant has acted by now: a dropped database connection (a restart, a failover) is retried
+   * for a few seconds rather than leaving a known outcome to become UNKNOWN, for a person to
+   * resolve. A retry after a commit whose answer was lost finds the outcome already recorded.
+   */
+  async #record(ctx: DecideContext, id: string, outcome: CallOutcome): Promise<Settled> {
+    const at = this.#now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#writer.call('executions.record', { projectId: ctx.projectId, id, outcome, at });
+      } catch (e) {
+        const delay = RECORD_RETRY_MS[attempt];
+        if (delay === undefined || !databaseUnreachable(e)) throw e;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 }
+
+/** Pauses between attempts to record an outcome the database did not take (about 6 s in all). */
+const RECORD_RETRY_MS = [50, 200, 500, 1_000, 2_000, 2_000];
 
 // Fixed SQL: these run once for every execution (store/fixed-sql.ts). The nonce lookup reads on
 // SQLite's reader connection, so it never queues behind the HTTP thread's own writes.
@@ -124,7 +142,10 @@ export async function recordOutcome(trx: Tx, args: OutcomeArgs, env: SqlTarget):
   }
   // Recovery thought this instance dead and marked the row UNKNOWN; the merchant's answer is
   // kept in the audit log for whoever resolves it, and the row is left as it stands.
-  const row = await trx.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+  const row = await trx.selectFrom('executions').select(['status', 'note', 'resolved_at']).where('id', '=', id).executeTakeFirstOrThrow();
+  // This very outcome, recorded by an earlier attempt whose commit's answer was lost (recovery's
+  // UNKNOWN carries its own note, a person's resolution a resolved_at): nothing is late.
+  if (row.status === outcome.status && row.note === outcome.note && row.resolved_at === null) return row.status as Settled;
   await recordAudit(trx, { projectId, kind: 'execution.late_outcome', actor: 'system', at, data });
   return row.status as Settled;
 }

@@ -41,8 +41,9 @@ export async function retire(store: Store, instanceId: string): Promise<void> {
 }
 
 /** Marks orphaned IN_FLIGHT executions UNKNOWN, each audited; returns how many. */
-export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean }): Promise<number> {
+export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean; judgeOthers?: boolean }): Promise<number> {
   const { instanceId, now } = opts;
+  const judgeOthers = opts.judgeOthers ?? true;
   const everyOtherIsDead = opts.startup && store.dialect === 'sqlite';
   const staleBefore = new Date((await heartbeatClock(store, now)).getTime() - STALE_AFTER_MS).toISOString();
   const tooOldBefore = new Date(now.getTime() - opts.maxTimeoutMs - AGE_MARGIN_MS).toISOString();
@@ -56,7 +57,7 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
   let marked = 0;
   const at = now.toISOString();
   for (const row of rows) {
-    const dead = !alive.has(row.instance_id);
+    const dead = judgeOthers && !alive.has(row.instance_id);
     const tooOld = row.created_at < tooOldBefore;
     if (!dead && !tooOld) continue;
     const note = dead ? STOPPED_NOTE : TOO_OLD_NOTE;
@@ -72,7 +73,9 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
     marked += done;
   }
   // Dead instances with nothing left in flight are forgotten.
-  if (!everyOtherIsDead) {
+  if (!judgeOthers) {
+    // Not yet in a position to call anyone dead (InstanceKeeper): forget no one either.
+  } else if (!everyOtherIsDead) {
     await store.db.deleteFrom('execution_instances').where('heartbeat_at', '<', staleBefore).where('id', '!=', instanceId)
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('executions').select(sql`1`.as('one'))
         .where('status', '=', 'IN_FLIGHT').whereRef('executions.instance_id', '=', 'execution_instances.id')))).execute();
@@ -90,6 +93,8 @@ export class InstanceKeeper {
   readonly #now: () => Date;
   #timer: NodeJS.Timeout | undefined;
   #tick: Promise<void> = Promise.resolve();
+  /** Beats since the last failed one. */
+  #unbroken = 0;
 
   constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date }) {
     this.#store = opts.store;
@@ -105,8 +110,17 @@ export class InstanceKeeper {
     this.#timer = setInterval(() => {
       this.#tick = this.#tick.then(async () => {
         try {
-          await beat(this.#store, this.#instanceId, this.#now());
-          await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false });
+          try {
+            await beat(this.#store, this.#instanceId, this.#now());
+            this.#unbroken++;
+          } catch (e) { this.#unbroken = 0; throw e; }
+          // Another instance's stale heartbeat means it is dead only if this one could have seen it
+          // beat: after an outage (or a spell in which this instance's own beats failed) every
+          // heartbeat is stale, and the first instance back would otherwise mark the calls of all
+          // the others, alive and reconnecting, UNKNOWN. So others are judged only once this
+          // instance has beaten without a break for longer than a heartbeat takes to go stale.
+          const judgeOthers = this.#unbroken * HEARTBEAT_MS > STALE_AFTER_MS;
+          await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false, judgeOthers });
         } catch { /* the database is unreachable: try again on the next beat */ }
       });
     }, HEARTBEAT_MS);

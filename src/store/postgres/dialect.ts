@@ -10,10 +10,18 @@ pg.types.setTypeParser(20, (value: string) => Number(value));
 pg.types.setTypeParser(114, parseJsonExactly);
 pg.types.setTypeParser(3802, parseJsonExactly);
 
-export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number }): PostgresDialect {
+/** How long a query waits for a pooled connection (a free one, or a new one's handshake) before it fails (503). */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number }): PostgresDialect {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
+    // A database that stops answering (a network partition, a paused host) must not hold requests
+    // forever: waiting for a connection is bounded (the error is 503 database_unavailable), and TCP
+    // keepalives let the kernel notice a dead peer on an idle connection.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    keepAlive: true,
     // Named in pg_stat_activity, by schema when it has one of its own (what an operator, or a test, looks for).
     application_name: options.schema ? `gavel/${options.schema}` : 'gavel',
     // A test run or a tenant can live in its own schema.

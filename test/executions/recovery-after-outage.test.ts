@@ -1,0 +1,56 @@
+// An instance whose own heartbeats failed (the database was unreachable to it) does not take the
+// others for dead when it is back: after an outage every heartbeat is stale, and the first instance
+// to reconnect would otherwise mark the calls of all the others, alive and reconnecting, UNKNOWN.
+// It judges others only once it has beaten without a break for longer than STALE_AFTER_MS.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
+import type { Store } from '../../src/store/store.ts';
+
+for (const backend of backends()) {
+  test(`after its own heartbeats failed, an instance leaves others' calls alone until it has beaten for a while (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    let down = true;
+    // The keeper's view of the database: unreachable until `down` is cleared.
+    const flaky = new Proxy(svc.ts.store, {
+      get(target, prop, receiver) {
+        if (prop === 'db' && down) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+        return Reflect.get(target, prop, receiver);
+      },
+    }) as Store;
+    const keeper = new InstanceKeeper({ store: flaky, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date() });
+    try {
+      down = false;
+      await keeper.start();
+      down = true;
+      // Another instance, alive but as stale as everyone is after an outage, with a call in flight.
+      const staleAt = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
+      await svc.ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: staleAt, heartbeat_at: staleAt }).execute();
+      const id = newId('exe');
+      await svc.ts.store.db.insertInto('executions').values({
+        id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
+        policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
+        status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'other', created_at: new Date().toISOString(),
+        completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
+      }).execute();
+      await sleep(HEARTBEAT_MS * 1.5); // one failed beat
+      down = false;
+      await sleep(HEARTBEAT_MS * 2); // a beat or two after the outage, each followed by a sweep
+      const row = await svc.ts.store.db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'IN_FLIGHT', 'the other instance\'s call is left alone so soon after this one was cut off');
+      // The mechanism itself: judged, the same row is the dead instance's.
+      await sweepInFlight(svc.ts.store, { instanceId: 'keeper', now: new Date(), maxTimeoutMs: 60_000, startup: false, judgeOthers: false });
+      assert.equal((await svc.ts.store.db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status, 'IN_FLIGHT');
+      await sweepInFlight(svc.ts.store, { instanceId: 'keeper', now: new Date(), maxTimeoutMs: 60_000, startup: false });
+      assert.equal((await svc.ts.store.db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status, 'UNKNOWN');
+    } finally {
+      down = false;
+      await keeper.stop();
+      await svc.stop();
+    }
+  });
+}
