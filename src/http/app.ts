@@ -14,9 +14,13 @@ import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
 import { lazyChildLogger } from './request-logger.ts';
-import { ProblemSchema } from './schemas/common.ts';
+import { errorResponses, ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
 import { documentRoles } from './openapi-roles.ts';
+import { Type } from 'typebox';
+
+/** The query string of a GET that takes none (see the onRoute hook below). */
+const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
 
@@ -79,6 +83,12 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     if (route.schema && !route.schema.security) {
       const publicRoute = ['/v1/console/login', '/v1/console/register'].includes(route.url) || !route.url.startsWith('/v1/');
       if (!publicRoute) route.schema.security = [route.url.startsWith('/v1/console/') ? { session: [] } : { apiKey: [] }];
+    }
+    // A GET of the API that takes no query parameters refuses any (400 unknown_field), as the list
+    // routes refuse the ones they do not know: a misspelt filter must not answer as if obeyed.
+    if (route.schema && !route.schema.querystring && route.url.startsWith('/v1/') && methods.includes('GET')) {
+      const response = route.schema.response as Record<number, unknown>;
+      route.schema = { ...route.schema, querystring: NO_QUERY, response: { [400]: errorResponses({ auth: 'none' }, { 400: ['invalid_request'] })[400], ...response } };
     }
     const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '$');
     for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });

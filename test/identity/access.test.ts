@@ -65,6 +65,9 @@ for (const backend of backends()) {
         ['over-long name', post(`${P}/members`, { name: 'n'.repeat(129) }), 400, 'invalid_request'],
         ['unknown field', post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR', admin: true }), 400, 'invalid_request'],
         ['key with a role the holder lacks', post(`${P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'] }), 422, 'role_not_held'],
+        ['key with a blank name', post(`${P}/api-keys`, { name: '   ', roles: [] }), 400, 'invalid_request'],
+        ['key whose name holds a newline', post(`${P}/api-keys`, { name: 'ci\nadmin', roles: [] }), 400, 'invalid_request'],
+        ['key whose name holds a bidi override', post(`${P}/api-keys`, { name: 'yek\u202eci', roles: [] }), 400, 'invalid_request'],
         ['key for a non-member', post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: person.json().principal_id }), 422, 'not_a_member'],
         ['revoke an unknown key', post(`${P}/api-keys/key_00000000000000000000000000/revoke`, {}), 404, 'not_found'],
         ['weak password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'short' } }), 400, 'invalid_request'],
@@ -238,6 +241,14 @@ for (const backend of backends()) {
       assert.equal(none.json().code, 'roles_required');
       assert.equal((await svc.app.inject({ method: 'POST', url: `${P}/api-keys`, headers: auditor.post, payload: { name: 'mine', roles: ['AUDITOR'] } })).statusCode, 201);
       assert.equal((await post(`${P}/api-keys`, { name: 'platform', roles: [] })).statusCode, 201, 'an ADMIN issues decision-only keys');
+    });
+
+    test('API key names are free text: any script and emoji are kept as given', async () => {
+      for (const name of ['déploiement CI', '部署キー', 'ci 🚀 key', 'a']) {
+        const r = await post(`${P}/api-keys`, { name, roles: [] });
+        assert.equal(r.statusCode, 201, `${name}: ${r.body}`);
+        assert.equal(r.json().name, name);
+      }
     });
 
     test('a member revokes its own key (one it minted, or one an ADMIN minted for it), never another\'s', async () => {

@@ -11,7 +11,7 @@ import { rolesLock, rolesOf } from '../../services/identity/members.ts';
 import { lockFor } from '../../store/store.ts';
 import { decodeCursor, page } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
-import { ApiKeyView, KeyId, PrincipalId, RoleList } from './schemas.ts';
+import { ApiKeyView, KeyId, Label, PrincipalId, RoleList } from './schemas.ts';
 
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/api-keys', {
@@ -32,7 +32,7 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
       tags: ['console'], summary: 'Mints an API key; the secret is in this response only and is never shown again',
       description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself, carrying at least one role it holds (a key with no role is a platform credential only ADMIN mints); only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
       params: ProjectParams,
-      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }), roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
+      body: Type.Object({ name: Label, roles: RoleList, principal_id: Type.Optional(PrincipalId) }, { additionalProperties: false }),
       response: { 201: Type.Object({ id: Type.String(), secret: Type.String(), name: Type.String(), principal_id: Type.String(), roles: RoleList, created_at: Type.String() }), ...errorResponses({ auth: 'session', body: true }, { 403: ['separation_of_duties'], 422: ['not_a_member', 'role_not_held', 'roles_required'] }) },
     },
   }, async (request, reply) => {

@@ -8,6 +8,12 @@ export const RoleList = Type.Array(RoleSchema, { maxItems: 5, uniqueItems: true 
 export const PrincipalId = Type.String({ pattern: '^prn_[0-9a-z]{26}$', description: 'Principal id' });
 export const KeyId = Type.String({ pattern: '^key_[0-9a-z]{26}$', description: 'API key id' });
 export const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Login name of a person (lower-cased), or display name of a service' });
+/**
+ * A label a person gives (an API key's name): free text shown in lists and audit events, so not
+ * blank, and without control or format characters (a newline, or a bidi override that shows a
+ * label's end before its start).
+ */
+export const Label = Type.String({ minLength: 1, maxLength: 128, pattern: '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\p{Cf}]*$', description: 'Free text, not blank, without control or format characters' });
 /** Bounded well above the 256-character rule, so a huge password is refused before any hashing. */
 export const Password = Type.String({ minLength: 1, maxLength: 1024 });
 

@@ -1,0 +1,34 @@
+// A GET of the API that takes no query parameters refuses any, as the list routes refuse the ones
+// they do not know: a misspelt filter (`?status=pending` where none is taken) must not be answered
+// as if it had been obeyed. Probes outside /v1 (/healthz, /readyz) take any.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { consoleMember } from '../support/console.ts';
+
+const backend = backends()[0]!;
+describe('query strings on GETs that take none', () => {
+  let svc: TestService;
+  before(async () => { svc = await startService(backend); });
+  after(async () => { await svc.stop(); });
+
+  test('console and machine GETs without parameters answer 400 unknown_field naming the parameter', async () => {
+    const admin = await consoleMember(svc, ['ADMIN']);
+    const key = await svc.keyHeader(['ADMIN']);
+    const C = `/v1/console/projects/${svc.projectId}`;
+    const M = `/v1/projects/${svc.projectId}`;
+    for (const [url, headers] of [
+      [`${C}/dashboard`, admin.get], [`${C}/settings`, admin.get], [`${C}/me`, admin.get], [`${C}/control-plane`, admin.get],
+      ['/v1/console/projects', admin.get], [`${M}/sod`, key],
+    ] as const) {
+      const plain = await svc.app.inject({ method: 'GET', url, headers });
+      assert.equal(plain.statusCode, 200, `${url}: ${plain.body}`);
+      const res = await svc.app.inject({ method: 'GET', url: `${url}?status=pending`, headers });
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.equal(res.json().code, 'invalid_request');
+      assert.ok(res.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer.endsWith('status')), `${url}: ${res.body}`);
+    }
+    for (const url of ['/healthz?probe=1', '/readyz?probe=1']) assert.equal((await svc.app.inject({ method: 'GET', url })).statusCode, 200, url);
+  });
+});
