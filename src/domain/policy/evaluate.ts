@@ -148,9 +148,9 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
 
   let matchedRank = 3; // above ALLOW: nothing matched yet
   let unknownRankMin = 3; // meet of indeterminate rules' effects
-  let unknownWorst = 0;
   let matched: number[] | undefined;
   let unknowns: number[] | undefined;
+  let unknownCauses: number[] | undefined; // beside unknowns: each indeterminate rule's cause
   for (let b = 0; b < buckets.length; b++) {
     const bucket = buckets[b] as readonly number[];
     for (let i = 0; i < bucket.length; i++) {
@@ -164,8 +164,8 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
         if (rule.rank < matchedRank) matchedRank = rule.rank;
       } else {
         (unknowns ??= []).push(ruleIndex);
+        (unknownCauses ??= []).push(r);
         if (rule.rank < unknownRankMin) unknownRankMin = rule.rank;
-        if (r > unknownWorst) unknownWorst = r;
       }
     }
   }
@@ -186,6 +186,14 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
     // When it matters, fail closed.
     const matters = matchedRank <= 2 ? unknownRankMin < matchedRank : true;
     if (matters) {
+      // The reason names a cause that mattered ("... and it mattered", docs/policy-language.md):
+      // only the indeterminate rules that could change the decision count, not, say, an
+      // undecidable ALLOW beside a matched REQUIRE_APPROVAL.
+      let unknownWorst = 0;
+      for (let i = 0; i < unknowns.length; i++) {
+        const cause = unknownCauses![i] as number;
+        if (cause > unknownWorst && (matchedRank > 2 || rules[unknowns[i] as number]!.rank < matchedRank)) unknownWorst = cause;
+      }
       const reason = unknownWorst === U_CURRENCY ? POLICY_REASONS.currencyMismatch : unknownWorst === U_INVALID ? POLICY_REASONS.invalidInput : POLICY_REASONS.missingInput;
       return result('DENY', reason);
     }

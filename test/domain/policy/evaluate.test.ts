@@ -159,3 +159,21 @@ test('a decision\'s detail names at most 20 undecidable rules, then how many mor
   assert.ok(!detail.includes('"rule-20"'));
   assert.match(indeterminateDetail({ reason_code: POLICY_REASONS.missingInput, indeterminate_rules: ['only'] })!, /^indeterminate: rule "only" could not/);
 });
+
+test('the indeterminate reason names a cause that mattered, not one of a rule that could not change the decision', () => {
+  // r-ra matched (REQUIRE_APPROVAL). allow-docs is undecidable on a malformed resource but, being an
+  // ALLOW, cannot change the decision; deny-root is undecidable on a missing root_permit_commitment and
+  // could (DENY < REQUIRE_APPROVAL). The decision fails closed because of the missing input only.
+  const rules = [
+    { id: 'r-ra', effect: 'REQUIRE_APPROVAL', when: { op: 'eq', input: 'action', value: 'pay' } },
+    { id: 'allow-docs', effect: 'ALLOW', when: { op: 'matches_resource', input: 'resource', value: 'resource://docs/*' } },
+    { id: 'deny-root', effect: 'DENY', when: { op: 'eq', input: 'root_permit_commitment', value: 'a'.repeat(64) } },
+  ];
+  const input = { action: 'pay', agent: 'did:key:zA', resource: 'resource://docs/../x' } as PolicyInput;
+  assert.equal(decide(rules, input), 'DENY indeterminate_missing_input');
+  // The same with a currency mismatch on a rule that cannot matter: still the missing input.
+  const rules2 = [rules[0]!, { id: 'allow-eur', effect: 'ALLOW', when: { op: 'lt', input: 'amount.minor', value: 10, currency: 'EUR' } }, rules[2]!];
+  assert.equal(decide(rules2, { ...input, resource: 'resource://docs/a', amount: { minor: 5, currency: 'USD' } } as PolicyInput), 'DENY indeterminate_missing_input');
+  // With nothing matched every indeterminate rule matters, and precedence applies across them.
+  assert.equal(decide(rules.slice(1), { ...input, action: 'read' } as PolicyInput), 'DENY indeterminate_invalid_input');
+});

@@ -162,15 +162,21 @@ function reference(doc: PolicyDocument, input: PolicyInput) {
   const unknown: string[] = [];
   let m: Effect | undefined;
   let uMin: Effect | undefined;
-  let worst: 'missing' | 'invalid' | 'currency' | undefined;
+  const causes: { effect: Effect; why: 'missing' | 'invalid' | 'currency' }[] = [];
   for (const rule of doc.rules) {
     const r = rule.when === undefined ? 'T' : interpret(rule.when, input);
     if (r === 'T') { matched.push(rule.id); m = m === undefined ? rule.effect : meet(m, rule.effect); }
     else if (r !== 'F') {
       unknown.push(rule.id);
       uMin = uMin === undefined ? rule.effect : meet(uMin, rule.effect);
-      worst = worst === undefined || RANK[r] > RANK[worst] ? r : worst;
+      causes.push({ effect: rule.effect, why: r });
     }
+  }
+  // The reason names a cause that mattered: of a rule that could change the decision.
+  let worst: 'missing' | 'invalid' | 'currency' | undefined;
+  for (const c of causes) {
+    if (m !== undefined && order[c.effect] >= order[m]) continue;
+    worst = worst === undefined || RANK[c.why] > RANK[worst] ? c.why : worst;
   }
   let decision: Effect;
   let reason: string;
