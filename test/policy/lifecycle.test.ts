@@ -356,6 +356,25 @@ for (const backend of backends()) {
       assert.equal((await post(author, '/replay', { version: 2, from: '2999-01-01T00:00:00Z' })).json().considered, 0);
     });
 
+    test('replay decides approved requests again: an approval grants no authority, so a candidate that denies them changes them', async () => {
+      const db = svc.ts.store.db;
+      await insertDecisionEvent(db, svc.projectId, {
+        decision_id: newId('dec'), request_id: newId('req'), agent: AGENT, action: 'pay', resource: 'resource://shop/approved',
+        amount: { minor: 2000, currency: 'EUR' }, intent: null, decision: 'ALLOW', reason_code: 'approval_granted', detail: null, policy_version: 1, matched_rules: [],
+        permit_commitment: null, delegation_depth: 0, request_time: new Date().toISOString(), approval_request_id: newId('apr'),
+      });
+      const replay = async (effect: string) => (await post(auditor, '/replay', { policy: { spec_version: '1', rules: [{ id: 'all', effect }] }, last: 1 })).json();
+      const denied = await replay('DENY');
+      assert.equal(denied.considered, 1);
+      assert.deepEqual(denied.skipped, {});
+      assert.deepEqual(denied.transitions, { 'ALLOW->DENY': 1 });
+      assert.equal(denied.samples[0].old.reason_code, 'approval_granted');
+      for (const effect of ['REQUIRE_APPROVAL', 'ALLOW']) {
+        const r = await replay(effect);
+        assert.deepEqual([r.evaluated, r.unchanged, r.changed], [1, 1, 0], `${effect}: the approval given stands`);
+      }
+    });
+
     test('replay bad input', async () => {
       const cases: [unknown, number, string][] = [
         [{}, 400, 'invalid_request'],

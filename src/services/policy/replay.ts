@@ -1,6 +1,6 @@
 // Replay simulation: re-evaluates a candidate policy against the inputs of recorded decisions and
 // reports which would change. Only decisions the policy decided are compared (their reason code
-// is a policy reason); a decision taken elsewhere (frozen agent, invalid permit, a replayed nonce)
+// is a policy reason, or approval_granted: the policy asked for the approval given); a decision taken elsewhere (frozen agent, invalid permit, a replayed nonce)
 // would stand whatever the policy says, so it is counted as skipped. Reads only; audits nothing.
 // A decision is recorded once, as its audit event (migration 0604): replay reads the inputs from the
 // events' data, newest first by id (ids are time-ordered), through the (project_id, id) index.
@@ -10,6 +10,7 @@ import { invalidRequest } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion } from './active.ts';
+import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
@@ -120,15 +121,20 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
       await new Promise((resolve) => setImmediate(resolve));
       slice = performance.now();
     }
-    if (!POLICY_REASON_SET.has(row.reason_code)) {
+    // An approved request was decided by the policy too: it asked for approval, and a person gave it.
+    // An approval grants no authority (spec 4.1.5), so the candidate decides it again: a DENY denies
+    // it; REQUIRE_APPROVAL (the approval given) or ALLOW lets it stand as the ALLOW it was.
+    const approved = row.reason_code === DECISION_REASONS.approvalGranted;
+    if (!approved && !POLICY_REASON_SET.has(row.reason_code)) {
       result.skipped[row.reason_code] = (result.skipped[row.reason_code] ?? 0) + 1;
       continue;
     }
     result.evaluated++;
     const r = evaluate(compiled, eventInput(row, roots));
-    if (r.decision === row.decision) { result.unchanged++; continue; }
+    const decision = approved && r.decision !== 'DENY' ? 'ALLOW' : r.decision;
+    if (decision === row.decision) { result.unchanged++; continue; }
     result.changed++;
-    const transition = `${row.decision}->${r.decision}`;
+    const transition = `${row.decision}->${decision}`;
     result.transitions[transition] = (result.transitions[transition] ?? 0) + 1;
     if (result.samples.length < REPLAY_SAMPLES) {
       result.samples.push({
