@@ -11,17 +11,7 @@ import { signatureHeader, SIGNATURE_HEADER } from './signature.ts';
 export type CallStatus = 'SUCCEEDED' | 'FAILED' | 'UNKNOWN';
 export interface CallOutcome { status: CallStatus; httpStatus: number | null; note: string }
 
-export interface CallInput { merchant: Merchant; operation: Operation; payload: unknown; projectId: string; nonce: string; executionId: string; now: Date }
-
-/**
- * The Idempotency-Key a merchant sees: the caller's nonce qualified by its project. A nonce is unique
- * per project only (the executions' unique index is `(project_id, nonce)`), while a merchant is
- * configured once for the installation and de-duplicates on this header alone: the bare nonce would
- * let one project's call be taken for another's (the merchant answering it from the other's stored
- * result, with nothing done), or let one project pre-empt another's nonces. A project id has a fixed
- * shape (`prj_` and 26 characters) and no colon, so the first colon ends it.
- */
-export const merchantIdempotencyKey = (projectId: string, nonce: string): string => `${projectId}:${nonce}`;
+export interface CallInput { merchant: Merchant; operation: Operation; payload: unknown; nonce: string; executionId: string; now: Date }
 
 /** Codes that mean the connection was never established, so no byte of the request left. */
 const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -40,7 +30,6 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
   const body = Buffer.from(text);
   const url = input.merchant.urlOf(input.operation);
   const timeoutMs = input.merchant.timeoutMs;
-  const idempotencyKey = merchantIdempotencyKey(input.projectId, input.nonce);
   const https = url.protocol === 'https:';
   return new Promise((resolve) => {
     let settled = false;
@@ -59,10 +48,10 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
         headers: {
           'content-type': 'application/json',
           'content-length': body.length,
-          'idempotency-key': idempotencyKey,
+          'idempotency-key': input.nonce,
           'gavel-execution-id': input.executionId,
           [SIGNATURE_HEADER]: signatureHeader(input.merchant.secret,
-            { method: input.operation.method, path: `${url.pathname}${url.search}`, idempotencyKey, executionId: input.executionId, body: text },
+            { method: input.operation.method, path: `${url.pathname}${url.search}`, idempotencyKey: input.nonce, executionId: input.executionId, body: text },
             Math.floor(input.now.getTime() / 1000)),
         },
       }, (res: IncomingMessage) => {

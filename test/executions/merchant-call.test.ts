@@ -10,13 +10,12 @@ import { callMerchant } from '../../src/merchants/call.ts';
 import { parseMerchants } from '../../src/merchants/config.ts';
 import { MERCHANT_SECRET } from '../support/merchant.ts';
 
-const PROJECT = 'prj_01m8bn82jk3m080vnk0v7jze0m';
 const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const close = (server: Server) => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
 
 function call(baseUrl: string, path: string, nonce = 'n-1') {
   const merchant = parseMerchants({ merchants: { m: { base_url: baseUrl, secret: MERCHANT_SECRET, timeout_ms: 2_000, operations: { op: { method: 'POST', path } } } } }).get('m')!;
-  return callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1 }, projectId: PROJECT, nonce, executionId: 'exe_test', now: new Date() });
+  return callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1 }, nonce, executionId: 'exe_test', now: new Date() });
 }
 
 test('a connection refused before anything was sent is FAILED, not delivered', async () => {
@@ -41,7 +40,7 @@ test('calls to a merchant reuse a kept-alive connection', async () => {
   const url = await listen(server);
   try {
     for (let i = 0; i < 5; i++) assert.equal((await call(url, '/pay', `n-${i}`)).status, 'SUCCEEDED');
-    assert.deepEqual(seen, ['n-0', 'n-1', 'n-2', 'n-3', 'n-4'].map((n) => `${PROJECT}:${n}`));
+    assert.deepEqual(seen, ['n-0', 'n-1', 'n-2', 'n-3', 'n-4']);
     assert.equal(connections, 1, 'one connection for five sequential calls');
   } finally {
     await close(server);
@@ -76,7 +75,7 @@ test('a payload that does not serialize is FAILED with nothing sent, never left 
     const merchant = parseMerchants({ merchants: { m: { base_url: url, secret: MERCHANT_SECRET, timeout_ms: 2_000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m')!;
     // Nothing a parsed body holds fails to serialize (bodies nest at most 128 levels, http/body.ts);
     // a BigInt stands in for whatever might.
-    const outcome = await callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1n }, projectId: PROJECT, nonce: 'n-big', executionId: 'exe_test', now: new Date() });
+    const outcome = await callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1n }, nonce: 'n-big', executionId: 'exe_test', now: new Date() });
     assert.deepEqual(outcome, { status: 'FAILED', httpStatus: null, note: 'the payload could not be serialized: nothing was sent' });
     assert.equal(requests, 0);
   } finally { await close(server); }

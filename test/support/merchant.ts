@@ -5,8 +5,7 @@
 //   /reset   reads the whole body, then destroys the connection without answering
 //   /redirect 302 to /ok (must not be followed)
 // It verifies the gavel-signature HMAC on every call (a bad one is answered 401 and counted) and
-// counts the calls it received per nonce (the Idempotency-Key is `<projectId>:<nonce>`; `calls` and
-// `bodies` are keyed by the nonce, `idempotencyKeys` lists the keys as received).
+// counts the calls it received per Idempotency-Key.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -19,13 +18,11 @@ export const BEHAVIOURS = ['ok', 'slow', 'refuse', 'fail', 'hang', 'reset', 'red
 
 export interface TestMerchant {
   url: string;
-  /** Calls received per nonce (the Idempotency-Key without its `<projectId>:` qualifier). */
+  /** Calls received per Idempotency-Key. */
   calls: Map<string, number>;
-  /** Every Idempotency-Key received, as sent, in order. */
-  idempotencyKeys: string[];
   totalCalls(): number;
   badSignatures: number;
-  /** Bodies received per nonce (parsed JSON). */
+  /** Bodies received per Idempotency-Key (parsed JSON). */
   bodies: Map<string, unknown>;
   slowMs: number;
   /** Resolves once `n` calls in total have been received. */
@@ -39,7 +36,7 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
   const waiters: { n: number; resolve: () => void }[] = [];
   let total = 0;
   const m: TestMerchant = {
-    url: '', calls: new Map(), idempotencyKeys: [], bodies: new Map(), badSignatures: 0, slowMs: options.slowMs ?? 200,
+    url: '', calls: new Map(), bodies: new Map(), badSignatures: 0, slowMs: options.slowMs ?? 200,
     totalCalls: () => total,
     waitForCalls: (n) => new Promise((resolve) => { if (total >= n) resolve(); else waiters.push({ n, resolve }); }),
     close: async () => {
@@ -53,15 +50,13 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const idempotencyKey = String(req.headers['idempotency-key'] ?? '');
-      const key = idempotencyKey.replace(/^prj_[0-9a-z]{26}:/, '');
-      const signed = { method: req.method ?? '', path: req.url ?? '', idempotencyKey, executionId: String(req.headers['gavel-execution-id'] ?? ''), body };
+      const key = String(req.headers['idempotency-key'] ?? '');
+      const signed = { method: req.method ?? '', path: req.url ?? '', idempotencyKey: key, executionId: String(req.headers['gavel-execution-id'] ?? ''), body };
       if (!verifySignature(MERCHANT_SECRET, signed, req.headers['gavel-signature'] as string | undefined)) {
         m.badSignatures++;
         res.writeHead(401).end();
         return;
       }
-      m.idempotencyKeys.push(idempotencyKey);
       m.calls.set(key, (m.calls.get(key) ?? 0) + 1);
       try { m.bodies.set(key, JSON.parse(body)); } catch { m.bodies.set(key, body); }
       total++;

@@ -79,7 +79,7 @@ export class Executions {
     // An ALLOW with a reservation committed its IN_FLIGHT row (commit.ts); anything else reserved nothing.
     if (record.decision !== 'ALLOW') return { kind: 'decided', record };
 
-    const outcome = await callMerchant({ ...target, payload: exec.payload, projectId: ctx.projectId, nonce: exec.nonce, executionId, now: this.#now() });
+    const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now() });
     const status = await this.#record(ctx, executionId, outcome);
     return { kind: 'decided', record, execution: { id: executionId, status } };
   }
