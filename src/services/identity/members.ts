@@ -82,8 +82,7 @@ export async function addMember(store: Store, input: { projectId: string; princi
 
 /**
  * Ends a membership: its role grants are deleted, its API keys in the project revoked, and the
- * person's console sessions ended at once when it was the person's last membership (otherwise the
- * per-request membership check shuts this project alone). Keys it minted for other principals are revoked too:
+ * person's console sessions ended at once. Keys it minted for other principals are revoked too:
  * whoever mints a key holds its secret, so a removed ADMIN keeps none. The last ADMIN cannot be removed.
  */
 export async function revokeMember(store: Store, input: { projectId: string; principalId: string; actor: string }, now: Date): Promise<{ principal_id: string; revoked_at: string; sessions_ended: number; keys_revoked: number }> {
@@ -98,14 +97,7 @@ export async function revokeMember(store: Store, input: { projectId: string; pri
     await trx.updateTable('memberships').set({ revoked_at: at }).where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
     const keys = await revokeKeys(trx, input, { itsOwn: true }, at);
-    // A session is the person's, not the project's: it ends only with the person's last membership.
-    // Access to this project ends now anyway, since every console request re-reads the membership
-    // (http/auth/session.ts). Ending sessions that serve other projects would let the ADMIN of any
-    // project, who may add any registered person by name and remove them again, sign that person
-    // out of every other project at will.
-    const elsewhere = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', input.principalId)
-      .where('project_id', '!=', input.projectId).where('revoked_at', 'is', null).executeTakeFirst();
-    const sessions_ended = elsewhere ? 0 : await endSessionsOf(trx, input.principalId, 'member_revoked', now);
+    const sessions_ended = await endSessionsOf(trx, input.principalId, 'member_revoked', now);
     await recordAudit(trx, { projectId: input.projectId, kind: 'member.revoked', actor: input.actor, data: { principal_id: input.principalId, roles: held, keys_revoked: keys, sessions_ended }, at: now });
     return { principal_id: input.principalId, revoked_at: at, sessions_ended, keys_revoked: keys.length };
   });
