@@ -1,0 +1,99 @@
+// Checks a mutation audit found unguarded: an approval is usable only while its approver is an
+// enabled member holding APPROVER itself (another role does not do), and an obligation is named
+// only within its own project.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { newApprover, type Approver } from '../support/approvals.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
+import { revokeRole } from '../../src/services/identity/members.ts';
+
+const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
+const LARGE = { minor: 50_000, currency: 'EUR' };
+
+for (const backend of backends()) {
+  describe(`approval gaps on ${backend.name}`, () => {
+    let svc: TestService;
+    let key: { authorization: string };
+    const base = () => `/v1/projects/${svc.projectId}/approvals`;
+    const authorize = async (body: Record<string, unknown>, headers = key) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers, payload: body })).json();
+    const obligation = async (id: string) => (await svc.app.inject({ method: 'GET', url: `${base()}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
+
+    async function opened() {
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, PAY);
+      const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE };
+      const res = await authorize(req);
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      return { agent, req, id: res.approval_request_id as string };
+    }
+    async function approve(id: string, who: Approver) {
+      const res = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: id, key_id: who.keyId, signature: who.sign((await obligation(id)).statement) } });
+      assert.equal(res.statusCode, 201, res.body);
+    }
+
+    before(async () => {
+      svc = await startService(backend);
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('an approver who loses APPROVER but keeps another role: the unused approval satisfies nothing', async () => {
+      const signer = await newApprover(svc, ['APPROVER', 'AUDITOR']);
+      const { req, id } = await opened();
+      await approve(id, signer);
+      await revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: signer.principalId, role: 'APPROVER', actor: 'system' }, new Date());
+      const res = await authorize({ ...req, approval_request_id: id });
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.detail, /does not hold APPROVER/);
+      assert.equal((await obligation(id)).status, 'lapsed');
+      // Nor can the key record a new approval.
+      const next = await opened();
+      const refused = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: next.id, key_id: signer.keyId, signature: signer.sign((await obligation(next.id)).statement) } });
+      assert.equal(refused.statusCode, 422, refused.body);
+      assert.equal(refused.json().code, 'approver_not_eligible');
+    });
+
+    test('an approval by a principal disabled since satisfies nothing', async () => {
+      const signer = await newApprover(svc);
+      const { req, id } = await opened();
+      await approve(id, signer);
+      await svc.ts.store.db.updateTable('principals').set({ disabled_at: new Date().toISOString() }).where('id', '=', signer.principalId).execute();
+      const res = await authorize({ ...req, approval_request_id: id });
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.detail, /no longer a member/);
+      assert.equal((await obligation(id)).status, 'lapsed', 'the listing and the consumption agree');
+    });
+
+    test('a request in another project naming this project\'s obligation opens its own; it never points at ours', async () => {
+      const { agent, id } = await opened();
+      // Project B: same agent DID, the same policy, a permit of its own.
+      const projectId = newId('prj');
+      const principalId = newId('prn');
+      const at = new Date(Date.now() - 1000).toISOString();
+      const secret = await svc.ts.store.transaction(async (trx) => {
+        await trx.insertInto('projects').values({ id: projectId, name: 'other', created_at: at }).execute();
+        await trx.insertInto('principals').values({ id: principalId, kind: 'service', name: `svc-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
+        await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+        for (const role of ['POLICY_AUTHOR', 'PERMIT_ISSUER'] as const) await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
+        return (await mintApiKey(trx, { projectId, principalId, name: 'b', roles: ['POLICY_AUTHOR', 'PERMIT_ISSUER'], actor: 'system' })).secret;
+      });
+      const bKey = { authorization: `Bearer ${secret}` };
+      const bSvc = { ...svc, projectId, keyHeader: async () => bKey } as TestService;
+      // Align B's policy version with the one A's obligation names, so that only the project differs.
+      const wanted = (await obligation(id)).policy_version as number;
+      for (let v = 0; v < wanted; v++) await activatePolicy(bSvc, ALLOW_PAYMENTS);
+      const bPermit = await issue(bSvc, agent.did, PAY);
+      const res = await authorize({ agent: agent.did, permit: bPermit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE, approval_request_id: id }, bKey);
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.approval_request_id, /^apr_/);
+      assert.notEqual(res.approval_request_id, id, 'project B must not be pointed at project A\'s obligation');
+      const row = await svc.ts.store.db.selectFrom('approval_requests').select('project_id').where('id', '=', res.approval_request_id).executeTakeFirstOrThrow();
+      assert.equal(row.project_id, projectId);
+    });
+  });
+}

@@ -1,0 +1,101 @@
+// Checks a mutation audit found unguarded in the log's verifiers: each test fails on a one-line
+// breakage that no other test noticed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { leafHash, nodeHash } from '../../../src/domain/auditlog/hash.ts';
+import { appendLeaves, consistencyProof, inclusionProof, nodeKey, type StoredNode } from '../../../src/domain/auditlog/tree.ts';
+import { rootFromInclusionProof, verifyConsistency, verifyInclusion } from '../../../src/domain/auditlog/verify.ts';
+import { decideCheckpoint } from '../../../src/domain/auditlog/witness.ts';
+import { signCheckpoint } from '../../../src/domain/auditlog/checkpoint.ts';
+import { cosignCheckpoint } from '../../../src/domain/auditlog/cosignature.ts';
+import { ed25519NoteSigner, formatVkey, openNote, parseNote, parseVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../../src/domain/auditlog/note.ts';
+import { AuditLogError } from '../../../src/domain/auditlog/errors.ts';
+import { TestSigner } from './support.ts';
+
+const leaf = (i: number) => leafHash(new TextEncoder().encode(`leaf ${i}`));
+
+function tree(n: number) {
+  const store = new Map<string, StoredNode>();
+  const read = (l: number, i: number) => store.get(nodeKey(l, i))?.hash;
+  const roots: Uint8Array[] = [];
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const r = appendLeaves(size, [leaf(i)], read);
+    for (const x of r.nodes) store.set(nodeKey(x.level, x.index), x);
+    size = r.size;
+    roots[size] = r.root;
+  }
+  return { read, roots };
+}
+
+const code = (f: () => unknown): string | undefined => {
+  try { f(); return undefined; } catch (e) { return e instanceof AuditLogError ? e.code : String(e); }
+};
+
+test('inclusion: a valid path does not verify for an index at or beyond the tree size', () => {
+  const { read, roots } = tree(4);
+  const root = roots[4] as Uint8Array;
+  const proof = inclusionProof(1, 4, read);
+  assert.equal(verifyInclusion(leaf(1), 1, 4, proof, root), true);
+  // Leaf 1's path, claimed for index 5 of a tree of 4 (5 = 0b101 walks the same left/right turns).
+  assert.equal(rootFromInclusionProof(leaf(1), 5, 4, proof), undefined);
+  assert.equal(verifyInclusion(leaf(1), 5, 4, proof, root), false);
+  assert.equal(verifyInclusion(leaf(1), 4, 4, proof, root), false);
+});
+
+test('inclusion: a path longer than the tree allows does not verify (RFC 9162 2.1.3.2: sn reaches 0 early)', () => {
+  const { roots } = tree(2);
+  const root2 = roots[2] as Uint8Array;
+  // In a tree of 2, leaf 1's path is [leaf 0]. Claimed as leaf 0 of a tree of size 1, with that path:
+  // a size-1 tree's path is empty, so the extra hash must refuse, not fold into the size-2 root.
+  assert.equal(rootFromInclusionProof(leaf(1), 0, 1, [leaf(0)]), undefined);
+  assert.equal(verifyInclusion(leaf(1), 0, 1, [leaf(0)], root2), false);
+  // And a correct path with one hash appended.
+  const { read, roots: r5 } = tree(5);
+  const good = inclusionProof(4, 5, read);
+  assert.equal(verifyInclusion(leaf(4), 4, 5, good, r5[5] as Uint8Array), true);
+  const extra = nodeHash(leaf(9), leaf(9));
+  assert.equal(rootFromInclusionProof(leaf(4), 4, 5, [...good, extra]), undefined);
+});
+
+test('consistency: m = n needs an empty proof, even when the roots are equal', () => {
+  const { read, roots } = tree(6);
+  const r = roots[6] as Uint8Array;
+  assert.equal(verifyConsistency(6, 6, [], r, r), true);
+  assert.equal(verifyConsistency(6, 6, consistencyProof(3, 6, read), r, r), false);
+  assert.equal(verifyConsistency(6, 6, [r], r, r), false);
+});
+
+test('witness: the same checkpoint again with a non-empty proof is not cosigned', () => {
+  const { read, roots } = tree(6);
+  const root = roots[6] as Uint8Array;
+  const cp = { origin: 'o', size: 6, root };
+  assert.deepEqual(decideCheckpoint({ size: 6, root }, 6, [], cp), { kind: 'accept', advance: false });
+  assert.deepEqual(decideCheckpoint({ size: 6, root }, 6, consistencyProof(3, 6, read), cp), { kind: 'inconsistent' });
+});
+
+test('signed notes: a signature line is matched by name and key ID, both', async () => {
+  const s = new TestSigner();
+  const name = 'a.example/log';
+  const pub = await s.publicKey('a');
+  const key = parseVkey(formatVkey(name, SIG_TYPE_ED25519, pub));
+  const note = await signCheckpoint({ origin: name, size: 1, root: leaf(0) }, ed25519NoteSigner(name, pub, (m) => s.sign('a', m)));
+  assert.deepEqual(openNote(note, [key]).verifiedBy, [key]);
+  // The same signature bytes (key ID and signature) under another name: not this key's line.
+  const renamed = note.replace(`\u2014 ${name} `, '\u2014 b.example/log ');
+  assert.notEqual(renamed, note);
+  assert.equal(code(() => openNote(renamed, [key])), 'unverified_note');
+});
+
+test('signed notes: a cosigned checkpoint opens with the log key even when witness keys are passed beside it', async () => {
+  const s = new TestSigner();
+  const origin = 'gavel.example/audit';
+  const logPub = await s.publicKey('log');
+  const wPub = await s.publicKey('w');
+  const logKey = parseVkey(formatVkey(origin, SIG_TYPE_ED25519, logPub));
+  const wKey = parseVkey(formatVkey('w.example', SIG_TYPE_COSIGNATURE_V1, wPub));
+  const note = await signCheckpoint({ origin, size: 1, root: leaf(0) }, ed25519NoteSigner(origin, logPub, (m) => s.sign('log', m)));
+  const cosigned = note + await cosignCheckpoint(parseNote(note).text, { name: 'w.example', publicKey: wPub, sign: (m) => s.sign('w', m) }, 1_700_000_000);
+  // A cosignature is not a plain Ed25519 note signature: openNote ignores type 0x04 keys.
+  assert.deepEqual(openNote(cosigned, [logKey, wKey]).verifiedBy, [logKey]);
+});

@@ -1,0 +1,75 @@
+// Checks a mutation audit found unguarded: "the same action" a nonce binds includes the amount and
+// the intent, and a project's ADMIN resolves only that project's executions.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
+import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { mintApiKey } from '../../src/services/identity/api-keys.ts';
+
+const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
+
+for (const backend of backends()) {
+  describe(`execution gaps on ${backend.name}`, () => {
+    let svc: TestService;
+    let merchant: TestMerchant;
+    let key: { authorization: string };
+    let agent: Agent;
+    let permit: string;
+    const pay = (operation: string, nonce: string, over: Record<string, unknown> = {}) => svc.app.inject({
+      method: 'POST', url: '/v1/authorize', headers: key,
+      payload: { agent: agent.did, permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 500, currency: 'EUR' }, execution: { merchant: 'shop', operation, payload: { order: 'o-1' }, nonce }, ...over },
+    });
+
+    before(async () => {
+      merchant = await startMerchant();
+      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
+      key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      agent = newAgent();
+      permit = (await issue(svc, agent.did, PAY)).jws;
+    });
+    after(async () => { await svc.stop(); await merchant.close(); });
+
+    test('a settled nonce repeated with another amount or another intent is nonce_reused, not a REPLAY of the first call', async () => {
+      const nonce = randomUUID();
+      const first = await pay('ok', nonce, { intent: 'invoice-1' });
+      assert.equal(first.json().execution.status, 'SUCCEEDED', first.body);
+      const same = await pay('ok', nonce, { intent: 'invoice-1' });
+      assert.equal(same.json().decision, 'REPLAY', same.body);
+      for (const over of [{ intent: 'invoice-1', amount: { minor: 900, currency: 'EUR' } }, { intent: 'invoice-2' }, {}]) {
+        const res = await pay('ok', nonce, over);
+        assert.equal(res.statusCode, 409, `${JSON.stringify(over)}: ${res.body}`);
+        assert.equal(res.json().code, 'nonce_reused');
+      }
+      assert.equal(merchant.calls.get(nonce), 1);
+    });
+
+    test('an ADMIN of another project cannot resolve this project\'s UNKNOWN execution', async () => {
+      const unknown = (await pay('fail', randomUUID())).json().execution;
+      assert.equal(unknown.status, 'UNKNOWN');
+      // Project B, with a person holding ADMIN there.
+      const projectId = newId('prj');
+      const principalId = newId('prn');
+      const at = new Date(Date.now() - 1000).toISOString();
+      const secret = await svc.ts.store.transaction(async (trx) => {
+        await trx.insertInto('projects').values({ id: projectId, name: 'other', created_at: at }).execute();
+        await trx.insertInto('principals').values({ id: principalId, kind: 'person', name: `p-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
+        await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+        await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role: 'ADMIN', granted_at: at, granted_by: null }).execute();
+        return (await mintApiKey(trx, { projectId, principalId, name: 'b-admin', roles: ['ADMIN'], actor: 'system' })).secret;
+      });
+      const res = await svc.app.inject({
+        method: 'POST', url: `/v1/projects/${projectId}/executions/resolve`, headers: { authorization: `Bearer ${secret}` },
+        payload: { execution_id: unknown.id, outcome: 'SUCCEEDED', note: 'not mine to say' },
+      });
+      assert.equal(res.statusCode, 404, res.body);
+      const row = await svc.ts.store.db.selectFrom('executions').select(['status', 'resolved_by']).where('id', '=', unknown.id).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'UNKNOWN');
+      assert.equal(row.resolved_by, null);
+    });
+  });
+}
