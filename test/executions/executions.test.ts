@@ -172,6 +172,15 @@ for (const backend of backends()) {
         execution: { merchant: 'shop', operation: 'ok', payload: {}, nonce: randomUUID(), url: 'http://169.254.169.254/' } });
       assert.equal(url.statusCode, 400);
       assert.equal(url.json().code, 'execution_url_not_allowed');
+      // "a `url` anywhere in `execution` is refused by name" (executions issue): in the payload too, at any depth.
+      for (const [payload, pointer] of [[{ url: 'http://x/' }, '/execution/payload/url'], [{ a: [{ b: { url: 'http://x/' } }] }, '/execution/payload/a/0/b/url']] as const) {
+        const nonce = randomUUID();
+        const deep = await pay('ok', nonce, {}, payload);
+        assert.equal(deep.statusCode, 400, deep.body);
+        assert.equal(deep.json().code, 'execution_url_not_allowed');
+        assert.deepEqual(deep.json().errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+        assert.equal(merchant.calls.get(nonce), undefined);
+      }
       const m = await pay('ok', randomUUID(), { execution: { merchant: 'nope', operation: 'ok', payload: {}, nonce: randomUUID() } });
       assert.equal(m.statusCode, 422);
       assert.equal(m.json().code, 'unknown_merchant');
@@ -324,6 +333,14 @@ for (const backend of backends()) {
       const res = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/executions/${unknown.id}/resolve`, headers: admin.post, payload: { outcome: 'FAILED', note: 'merchant support confirmed no charge' } });
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().resolved_by, admin.principalId);
+      // The issue's body {execution_id, outcome, note} is taken on the console route too; another id is refused.
+      const other = (await pay('hang', randomUUID())).json().execution;
+      const path = `/v1/console/projects/${svc.projectId}/executions/${other.id}/resolve`;
+      const mismatch = await svc.app.inject({ method: 'POST', url: path, headers: admin.post, payload: { execution_id: unknown.id, outcome: 'FAILED', note: 'checked' } });
+      assert.equal(mismatch.statusCode, 400, mismatch.body);
+      assert.deepEqual(mismatch.json().errors.map((e: { pointer: string }) => e.pointer), ['/execution_id']);
+      const withId = await svc.app.inject({ method: 'POST', url: path, headers: admin.post, payload: { execution_id: other.id, outcome: 'SUCCEEDED', note: 'checked' } });
+      assert.equal(withId.statusCode, 200, withId.body);
       const replay = (await pay('hang', nonce)).json();
       assert.equal(replay.decision, 'REPLAY');
       assert.equal(replay.execution.status, 'FAILED');

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { Problem } from '../problem.ts';
 import { ConsoleResolveBody, ExecutionPageQuery, pageOf, ExecutionId, ExecutionList, Resolved } from '../schemas/executions.ts';
 import { listExecutions } from '../../services/executions/list.ts';
 import { resolveExecution } from '../../services/executions/resolve.ts';
@@ -28,6 +29,10 @@ export async function consoleExecutionRoutes(app: FastifyInstance): Promise<void
   }, async (request) => {
     const { executionId } = request.params as { executionId: string };
     const body = request.body as Static<typeof ConsoleResolveBody>;
+    if (body.execution_id !== undefined && body.execution_id !== executionId) {
+      throw new Problem(400, 'invalid_request', 'execution_id in the body names another execution than the path',
+        { errors: [{ pointer: '/execution_id', code: 'mismatch', message: 'must equal the executionId of the path' }] });
+    }
     const a = request.auth!;
     return resolveExecution(app.gavel.store, { projectId: a.projectId, executionId, outcome: body.outcome, note: body.note, actor: a.actor, at: app.gavel.clock.now() });
   });

@@ -66,25 +66,44 @@ export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly Fie
   const own: FieldError[] = [];
   const conflict = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
   if (both) own.push(conflict('/execution'), conflict('/chain_authorization'));
-  if (url) own.push({ pointer: '/execution/url', code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
-  const others = schemaErrors.filter((e) => !(url && e.pointer === '/execution/url'));
+  if (url !== null) own.push({ pointer: url, code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
+  const others = schemaErrors.filter((e) => !(url !== null && e.pointer === url));
   if (both) {
     throw new Problem(400, 'both_execution_and_chain_authorization',
       'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
       { errors: [...own, ...others] });
   }
-  throw new Problem(400, 'execution_url_not_allowed', 'execution.url is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
+  throw new Problem(400, 'execution_url_not_allowed', 'a url in execution (anywhere, its payload included) is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
     { errors: [...own, ...others] });
 }
 
 /** What refuseAmbiguousRequest refuses, or null (the hot path's one cheap look: a plain decision has no execution). */
-function ambiguity(body: unknown): { both: boolean; url: boolean } | null {
+function ambiguity(body: unknown): { both: boolean; url: string | null } | null {
   if (typeof body !== 'object' || body === null) return null;
   const { execution, chain_authorization } = body as { execution?: unknown; chain_authorization?: unknown };
   if (execution === undefined) return null;
   const both = chain_authorization !== undefined;
-  const url = typeof execution === 'object' && execution !== null && 'url' in execution;
-  return both || url ? { both, url } : null;
+  const url = urlPointer(execution, '/execution', 0);
+  return both || url !== null ? { both, url } : null;
+}
+
+/**
+ * Where a member named `url` sits in `execution`, at any depth (its payload included), or null: the
+ * executions issue refuses "a `url` anywhere in `execution`" by name. Bodies are depth-bounded where
+ * they are parsed (http/body.ts); the bound here only keeps the walk finite on its own.
+ */
+function urlPointer(value: unknown, at: string, depth: number): string | null {
+  if (typeof value !== 'object' || value === null || depth > 128) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) { const p = urlPointer(value[i], `${at}/${i}`, depth + 1); if (p !== null) return p; }
+    return null;
+  }
+  if (Object.hasOwn(value, 'url')) return `${at}/url`;
+  for (const [k, v] of Object.entries(value)) {
+    const p = urlPointer(v, `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`, depth + 1);
+    if (p !== null) return p;
+  }
+  return null;
 }
 
 /** A decision planned under a stale read epoch is redone at most this many times in all. */

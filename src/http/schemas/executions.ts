@@ -26,7 +26,12 @@ export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: '(?![\
 export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
 
 export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });
-export const ConsoleResolveBody = Type.Object({ outcome: Outcome, note: Note }, { additionalProperties: false });
+// The executions issue gives both resolve routes the body {execution_id, outcome, note} (spec 2.6): the
+// console's may carry execution_id too, and it must then name the execution of the path.
+export const ConsoleResolveBody = Type.Object({
+  execution_id: Type.Optional({ ...ExecutionId, description: 'Optional (spec 2.6): when sent, it must be the executionId of the path' }),
+  outcome: Outcome, note: Note,
+}, { additionalProperties: false });
 
 export const Resolved = Type.Object({
   id: Type.String(),
