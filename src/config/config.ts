@@ -14,6 +14,11 @@ export interface Config {
   databaseUrl: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   bodyLimitBytes: number;
+  /**
+   * How long a client has to send a whole request (request line, headers and body) before it is
+   * answered 408 and the connection closed. Bounds what a slow or stalled body holds.
+   */
+  requestTimeoutMs: number;
   /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
   witnessUrl: string | undefined;
   witnessPort: number;
@@ -108,6 +113,7 @@ const SPECS: Record<keyof Config, Spec> = {
     parse: (raw) => { if (!LOG_LEVELS.includes(raw)) throw new Error(`must be one of ${LOG_LEVELS.join(', ')}`); return raw; },
   },
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
+  requestTimeoutMs: { env: 'GAVEL_REQUEST_TIMEOUT_MS', file: 'request_timeout_ms', parse: integer(100, 600_000) },
   witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:'], false) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
   witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: witnessVkey },
@@ -126,6 +132,7 @@ export const DEFAULTS: Config = {
   databaseUrl: undefined,
   logLevel: 'info',
   bodyLimitBytes: 64 * 1024,
+  requestTimeoutMs: 30_000,
   witnessUrl: undefined,
   witnessPort: 7401,
   witnessVkey: undefined,

@@ -32,6 +32,17 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   const app = Fastify<Server>({
     logger: options.logger ?? { level: deps.config.logLevel, redact: REDACT },
     bodyLimit: deps.config.bodyLimitBytes,
+    // Fastify turns Node's request timeout off (0), so a body sent slowly, or stalled one byte
+    // short, held its connection and its buffered bytes (up to 8 MiB on the policy routes, before
+    // any authentication) for ever. A whole request must now arrive within requestTimeoutMs
+    // (408 request_timeout, http/client-errors.ts); Node checks every quarter of it, at most every 5 s.
+    // The headers get the same time: Node swaps the two when headersTimeout (60 s by default) is the
+    // longer, which would make 60 s the limit for the whole request.
+    requestTimeout: deps.config.requestTimeoutMs,
+    http: {
+      headersTimeout: deps.config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.floor(deps.config.requestTimeoutMs / 4))),
+    },
     genReqId: () => newId('req'),
     // request.ip is the client before the configured proxies, and the peer itself without them.
     trustProxy: deps.config.trustProxy ?? false,

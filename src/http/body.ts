@@ -91,6 +91,10 @@ export function parseJson(bytes: Buffer): unknown {
   if (bytes.length === 0) throw new Problem(400, 'malformed_json', 'the body is declared as JSON but is empty');
   if (!isUtf8(bytes)) throw notUtf8();
   const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  if (bytes.length > DEFAULT_BODY_BYTES && containers(bytes) > MAX_JSON_CONTAINERS) {
+    throw invalidRequest([{ pointer: '', code: 'too_many_values', message: `holds more than ${MAX_JSON_CONTAINERS} arrays and objects` }],
+      `the body holds more than ${MAX_JSON_CONTAINERS} arrays and objects; no document Gavel reads needs as many`);
+  }
   const text = bytes.toString('utf8', bom ? 3 : 0);
   let value: unknown;
   try {
@@ -157,17 +161,44 @@ function clean(root: object): boolean {
     const node = pending.pop()!;
     const depth = depths.pop()!;
     if (hasProto(node) || hasConstructorPrototype(node)) { pending.length = 0; depths.length = 0; return false; }
-    const members = !Array.isArray(node);
-    for (const key in node) {
-      if (members) walkedMembers++;
-      const v = (node as Record<string, unknown>)[key];
-      if (v !== null && typeof v === 'object') {
-        if (depth >= MAX_JSON_DEPTH) tooDeep = true;
-        else { pending.push(v); depths.push(depth + 1); }
-      } else if (typeof v === 'number' && !isExact(v)) inexactNumber = true;
+    if (Array.isArray(node)) {
+      // By index: `for…in` over an array makes a string of every index, megabytes for a large body.
+      for (let i = 0; i < node.length; i++) look(node[i], depth);
+    } else {
+      for (const key in node) {
+        walkedMembers++;
+        look((node as Record<string, unknown>)[key], depth);
+      }
     }
   }
   return true;
+}
+
+function look(v: unknown, depth: number): void {
+  if (v !== null && typeof v === 'object') {
+    if (depth >= MAX_JSON_DEPTH) tooDeep = true;
+    else { pending.push(v); depths.push(depth + 1); }
+  } else if (typeof v === 'number' && !isExact(v)) inexactNumber = true;
+}
+
+/**
+ * Arrays and objects a large body (a policy document, up to 8 MiB) may hold. Each costs the parser
+ * about 70 bytes of heap: 2.7 million of them (`{},` repeated) ran the process out of memory before
+ * the policy's own limits, read after parsing, could refuse them. A valid document holds at most
+ * about 230,000 (200,000 conditions and list values, 10,000 rules: POLICY_LIMITS).
+ */
+export const MAX_JSON_CONTAINERS = 300_000;
+/** Bodies up to the global body limit are never counted: they cannot hold as many. */
+const DEFAULT_BODY_BYTES = 64 * 1024;
+
+/** `{` and `[` bytes, strings included: an overcount only for a text of braces in strings. */
+function containers(bytes: Buffer): number {
+  let n = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b === 0x7b || b === 0x5b) n++;
+  }
+  return n;
 }
 
 /**

@@ -102,6 +102,10 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, problem: Problem): FastifyReply {
   if (problem.headers) reply.headers(problem.headers);
+  // Refused before its body was read (a 415, say): Node would otherwise keep reading and dropping
+  // the rest of that body, however long, to keep the connection, and a body that never ends held
+  // the connection for ever. Nothing after it on this connection is worth the wait.
+  if (request.raw.complete === false) reply.header('connection', 'close');
   return reply.code(problem.status).type('application/problem+json').send(problemBody(problem, String(request.id)));
 }
 

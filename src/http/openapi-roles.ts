@@ -7,7 +7,7 @@ type Hook = ((...args: never[]) => unknown) & { requiredRoles?: readonly string[
 
 /** The roles demanded by the route's auth hook, or undefined when no hook states any. */
 function guardRoles(route: RouteOptions): readonly string[] | undefined {
-  for (const name of ['onRequest', 'preValidation', 'preHandler'] as const) {
+  for (const name of ['onRequest', 'preParsing', 'preValidation', 'preHandler'] as const) {
     const hooks = route[name] as Hook | Hook[] | undefined;
     for (const hook of Array.isArray(hooks) ? hooks : hooks ? [hooks] : []) {
       if (Array.isArray(hook.requiredRoles)) return hook.requiredRoles;

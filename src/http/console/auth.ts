@@ -73,6 +73,8 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     }
     const csrf = mintCsrfToken(await csrfKey(app.gavel.store), result.session.id);
     setSessionCookies(reply, app.gavel.config, result.session.token, csrf);
+    // The session token (set-cookie) and the CSRF token (body) are credentials: never stored by a cache.
+    reply.header('cache-control', 'no-store');
     return {
       principal_id: result.principalId, name: result.name, csrf_token: csrf, expires_at: result.session.expires_at,
       idle_timeout_seconds: SESSION_LIFETIMES.idleMs / 1000,

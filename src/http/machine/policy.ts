@@ -1,6 +1,6 @@
 // Policy lifecycle over API keys: save, read, list, activate, simulate, replay
 // (spec 2.8, 2.9, section 4; docs/policy-lifecycle.md).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { POLICY_LIMITS } from '../../domain/policy/index.ts';
@@ -121,7 +121,7 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
 /** How one plane (API keys or console sessions) guards and names the policy routes. */
 export interface PolicyPlane {
   base: string;
-  authenticate: (roles: Role[]) => (request: FastifyRequest) => Promise<void>;
+  authenticate: (roles: Role[]) => ((request: FastifyRequest) => Promise<void>) & { requiredRoles: readonly string[] };
   /** The credential `authenticate` demands, for the routes' error responses. */
   auth: 'apiKey' | 'session';
   tags: string[];
@@ -143,6 +143,19 @@ function refuseInvalidBody(request: FastifyRequest): void {
   throw invalidRequest(errors);
 }
 
+/**
+ * An auth hook run before the body is read, for the routes that take documents of up to 8 MiB:
+ * parsing one costs hundreds of milliseconds and tens of megabytes, which no caller without a
+ * credential of the project and the route's role may make the service spend (http/body.ts bounds
+ * what a credentialed one can).
+ */
+function beforeBody<H extends ((request: FastifyRequest) => Promise<void>) & { requiredRoles: readonly string[] }>(hook: H) {
+  return Object.assign(async (request: FastifyRequest, _reply: FastifyReply, payload: RequestPayload) => {
+    await hook(request);
+    return payload;
+  }, { requiredRoles: hook.requiredRoles });
+}
+
 /** Registers the policy lifecycle routes for one plane; both planes share every handler. */
 export async function registerPolicyRoutes(instance: FastifyInstance, plane: PolicyPlane): Promise<void> {
   const app = instance.withTypeProvider<TypeBoxTypeProvider>();
@@ -153,7 +166,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
 
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: authenticate(['POLICY_AUTHOR']),
+    // Up to 8 MiB: the caller is authenticated before the body is read (beforeBody).
+    preParsing: beforeBody(authenticate(['POLICY_AUTHOR'])),
     attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
@@ -234,7 +248,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
 
   app.post(`${base}/simulate`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    // Up to 8 MiB: the caller is authenticated before the body is read (beforeBody).
+    preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
@@ -247,7 +262,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
 
   app.post(`${base}/replay`, {
     bodyLimit: POLICY_BODY_LIMIT,
-    preValidation: authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR']),
+    // Up to 8 MiB: the caller is authenticated before the body is read (beforeBody).
+    preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     schema: {
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'] }) },

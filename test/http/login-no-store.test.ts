@@ -1,0 +1,19 @@
+// A sign-in's answer carries the session token (set-cookie) and the CSRF token (body): like a minted
+// API key's or a permit's, it is sent with `cache-control: no-store` (OWASP Session Management).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { consoleMember } from '../support/console.ts';
+
+let svc: TestService;
+before(async () => { svc = await startService(backends()[0]!); });
+after(async () => { await svc.stop(); });
+
+test('the answer to a successful sign-in is not stored by any cache', async () => {
+  const person = await consoleMember(svc, []);
+  const res = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: person.name, password: person.password } });
+  assert.equal(res.statusCode, 200);
+  assert.ok(res.cookies.length > 0 && typeof res.json().csrf_token === 'string');
+  assert.equal(res.headers['cache-control'], 'no-store');
+});
