@@ -142,6 +142,13 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   // request, a hook on every reply) stay inside its context, off the machine plane's hot path.
   await app.register(async (consolePlane) => {
     await consolePlane.register(cookie);
+    // What the console answers is a person's view of the project (members, keys, obligations): no
+    // cache keeps it, and no browser reads it as anything but the type it is sent as.
+    consolePlane.addHook('onSend', (_request, reply, payload, done) => {
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      reply.header('x-content-type-options', 'nosniff');
+      done(null, payload);
+    });
     for (const group of consoleRouteGroups) await consolePlane.register(group);
   });
   return app;

@@ -17,3 +17,12 @@ test('the answer to a successful sign-in is not stored by any cache', async () =
   assert.ok(res.cookies.length > 0 && typeof res.json().csrf_token === 'string');
   assert.equal(res.headers['cache-control'], 'no-store');
 });
+
+test('every console answer is no-store and nosniff', async () => {
+  const admin = await consoleMember(svc, ['ADMIN']);
+  for (const url of [`/v1/console/projects/${svc.projectId}/members`, `/v1/console/projects/${svc.projectId}/dashboard`, `/v1/console/projects/${svc.projectId}/members?bad=1`]) {
+    const res = await svc.app.inject({ method: 'GET', url, headers: admin.get });
+    assert.equal(res.headers['cache-control'], 'no-store', url);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff', url);
+  }
+});
