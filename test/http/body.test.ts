@@ -9,6 +9,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { recordedDecision } from '../support/decisions.ts';
 import { parseJson } from '../../src/http/body.ts';
+import { beforeBodyCredentials } from '../support/console.ts';
 
 type Res = { statusCode: number; headers: Record<string, unknown>; body: string; json(): any };
 
@@ -28,7 +29,7 @@ const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
 for (const backend of backends()) {
   describe(`JSON bodies on ${backend.name}`, () => {
     let svc: TestService;
-    let bodyRoutes: { method: 'POST' | 'PUT' | 'PATCH'; url: string }[];
+    let bodyRoutes: { method: 'POST' | 'PUT' | 'PATCH'; url: string; credentials: Record<string, string> }[];
     let key: { authorization: string };
     const authorize = (payload: string | Buffer | Readable, headers: Record<string, string> = JSON_TYPE) =>
       svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { ...key, ...headers }, payload });
@@ -46,11 +47,13 @@ for (const backend of backends()) {
       await activatePolicy(svc, ALLOW_PAYMENTS);
       const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
       bodyRoutes = [];
+      const credentialsFor = await beforeBodyCredentials(svc);
       for (const [path, item] of Object.entries<any>(doc.paths)) {
         for (const [method, op] of Object.entries<any>(item)) {
           if (!op.requestBody) continue;
           const url = path.replace('{projectId}', svc.projectId).replace(/\{[A-Za-z]+\}/g, 'x_00000000000000000000000000');
-          bodyRoutes.push({ method: method.toUpperCase() as 'POST', url });
+          const limit = /Body limit: (\d+) bytes/.exec(op.requestBody.content?.['application/json']?.schema?.description ?? '');
+          bodyRoutes.push({ method: method.toUpperCase() as 'POST', url, credentials: credentialsFor(path, limit ? Number(limit[1]) : 64 * 1024) });
         }
       }
       assert.ok(bodyRoutes.length > 10);
@@ -59,8 +62,8 @@ for (const backend of backends()) {
 
     test('a body that is not UTF-8 is 400 invalid_unicode on every route, before authentication', async () => {
       const bad = Buffer.concat([Buffer.from('{"name": "a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
-      for (const { method, url } of bodyRoutes) {
-        const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload: bad });
+      for (const { method, url, credentials } of bodyRoutes) {
+        const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload: bad });
         assertProblem(res, 400, 'invalid_request', `${method} ${url}`);
         assert.deepEqual(fieldErrors(res), [{ pointer: '', code: 'invalid_unicode' }]);
       }
@@ -97,8 +100,8 @@ for (const backend of backends()) {
         ['{"x": {"constructor": {"prototype": {"admin": true}}}}', [{ pointer: '/x/constructor', code: 'forbidden_member' }]],
       ];
       for (const [payload, errors] of cases) {
-        for (const { method, url } of bodyRoutes) {
-          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+        for (const { method, url, credentials } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload });
           assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
           assert.deepEqual(fieldErrors(res), errors);
           assert.match(res.json().errors[0].message, /__proto__|constructor/);
@@ -120,8 +123,8 @@ for (const backend of backends()) {
       ];
       for (const [payload, errors] of cases) {
         assert.doesNotThrow(() => JSON.parse(payload), payload);
-        for (const { method, url } of bodyRoutes) {
-          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+        for (const { method, url, credentials } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload });
           assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
           assert.deepEqual(fieldErrors(res), errors, payload);
           assert.match(res.json().errors[0].message, /appears more than once/);
@@ -144,11 +147,11 @@ for (const backend of backends()) {
     });
 
     test('a charset other than UTF-8 and a content coding other than identity are 415 on every route', async () => {
-      for (const { method, url } of bodyRoutes) {
+      for (const { method, url, credentials } of bodyRoutes) {
         for (const type of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"', 'application/json; foo=bar; charset=latin1']) {
-          assertProblem(await svc.app.inject({ method, url, headers: { 'content-type': type }, payload: '{}' }), 415, 'unsupported_media_type', `${method} ${url} ${type}`);
+          assertProblem(await svc.app.inject({ method, url, headers: { ...credentials, 'content-type': type }, payload: '{}' }), 415, 'unsupported_media_type', `${method} ${url} ${type}`);
         }
-        const gzip = await svc.app.inject({ method, url, headers: { ...JSON_TYPE, 'content-encoding': 'gzip' }, payload: gzipSync('{}') });
+        const gzip = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE, 'content-encoding': 'gzip' }, payload: gzipSync('{}') });
         assertProblem(gzip, 415, 'unsupported_media_type', `${method} ${url} gzip`);
         assert.equal(gzip.headers['accept-encoding'], 'identity');
       }
@@ -162,8 +165,8 @@ for (const backend of backends()) {
     /** Each body, sent to every route that takes one, is 400 invalid_request with `code` at exactly these pointers. */
     const refusedOnEveryRoute = async (cases: [string, string[]][], code: string) => {
       for (const [payload, pointers] of cases) {
-        for (const { method, url } of bodyRoutes) {
-          const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload });
+        for (const { method, url, credentials } of bodyRoutes) {
+          const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload });
           assertProblem(res, 400, 'invalid_request', `${method} ${url} ${payload}`);
           assert.deepEqual(fieldErrors(res), pointers.map((pointer) => ({ pointer, code })), payload);
         }
@@ -216,8 +219,8 @@ for (const backend of backends()) {
       assert.equal(await audited(), before, 'nothing decided, nothing audited');
       assert.doesNotThrow(() => parseJson(Buffer.from(deep(128))));
       assert.throws(() => parseJson(Buffer.from(`[${deep(128)}]`)), (e: { errors?: { code: string }[] }) => e.errors?.[0]?.code === 'too_deep');
-      for (const { method, url } of bodyRoutes) {
-        const res = await svc.app.inject({ method, url, headers: JSON_TYPE, payload: `{"a":${deep(200)}}` });
+      for (const { method, url, credentials } of bodyRoutes) {
+        const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload: `{"a":${deep(200)}}` });
         assertProblem(res, 400, 'invalid_request', `${method} ${url}`);
       }
     });

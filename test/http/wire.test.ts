@@ -4,6 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { beforeBodyCredentials } from '../support/console.ts';
 
 
 type Op = { method: string; path: string; hasBody: boolean; bodyLimit: number };
@@ -40,11 +41,13 @@ const backend = backends()[0]!;
 describe('wire conventions', () => {
   let svc: TestService;
   let ops: Op[];
+  let credentialsFor: (path: string, bodyLimit: number) => Record<string, string>;
   before(async () => {
     svc = await startService(backend);
     const res = await svc.app.inject({ method: 'GET', url: '/openapi.json' });
     assert.equal(res.statusCode, 200);
     ops = operations(res.json());
+    credentialsFor = await beforeBodyCredentials(svc);
   });
   after(async () => { await svc.stop(); });
 
@@ -118,15 +121,17 @@ describe('wire conventions', () => {
     for (const op of ops.filter((o) => o.hasBody)) {
       const url = concrete(op.path, svc.projectId);
       const label = `${op.method} ${op.path}`;
-      const malformed = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '{"a": ' });
+      // The policy document routes authenticate before they read the body (decision 0153): give them credentials.
+      const credentials = credentialsFor(op.path, op.bodyLimit);
+      const malformed = await svc.app.inject({ method: op.method as 'POST', url, headers: { ...credentials, 'content-type': 'application/json' }, payload: '{"a": ' });
       assertProblem(malformed, 400, 'malformed_json');
-      const wrongType = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'text/plain' }, payload: 'hello' });
+      const wrongType = await svc.app.inject({ method: op.method as 'POST', url, headers: { ...credentials, 'content-type': 'text/plain' }, payload: 'hello' });
       assert.equal(wrongType.statusCode, 415, label);
-      const empty = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '' });
+      const empty = await svc.app.inject({ method: op.method as 'POST', url, headers: { ...credentials, 'content-type': 'application/json' }, payload: '' });
       assert.ok([400, 401].includes(empty.statusCode), `${label}: empty body gives ${empty.statusCode}`);
-      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(op.bodyLimit + 6 * 1024) }) });
+      const big = await svc.app.inject({ method: op.method as 'POST', url, headers: { ...credentials, 'content-type': 'application/json' }, payload: JSON.stringify({ x: 'a'.repeat(op.bodyLimit + 6 * 1024) }) });
       assertProblem(big, 413, 'payload_too_large');
-      const poisoned = await svc.app.inject({ method: op.method as 'POST', url, headers: { 'content-type': 'application/json' }, payload: '{"__proto__": {"admin": true}}' });
+      const poisoned = await svc.app.inject({ method: op.method as 'POST', url, headers: { ...credentials, 'content-type': 'application/json' }, payload: '{"__proto__": {"admin": true}}' });
       assert.ok(poisoned.statusCode >= 400 && poisoned.statusCode < 500, `${label}: __proto__ gives ${poisoned.statusCode}`);
     }
   });

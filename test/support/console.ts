@@ -55,3 +55,16 @@ export async function consoleMember(svc: TestService, roles: Role[], options: { 
     post: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/json' },
   };
 }
+
+/**
+ * Credentials for the routes that authenticate before they read the body (the policy document
+ * routes, up to 8 MiB: decision 0153), so that a test of body refusals reaches the body there too;
+ * no headers for every other route, which reads the body first (decision 0001). `bodyLimit` is the
+ * route's own, as its OpenAPI body description states it ("Body limit: N bytes").
+ */
+export async function beforeBodyCredentials(svc: TestService): Promise<(path: string, bodyLimit: number) => Record<string, string>> {
+  const key = await svc.keyHeader(['POLICY_AUTHOR']);
+  const person = await consoleMember(svc, ['POLICY_AUTHOR']);
+  const session = { cookie: person.post.cookie, 'x-csrf-token': person.post['x-csrf-token'] };
+  return (path, bodyLimit) => (bodyLimit <= 64 * 1024 ? {} : path.startsWith('/v1/console/') ? session : key);
+}
