@@ -72,14 +72,16 @@ test('a leader that stops talking to the database loses the audit log to another
   await svc.auditLog.stop(); // the service's own runner stays out of the election
   // A ticks once and then never again, keeping its connection (and lock) open: a paused process.
   const first = startAuditLog(a, signer, { tickMs: 1e9, intervalMs: 1000, maxEvents: 1000, witness: undefined, leaderIdleTimeoutMs: 1000 });
-  const second = startAuditLog(b, signer, { tickMs: 100_000, intervalMs: 1000, maxEvents: 1000, witness: undefined });
+  let second: ReturnType<typeof startAuditLog> | undefined;
   try {
     assert.equal((await first.tick()).leader, true);
+    // Started once A leads: its own first tick would otherwise race A's for the lock.
+    second = startAuditLog(b, signer, { tickMs: 100_000, intervalMs: 1000, maxEvents: 1000, witness: undefined });
     assert.equal((await second.tick()).leader, false);
     let leader = false;
     for (let i = 0; i < 40 && !leader; i++) { await sleep(100); leader = (await second.tick()).leader; }
     assert.equal(leader, true, 'the idle leader kept the lock');
-  } finally { await first.stop(); await second.stop(); await svc.stop(); }
+  } finally { await first.stop(); await second?.stop(); await svc.stop(); }
 });
 
 for (const backend of backends()) {
