@@ -66,9 +66,15 @@ for (const backend of backends()) {
       assert.equal(o.approval, null);
       const expected = canonicalize({
         type: 'gavel-approval/v1', approval_request_id: id, project_id: svc.projectId, agent: agent.did, action: 'pay',
-        resource: 'resource://shop/1', amount: LARGE, intent: 'invoice-42', policy_version: o.policy_version, expires_at: o.expires_at,
+        resource: 'resource://shop/1', amount: LARGE, intent: 'invoice-42', policy_version: o.policy_version,
+        matched_rules: ['pay-large-needs-person'], expires_at: o.expires_at,
       });
-      assert.equal(o.statement, expected);
+      assert.equal(o.statement, expected, 'the statement names the rules that asked for approval (form 2, decision 0505)');
+      // An obligation opened before migration 0907 (form 1) keeps the statement it was signed over.
+      await svc.ts.store.db.updateTable('approval_requests').set({ statement_version: 1 }).where('id', '=', id).execute();
+      const old = await obligation(id);
+      assert.equal(old.statement, canonicalize({ ...JSON.parse(expected!), matched_rules: undefined }));
+      assert.deepEqual(old.matched_rules, ['pay-large-needs-person'], 'the view still shows the rules');
     });
 
     test('approval then re-authorize: ALLOW approval_granted, consumed once; a second authorize gets a new obligation', async () => {

@@ -41,7 +41,7 @@ export async function seedObligation(svc: TestService, over: { expiresAt?: Date 
   await svc.ts.store.db.insertInto('approval_requests').values({
     id, project_id: svc.projectId, decision_id: newId('dec'), agent: 'did:key:z6MkSeededAgentForTheMatrix', action: 'pay',
     resource: 'resource://shop/1', amount_minor: 50_000, amount_currency: 'EUR', intent: null, permit_commitment: null,
-    policy_version: 1, matched_rules: '["pay-large-needs-person"]', status: 'pending', created_at: now.toISOString(),
+    policy_version: 1, matched_rules: '["pay-large-needs-person"]', statement_version: 2, status: 'pending', created_at: now.toISOString(),
     expires_at: (over.expiresAt ?? new Date(now.getTime() + 3600_000)).toISOString(),
   }).execute();
   return id;

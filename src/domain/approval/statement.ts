@@ -7,6 +7,12 @@ import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export const APPROVAL_STATEMENT_TYPE = 'gavel-approval/v1';
 
+/**
+ * The form new obligations' statements take: 2 names the matched rules (decision 0505). An
+ * obligation keeps the form it was opened with, so a signature over it goes on verifying.
+ */
+export const STATEMENT_VERSION = 2;
+
 /** What an obligation states; the fields of an `approval_requests` row that an approval covers. */
 export interface ObligationFacts {
   approval_request_id: string;
@@ -19,14 +25,17 @@ export interface ObligationFacts {
   /** The call the request asked for, RFC 8785 text of {merchant, operation, payload}; null without an execution. */
   execution: string | null;
   policy_version: number;
+  /** The rules that asked for approval, as recorded; null for a statement of form 1, which names none. */
+  matched_rules: string[] | null;
   /** RFC 3339 (the stored text, byte for byte). */
   expires_at: string;
 }
 
 /** `execution` is present only for an obligation that states a call, so statements without one keep their bytes. */
-export interface ApprovalStatement extends Omit<ObligationFacts, 'execution'> {
+export interface ApprovalStatement extends Omit<ObligationFacts, 'execution' | 'matched_rules'> {
   type: typeof APPROVAL_STATEMENT_TYPE;
   execution?: { merchant: string; operation: string; payload: unknown };
+  matched_rules?: string[];
 }
 
 export function approvalStatement(o: ObligationFacts): { statement: ApprovalStatement; text: string; bytes: Uint8Array } {
@@ -41,6 +50,7 @@ export function approvalStatement(o: ObligationFacts): { statement: ApprovalStat
     intent: o.intent,
     ...(o.execution !== null ? { execution: parseJsonExactly(o.execution) as NonNullable<ApprovalStatement['execution']> } : {}),
     policy_version: o.policy_version,
+    ...(o.matched_rules !== null ? { matched_rules: [...o.matched_rules] } : {}),
     expires_at: o.expires_at,
   };
   const text = canonicalize(statement)!;

@@ -49,11 +49,21 @@ export interface ObligationView {
   approval: ApprovalView | null;
 }
 
+/** The matched rules as stored (JSON text of a string array, written by the decision's commit). */
+function recordedRules(text: string): string[] {
+  const rules = JSON.parse(text) as unknown;
+  if (!Array.isArray(rules) || !rules.every((r) => typeof r === 'string')) throw new Error('approval_requests.matched_rules is not a list of rule ids');
+  return rules;
+}
+
 export function obligationFacts(r: ApprovalRequestsTable): ObligationFacts {
   return {
     approval_request_id: r.id, project_id: r.project_id, agent: r.agent, action: r.action, resource: r.resource,
     amount: r.amount_minor !== null && r.amount_currency !== null ? { minor: Number(r.amount_minor), currency: r.amount_currency } : null,
-    intent: r.intent, execution: r.execution ?? null, policy_version: Number(r.policy_version), expires_at: r.expires_at,
+    intent: r.intent, execution: r.execution ?? null, policy_version: Number(r.policy_version),
+    // Form 2 names the rules (decision 0505); an obligation of form 1 keeps the bytes it was signed over.
+    matched_rules: Number(r.statement_version) >= 2 ? recordedRules(r.matched_rules) : null,
+    expires_at: r.expires_at,
   };
 }
 

@@ -12,6 +12,7 @@ import type { Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
 import { epochStillCurrent, type ReadTag } from '../../store/read-epoch.ts';
 import { lockAgentForDecision } from './recheck.ts';
+import { STATEMENT_VERSION } from '../../domain/approval/index.ts';
 import { CanonicalJson, recordAudit, type AuditInput } from '../audit/record.ts';
 import { canonicalDecisionData } from '../../domain/decision/event.ts';
 import { ensureAgent, firstFrozen, lockAgentState } from '../agents/agents.ts';
@@ -125,7 +126,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
       id: approvalRequestId, project_id: projectId, decision_id: decisionId, agent: input.agent, action: input.action,
       resource: input.resource, amount_minor: input.amount?.minor ?? null, amount_currency: input.amount?.currency ?? null,
       intent: input.intent ?? null, permit_commitment: permit?.commitment ?? null, policy_version: plan.policyVersion!,
-      matched_rules: JSON.stringify(policy?.matched_rules ?? []), execution: plan.execution?.call ?? null, requested_by: plan.actor, status: 'pending', created_at: at,
+      matched_rules: JSON.stringify(policy?.matched_rules ?? []), execution: plan.execution?.call ?? null, requested_by: plan.actor, statement_version: STATEMENT_VERSION, status: 'pending', created_at: at,
       expires_at: new Date(now.getTime() + APPROVAL_REQUEST_TTL_MS).toISOString(),
     }).execute();
   }

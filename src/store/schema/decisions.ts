@@ -18,6 +18,8 @@ export interface ApprovalRequestsTable {
   execution: string | null;
   /** The API key (`key_…` id) whose request opened it; null for obligations older than migration 0904. */
   requested_by: string | null;
+  /** The form of the statement an approver signs: 1 without the matched rules (before migration 0907), 2 with them. */
+  statement_version: number;
   /** pending | approved | consumed | revoked | expired (docs/approvals.md). */
   status: string;
   created_at: string;

@@ -9,7 +9,7 @@ import { approvalStatement, effectiveStatus, parseApprovalPublicKey, uncoveredFi
 const facts: ObligationFacts = {
   approval_request_id: 'apr_01jz0000000000000000000000', project_id: 'prj_01jz0000000000000000000000', agent: 'did:key:z6Mkabc',
   action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' }, intent: null, execution: null, policy_version: 3,
-  expires_at: '2030-01-01T00:00:00.000Z',
+  matched_rules: null, expires_at: '2030-01-01T00:00:00.000Z',
 };
 
 function keypair() {
@@ -22,6 +22,16 @@ test('the statement is RFC 8785 JSON with sorted keys and a type tag, the same w
   assert.equal(text, '{"action":"pay","agent":"did:key:z6Mkabc","amount":{"currency":"EUR","minor":50000},"approval_request_id":"apr_01jz0000000000000000000000","expires_at":"2030-01-01T00:00:00.000Z","intent":null,"policy_version":3,"project_id":"prj_01jz0000000000000000000000","resource":"resource://shop/1","type":"gavel-approval/v1"}');
   const reordered = Object.fromEntries(Object.entries(facts).reverse()) as unknown as ObligationFacts;
   assert.equal(approvalStatement(reordered).text, text);
+});
+
+test('a statement of form 2 names the matched rules; one of form 1 (obligations opened before) keeps its bytes', () => {
+  const v2 = approvalStatement({ ...facts, matched_rules: ['big', 'eu'] });
+  assert.equal(v2.text, '{"action":"pay","agent":"did:key:z6Mkabc","amount":{"currency":"EUR","minor":50000},"approval_request_id":"apr_01jz0000000000000000000000","expires_at":"2030-01-01T00:00:00.000Z","intent":null,"matched_rules":["big","eu"],"policy_version":3,"project_id":"prj_01jz0000000000000000000000","resource":"resource://shop/1","type":"gavel-approval/v1"}');
+  assert.ok(!approvalStatement(facts).text.includes('matched_rules'));
+  const k = keypair();
+  const sig = new Uint8Array(sign(null, v2.bytes, k.privateKey));
+  assert.equal(verifyApproval(k.raw, { ...facts, matched_rules: ['big', 'eu'] }, sig), true);
+  for (const rules of [['big'], ['eu', 'big'], [], null]) assert.equal(verifyApproval(k.raw, { ...facts, matched_rules: rules }, sig), false, JSON.stringify(rules));
 });
 
 test('a signature verifies over the exact statement only: any changed field, key or byte fails', () => {
