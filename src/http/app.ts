@@ -40,6 +40,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // longer, which would make 60 s the limit for the whole request.
     requestTimeout: deps.config.requestTimeoutMs,
     http: {
+      // Given here too: Node checks headersTimeout against the requestTimeout it is constructed
+      // with (300 s unless given), so a longer configured timeout would stop the start with a RangeError.
+      requestTimeout: deps.config.requestTimeoutMs,
       headersTimeout: deps.config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.floor(deps.config.requestTimeoutMs / 4))),
     },

@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, MAX_FIELD_ERRORS, Problem, type FieldError } from './problem.ts';
 import { markRoundedIntegers, memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
+import { POLICY_LIMITS } from '../domain/policy/limits.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -184,19 +185,30 @@ function look(v: unknown, depth: number): void {
 /**
  * Arrays and objects a large body (a policy document, up to 8 MiB) may hold. Each costs the parser
  * about 70 bytes of heap: 2.7 million of them (`{},` repeated) ran the process out of memory before
- * the policy's own limits, read after parsing, could refuse them. A valid document holds at most
- * about 230,000 (200,000 conditions and list values, 10,000 rules: POLICY_LIMITS).
+ * the policy's own limits, read after parsing, could refuse them. A valid document holds at most two
+ * per condition node (an `and`, `or` or `not` is an object and its `args`; an `in` an object and its
+ * `values`, whose elements are nodes too), one per rule, and a few more (POLICY_LIMITS): about
+ * 410,000, with room for the body around it.
  */
-export const MAX_JSON_CONTAINERS = 300_000;
+export const MAX_JSON_CONTAINERS = 2 * POLICY_LIMITS.maxTotalNodes + POLICY_LIMITS.maxRules + 1_000;
 /** Bodies up to the global body limit are never counted: they cannot hold as many. */
 const DEFAULT_BODY_BYTES = 64 * 1024;
 
-/** `{` and `[` bytes, strings included: an overcount only for a text of braces in strings. */
+/**
+ * `{` and `[` bytes outside strings (a policy's strings may hold brackets; a byte of a multi-byte
+ * UTF-8 character is never `"`, `\`, `{` or `[`). On text that is not JSON the count means nothing,
+ * and the parser refuses it anyway.
+ */
 function containers(bytes: Buffer): number {
   let n = 0;
+  let inString = false;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
-    if (b === 0x7b || b === 0x5b) n++;
+    if (inString) {
+      if (b === 0x5c) i++; // a backslash: the next byte is escaped (a quote or backslash, say)
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x7b || b === 0x5b) n++;
   }
   return n;
 }

@@ -93,8 +93,12 @@ export class InstanceKeeper {
   readonly #now: () => Date;
   #timer: NodeJS.Timeout | undefined;
   #tick: Promise<void> = Promise.resolve();
-  /** Beats since the last failed one. */
-  #unbroken = 0;
+  /** When (performance.now()) the present run of beats began: none failed since, none came late. */
+  #unbrokenSince: number | undefined;
+  /** When the last beat succeeded (performance.now()); undefined after a failure. */
+  #lastBeat: number | undefined;
+  /** A tick is running: the next one is skipped rather than queued behind it (see start). */
+  #busy = false;
 
   constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date }) {
     this.#store = opts.store;
@@ -108,20 +112,29 @@ export class InstanceKeeper {
     await beat(this.#store, this.#instanceId, this.#now());
     const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: true });
     this.#timer = setInterval(() => {
+      // A database that hangs rather than refuses holds a tick for as long as its queries wait:
+      // ticks are skipped meanwhile, not queued, so none run back to back when it answers again.
+      if (this.#busy) return;
+      this.#busy = true;
       this.#tick = this.#tick.then(async () => {
         try {
           try {
             await beat(this.#store, this.#instanceId, this.#now());
-            this.#unbroken++;
-          } catch (e) { this.#unbroken = 0; throw e; }
+          } catch (e) { this.#lastBeat = undefined; throw e; }
+          // A beat that came late (the database hung, ticks were skipped) breaks the run as a failed
+          // one does: everyone's heartbeat went stale meanwhile, not only the others'.
+          const done = performance.now();
+          if (this.#lastBeat === undefined || done - this.#lastBeat > 2 * HEARTBEAT_MS) this.#unbrokenSince = done;
+          this.#lastBeat = done;
           // Another instance's stale heartbeat means it is dead only if this one could have seen it
           // beat: after an outage (or a spell in which this instance's own beats failed) every
           // heartbeat is stale, and the first instance back would otherwise mark the calls of all
           // the others, alive and reconnecting, UNKNOWN. So others are judged only once this
-          // instance has beaten without a break for longer than a heartbeat takes to go stale.
-          const judgeOthers = this.#unbroken * HEARTBEAT_MS > STALE_AFTER_MS;
+          // instance has beaten without a break for longer than a heartbeat takes to go stale,
+          // measured in time (a count of beats is not time: beats can run back to back).
+          const judgeOthers = done - this.#unbrokenSince! > STALE_AFTER_MS;
           await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false, judgeOthers });
-        } catch { /* the database is unreachable: try again on the next beat */ }
+        } catch { /* the database is unreachable: try again on the next beat */ } finally { this.#busy = false; }
       });
     }, HEARTBEAT_MS);
     this.#timer.unref();

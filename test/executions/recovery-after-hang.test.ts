@@ -1,0 +1,63 @@
+// An outage in which the database does not refuse but hangs (a partition, a paused host) makes each
+// heartbeat wait before it fails, longer than HEARTBEAT_MS. The keeper must not count beats queued
+// behind a hung one as time beaten without a break: when the database answers again, a backlog of
+// beats runs at once, and the instance would judge the others, as stale as it after the outage,
+// dead within milliseconds instead of after STALE_AFTER_MS.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KyselyPlugin } from 'kysely';
+import { backends } from '../support/backends.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS } from '../../src/services/executions/recovery.ts';
+import type { Store } from '../../src/store/store.ts';
+
+const backend = backends()[0]!;
+test(`after a hung outage, an instance leaves others' calls alone for a staleness window (${backend.name})`, { timeout: 60_000 }, async () => {
+  // A store with no service on it: a service's own keeper, beating unbroken, would judge the other instance itself.
+  const ts = await backend.open();
+  const projectId = newId('prj');
+  await ts.store.db.insertInto('projects').values({ id: projectId, name: 'p', created_at: new Date().toISOString() }).execute();
+  const svc = { ts, projectId, stop: () => ts.cleanup() };
+  let hanging = false;
+  let answer: () => void = () => {};
+  let back = Promise.resolve();
+  // While hanging, every query of the keeper waits until the database answers again, then fails
+  // (as a query on a partitioned connection does once it is noticed).
+  const plugin: KyselyPlugin = {
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      if (hanging) { await back; throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }); }
+      return args.result;
+    },
+  };
+  const db = svc.ts.store.db.withPlugin(plugin);
+  const flaky = new Proxy(svc.ts.store, { get: (target, prop, receiver) => (prop === 'db' ? db : Reflect.get(target, prop, receiver)) }) as Store;
+  const keeper = new InstanceKeeper({ store: flaky, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date() });
+  try {
+    await keeper.start();
+    back = new Promise<void>((resolve) => { answer = resolve; });
+    hanging = true;
+    const staleAt = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
+    await svc.ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: staleAt, heartbeat_at: staleAt }).execute();
+    const id = newId('exe');
+    await svc.ts.store.db.insertInto('executions').values({
+      id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
+      policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
+      status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'other', created_at: new Date().toISOString(),
+      completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
+    }).execute();
+    // A hang of eight heartbeats: the first beat waits through it, the next ones queue up behind it.
+    await sleep(HEARTBEAT_MS * 8);
+    hanging = false;
+    answer();
+    await sleep(HEARTBEAT_MS * 1.5);
+    const row = await svc.ts.store.db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(row.status, 'IN_FLIGHT', 'the other instance\'s call is left alone so soon after the database answered again');
+  } finally {
+    hanging = false;
+    answer();
+    await keeper.stop();
+    await svc.stop();
+  }
+});
