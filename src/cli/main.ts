@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { writeSync } from 'node:fs';
 import { LocalSigner } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
-import { startWitness, type RunningWitness } from '../witness/server.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
+import { LocalWitnessFailed, spawnLocalWitness, type LocalWitness } from './local-witness.ts';
 import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
@@ -70,14 +70,15 @@ function fail(message: string): never {
 
 /**
  * `gavel up` without GAVEL_WITNESS_URL: a local witness on loopback (data under <dataDir>/witness)
- * that trusts this installation's log key, so checkpoints are witnessed out of the box.
+ * that trusts this installation's log key, so checkpoints are witnessed out of the box. It runs in
+ * a process of its own (cli/local-witness.ts).
  */
-async function localWitness(config: ReturnType<typeof loadConfig>): Promise<RunningWitness> {
+async function localWitness(config: ReturnType<typeof loadConfig>): Promise<LocalWitness> {
   const store = openStore(storeOptions(config));
   try {
     await migrateToLatest(store);
     const id = await logIdentity(store, new LocalSigner(join(config.dataDir, 'keys')));
-    return await startWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, logs: [{ origin: id.origin, vkeys: [id.vkey] }] });
+    return await spawnLocalWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, origin: id.origin, vkey: id.vkey });
   } finally {
     await store.close();
   }
@@ -100,7 +101,7 @@ async function serve(embedded: boolean): Promise<void> {
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
-  let witness: RunningWitness | undefined;
+  let witness: LocalWitness | undefined;
   let service: Awaited<ReturnType<typeof createService>>;
   try {
     witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
@@ -211,7 +212,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof MigrationError) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

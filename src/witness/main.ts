@@ -64,6 +64,8 @@ export async function runWitnessCommand(argv: readonly string[]): Promise<Runnin
   const stop = () => void w.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // Started by `gavel up` (cli/local-witness.ts): it ends with its parent, however the parent ends.
+  if (process.send) process.once('disconnect', stop);
   return w;
 }
 

@@ -1,0 +1,54 @@
+// `gavel up`'s witness is a process of its own (the audit-log issue: "a separate process with its own
+// key and its own storage"), not the log's: its key never sits in the memory of what it vouches for.
+// It ends with `gavel up`, however that ends, so a restart after kill -9 finds its port free.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MAIN } from '../support/process.ts';
+
+function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; kill(signal: NodeJS.Signals): void }> {
+  const child = spawn(process.execPath, [MAIN, 'up'], {
+    env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dataDir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`gavel up exited with ${code}: ${stderr}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /Witness:\s+(http:\/\/\S+) \(local/.exec(line);
+      if (m) resolve({ pid: child.pid!, witnessUrl: m[1]!, kill: (s) => child.kill(s) });
+    });
+  });
+}
+
+const childrenOf = (pid: number) => execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+
+test('gavel up runs its witness as a child process with its own storage, which ends when gavel up is killed', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
+  try {
+    const first = await up(dir);
+    const [witness, ...rest] = childrenOf(first.pid);
+    assert.ok(witness !== undefined && rest.length === 0, 'one child process');
+    assert.match(readFileSync(`/proc/${witness}/cmdline`, 'utf8').replaceAll('\0', ' '), / witness --data-dir \S+\/witness /);
+    const answer = await (await fetch(`${first.witnessUrl}/`)).json() as { vkey: string };
+    assert.match(answer.vkey, /^localhost\/gavel-witness\+/);
+    assert.ok(existsSync(join(dir, 'witness', 'witness-key.pem')), 'its key in its own directory');
+    first.kill('SIGKILL');
+    for (let i = 0; i < 50 && alive(witness); i++) await sleep(100);
+    assert.equal(alive(witness), false, 'the witness ended with its parent');
+    // A restart finds the ports free and the same witness key.
+    const second = await up(dir);
+    assert.equal(((await (await fetch(`${second.witnessUrl}/`)).json()) as { vkey: string }).vkey, answer.vkey);
+    const [again] = childrenOf(second.pid);
+    second.kill('SIGTERM');
+    for (let i = 0; i < 100 && (alive(second.pid) || alive(again!)); i++) await sleep(100);
+    assert.equal(alive(again!), false, 'a graceful stop stops the witness too');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
