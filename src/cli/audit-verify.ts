@@ -2,7 +2,7 @@
 // offline, with public keys alone. The file is the output of
 // GET /v1/projects/{projectId}/audit/{auditId}/proof, which carries the event record itself.
 // Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
-// the checkpoint's signature by the log key; the RFC 9162 inclusion path to the checkpoint's
+// the checkpoint's signature by the log key; tree_size, anchored_height and root against it; the RFC 9162 inclusion path to the checkpoint's
 // root; a valid cosignature by every witness key given. Exit 0 verified, 1 not (a damaged file
 // included), 2 usage error (the command line, or a file it cannot read).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
@@ -24,6 +24,8 @@ interface ProofFile {
   leaf_version?: string;
   leaf_index: number;
   tree_size: number;
+  /** Spec 2.10: the size of the anchored (witnessed) checkpoint, null when none is configured. */
+  anchored_height?: number | null;
   root?: string;
   path: string[];
   checkpoint: string;
@@ -37,6 +39,7 @@ function readProof(file: string): { proof: ProofFile; repeated: string[] } {
   if (typeof parsed !== 'object' || parsed === null) throw new DamagedFile('the proof file must hold a JSON object');
   if (typeof p.audit_event_id !== 'string') throw new DamagedFile('audit_event_id is missing');
   if (!Number.isSafeInteger(p.leaf_index) || !Number.isSafeInteger(p.tree_size)) throw new DamagedFile('leaf_index and tree_size must be integers');
+  if (p.anchored_height !== undefined && p.anchored_height !== null && !Number.isSafeInteger(p.anchored_height)) throw new DamagedFile('anchored_height must be an integer or null');
   if (!Array.isArray(p.path) || !p.path.every((x) => typeof x === 'string')) throw new DamagedFile('path must be an array of base64 hashes');
   if (typeof p.checkpoint !== 'string') throw new DamagedFile('checkpoint (the signed note) is missing');
   if (typeof p.event !== 'object' || p.event === null) throw new DamagedFile('event (the audit event record) is missing');
@@ -74,6 +77,8 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
   let cp;
   try { cp = openCheckpoint(proof.checkpoint, [logKey]).checkpoint; } catch (e) { return fail(`the checkpoint is not signed by the log key: ${(e as Error).message}`); }
   if (cp.size !== proof.tree_size) return fail(`tree_size ${proof.tree_size} differs from the checkpoint size ${cp.size}`);
+  // What a person reads must be what was checked: a stated anchored height is the checkpoint's size.
+  if (typeof proof.anchored_height === 'number' && proof.anchored_height !== cp.size) return fail(`anchored_height ${proof.anchored_height} differs from the checkpoint size ${cp.size}`);
   if (proof.root !== undefined) {
     let root: Uint8Array;
     try { root = fromBase64(proof.root); } catch { return fail('root is not base64'); }
