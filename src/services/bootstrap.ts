@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../lib/ids.ts';
 import { hashPassword } from '../lib/passwords.ts';
-import { lockFor, type Store } from '../store/store.ts';
+import { lockFor, type Db, type Store, type Tx } from '../store/store.ts';
 import { recordAudit } from './audit/record.ts';
 
 export interface BootstrapResult {
@@ -13,6 +13,15 @@ export interface BootstrapResult {
 }
 
 export const BOOTSTRAP_ADMIN = 'admin';
+
+/**
+ * The project whose audit log takes what belongs to no project: a self-registration, a sign-in of a
+ * person who is a member of none (decision 0201, addendum). An installation has this one project
+ * (no route creates another), so its ADMIN and AUDITOR are the installation's.
+ */
+export async function installationProject(db: Db | Tx): Promise<string | undefined> {
+  return (await db.selectFrom('settings').select('value').where('key', '=', 'bootstrap_project').executeTakeFirst())?.value;
+}
 
 /** Hands the administrator's password to the operator before the account is committed (see below). */
 export type AnnounceAdmin = (admin: { name: string; password: string }) => void;

@@ -251,6 +251,26 @@ for (const backend of backends()) {
       }
     });
 
+    test('a self-registration, and a sign-in and sign-out of a person of no project, are audited in the installation\'s project', async () => {
+      const events = async (kind: string, principalId: string) => (await svc.ts.store.db.selectFrom('audit_events').select(['project_id', 'actor', 'data'])
+        .where('kind', '=', kind).execute()).filter((e) => JSON.parse(e.data).principal_id === principalId);
+      const reg = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
+      assert.equal(reg.statusCode, 201, reg.body);
+      const id = reg.json().principal_id as string;
+      const registered = await events('principal.registered', id);
+      assert.equal(registered.length, 1);
+      assert.equal(registered[0]!.project_id, svc.projectId, 'the installation\'s project (bootstrap\'s)');
+      assert.equal(registered[0]!.actor, id);
+      assert.deepEqual(JSON.parse(registered[0]!.data), { principal_id: id, name: 'registrant-audited', kind: 'person' });
+      const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
+      assert.equal(login.statusCode, 200, login.body);
+      assert.equal((await events('session.started', id)).length, 1);
+      const cookie = login.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+      const out = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: { cookie, 'x-csrf-token': login.json().csrf_token, 'content-type': 'application/json' }, payload: '{}' });
+      assert.ok(out.statusCode < 300, out.body);
+      assert.equal((await events('session.ended', id)).length, 1);
+    });
+
     test('a member revokes its own key (one it minted, or one an ADMIN minted for it), never another\'s', async () => {
       const auditor = await consoleMember(svc, ['AUDITOR']);
       const mine = await post(`${P}/api-keys`, { name: 'leaked', roles: ['AUDITOR'] }, auditor.post);

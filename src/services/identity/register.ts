@@ -1,10 +1,13 @@
 // Self-registration creates a person with no project memberships and no roles: it grants nothing
-// until an ADMIN of a project adds the person (POST …/members). See docs/identity.md.
+// until an ADMIN of a project adds the person (POST …/members). See docs/identity.md. It is audited
+// (`principal.registered`) in the installation's project.
 import { normalizeName } from '../../domain/access/names.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { newId } from '../../lib/ids.ts';
 import { conflict } from '../../http/problem.ts';
 import type { Store } from '../../store/store.ts';
+import { installationProject } from '../bootstrap.ts';
+import { recordAudit } from '../audit/record.ts';
 
 export async function registerPerson(store: Store, input: { name: string; password: string }, now: Date): Promise<{ id: string; name: string; created_at: string }> {
   const name = normalizeName(input.name);
@@ -14,7 +17,12 @@ export async function registerPerson(store: Store, input: { name: string; passwo
   const id = newId('prn', now.getTime());
   const created_at = now.toISOString();
   try {
-    await store.db.insertInto('principals').values({ id, kind: 'person', name, password_hash, created_at, disabled_at: null }).execute();
+    await store.transaction(async (trx) => {
+      await trx.insertInto('principals').values({ id, kind: 'person', name, password_hash, created_at, disabled_at: null }).execute();
+      // A mutation like any other (the identity issue: every one is audited): in the installation's project, since it belongs to none.
+      const projectId = await installationProject(trx);
+      if (projectId) await recordAudit(trx, { projectId, kind: 'principal.registered', actor: id, data: { principal_id: id, name, kind: 'person' }, at: now });
+    });
   } catch (e) {
     // Two registrations of one name at once: the unique index decides.
     if (/unique|duplicate/i.test((e as Error).message)) throw conflict('that name is taken; choose another', 'name_taken');

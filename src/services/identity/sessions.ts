@@ -6,6 +6,7 @@ import { sessionVerdict, SESSION_LIFETIMES, type SessionLifetimes } from '../../
 import { newId } from '../../lib/ids.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
+import { installationProject } from '../bootstrap.ts';
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 const TOKEN_RE = /^[A-Za-z0-9_-]{43}$/;
@@ -54,8 +55,10 @@ export async function endSessionByToken(trx: Tx, token: string, reason: string, 
 /** A session event, written in each project the person is a member of (audit events are per project). */
 export async function recordSessionEvent(trx: Tx, kind: 'session.started' | 'session.ended', principalId: string, data: Record<string, unknown>, at: Date): Promise<void> {
   const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', principalId).where('revoked_at', 'is', null).execute();
-  for (const m of memberships) {
-    await recordAudit(trx, { projectId: m.project_id, kind, actor: principalId, data: { principal_id: principalId, ...data }, at });
+  // A person of no project signs in and out too: recorded in the installation's project (decision 0201).
+  const projects = memberships.length > 0 ? memberships.map((m) => m.project_id) : [await installationProject(trx)].filter((p): p is string => p !== undefined);
+  for (const projectId of projects) {
+    await recordAudit(trx, { projectId, kind, actor: principalId, data: { principal_id: principalId, ...data }, at });
   }
 }
 
