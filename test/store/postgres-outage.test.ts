@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -66,22 +69,25 @@ describe('a database that accepts connections but never answers (a partition, a 
 
 test('a leader that stops talking to the database loses the audit log to another instance', { skip: !pg && 'PostgreSQL not configured' }, async () => {
   const svc = await startService(pg!);
-  const a = svc.ts.reopen();
   const b = svc.ts.reopen();
   const signer = new LocalSigner(`${svc.ts.dataDir}/keys`);
   await svc.auditLog.stop(); // the service's own runner stays out of the election
-  // A ticks once and then never again, keeping its connection (and lock) open: a paused process.
-  const first = startAuditLog(a, signer, { tickMs: 1e9, intervalMs: 1000, maxEvents: 1000, witness: undefined, leaderIdleTimeoutMs: 1000 });
+  // A leads in a process of its own, then is stopped (SIGSTOP): a paused process, its connection
+  // (and the lock) left open, its lease no longer renewed.
+  const child = spawn(process.execPath, [new URL('../support/audit-leader-child.ts', import.meta.url).pathname, JSON.stringify(svc.ts.options), `${svc.ts.dataDir}/keys`], { stdio: ['ignore', 'pipe', 'inherit'] });
   let second: ReturnType<typeof startAuditLog> | undefined;
   try {
-    assert.equal((await first.tick()).leader, true);
-    // Started once A leads: its own first tick would otherwise race A's for the lock.
+    const [line] = await once(createInterface({ input: child.stdout! }), 'line') as [string];
+    assert.equal(line, 'leader');
     second = startAuditLog(b, signer, { tickMs: 100_000, intervalMs: 1000, maxEvents: 1000, witness: undefined });
-    assert.equal((await second.tick()).leader, false);
+    assert.equal((await second.tick()).leader, false, 'A holds the lock while it runs, renewing its lease');
+    await sleep(1_500);
+    assert.equal((await second.tick()).leader, false, 'a leader renews its lease whether or not it ticks');
+    child.kill('SIGSTOP');
     let leader = false;
     for (let i = 0; i < 40 && !leader; i++) { await sleep(100); leader = (await second.tick()).leader; }
-    assert.equal(leader, true, 'the idle leader kept the lock');
-  } finally { await first.stop(); await second?.stop(); await svc.stop(); }
+    assert.equal(leader, true, 'the paused leader kept the lock');
+  } finally { child.kill('SIGKILL'); await second?.stop(); await svc.stop(); }
 });
 
 for (const backend of backends()) {

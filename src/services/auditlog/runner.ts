@@ -74,7 +74,12 @@ class PgLeadership {
         await sql`select set_config('idle_session_timeout', ${String(Math.max(1, Math.round(this.#idleTimeoutMs)))}, false)`.execute(conn).catch(() => {});
         this.#conn = conn;
         resolve(true);
-        await new Promise<void>((rel) => { this.#release = rel; });
+        // The lease is renewed on a timer, not by the ticks: a healthy leader's tick (a backlog of
+        // sequencing batches, a slow witness) may outlast it while this connection sits idle. A
+        // paused or partitioned leader renews nothing, and loses the lock as before.
+        const renew = setInterval(() => { sql`select 1`.execute(conn).catch(() => this.drop()); }, Math.max(50, Math.floor(this.#idleTimeoutMs / 3)));
+        renew.unref();
+        try { await new Promise<void>((rel) => { this.#release = rel; }); } finally { clearInterval(renew); }
         this.#conn = undefined;
         await sql`select pg_advisory_unlock(hashtext(current_schema() || '/gavel-audit-log')), set_config('idle_session_timeout', '0', false)`.execute(conn).catch(() => {});
       }).catch(() => { resolve(false); }).finally(() => { this.#conn = undefined; this.#held = undefined; this.#release = undefined; });
