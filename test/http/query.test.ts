@@ -1,4 +1,4 @@
-// A GET of the API that takes no query parameters refuses any, as the list routes refuse the ones
+// A route of the API that takes no query parameters refuses any, as the list routes refuse the ones
 // they do not know: a misspelt filter (`?status=pending` where none is taken) must not be answered
 // as if it had been obeyed. Probes outside /v1 (/healthz, /readyz) take any.
 import { test, describe, before, after } from 'node:test';
@@ -30,5 +30,11 @@ describe('query strings on GETs that take none', () => {
       assert.ok(res.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer.endsWith('status')), `${url}: ${res.body}`);
     }
     for (const url of ['/healthz?probe=1', '/readyz?probe=1']) assert.equal((await svc.app.inject({ method: 'GET', url })).statusCode, 200, url);
+    // HEAD, Fastify's copy of each GET, refuses them too.
+    assert.equal((await svc.app.inject({ method: 'HEAD', url: `${M}/sod?bogus=1`, headers: key })).statusCode, 400);
+    // So do the other methods: a password sent in the URL is refused, not taken (and logged with it).
+    const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login?password=hunter2', payload: { name: 'x', password: 'y' } });
+    assert.equal(login.statusCode, 400, login.body);
+    assert.ok(login.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer.endsWith('password')));
   });
 });

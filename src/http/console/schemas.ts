@@ -13,7 +13,7 @@ export const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, desc
  * blank, and without control or format characters (a newline, or a bidi override that shows a
  * label's end before its start).
  */
-export const Label = Type.String({ minLength: 1, maxLength: 128, pattern: '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\p{Cf}]*$', description: 'Free text, not blank, without control or format characters' });
+export const Label = Type.String({ minLength: 1, maxLength: 128, pattern: '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*$', description: 'Free text, not blank, without control, format or line-separating characters' });
 /** Bounded well above the 256-character rule, so a huge password is refused before any hashing. */
 export const Password = Type.String({ minLength: 1, maxLength: 1024 });
 

@@ -22,6 +22,8 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
     // keepalives let the kernel notice a dead peer on an idle connection.
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     keepAlive: true,
+    // Without a delay Node keeps the OS default (two hours) before the first probe.
+    keepAliveInitialDelayMillis: 10_000,
     // Named in pg_stat_activity, by schema when it has one of its own (what an operator, or a test, looks for).
     application_name: options.schema ? `gavel/${options.schema}` : 'gavel',
     // A test run or a tenant can live in its own schema.
