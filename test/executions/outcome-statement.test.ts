@@ -4,8 +4,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
+import { seedInFlight } from '../support/executions.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { recordOutcome, recordOutcomeInOneStatement } from '../../src/services/executions/executions.ts';
 import type { SqlTarget } from '../../src/store/fixed-sql.ts';
 
@@ -17,16 +17,7 @@ for (const backend of backends()) {
 
     const env = (): SqlTarget => ({ dialect: svc.ts.store.dialect, raw: svc.ts.store.raw });
     /** An execution row as a decision reserves it: in flight, no outcome. */
-    async function inFlight(): Promise<string> {
-      const id = newId('exe');
-      await svc.ts.store.db.insertInto('executions').values({
-        id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
-        policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
-        status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'test', created_at: new Date().toISOString(),
-        completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
-      }).execute();
-      return id;
-    }
+    const inFlight = () => seedInFlight(svc.ts.store, svc.projectId);
     const events = (id: string) => svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).where('kind', 'like', 'execution.%').execute()
       .then((rows) => rows.filter((r) => JSON.parse(r.data).execution_id === id));
     const outcome = { status: 'SUCCEEDED' as const, note: 'merchant answered 200', httpStatus: 200 };

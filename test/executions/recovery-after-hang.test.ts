@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KyselyPlugin } from 'kysely';
 import { backends } from '../support/backends.ts';
+import { seedInFlight } from '../support/executions.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS } from '../../src/services/executions/recovery.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -40,13 +41,7 @@ test(`after a hung outage, an instance leaves others' calls alone for a stalenes
     hanging = true;
     const staleAt = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
     await svc.ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: staleAt, heartbeat_at: staleAt }).execute();
-    const id = newId('exe');
-    await svc.ts.store.db.insertInto('executions').values({
-      id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
-      policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
-      status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'other', created_at: new Date().toISOString(),
-      completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
-    }).execute();
+    const id = await seedInFlight(svc.ts.store, svc.projectId, 'other');
     // A hang of eight heartbeats: the first beat waits through it, the next ones queue up behind it.
     await sleep(HEARTBEAT_MS * 8);
     hanging = false;

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends } from '../support/backends.ts';
+import { seedInFlight } from '../support/executions.ts';
 import { startService } from '../support/service.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -30,13 +30,7 @@ for (const backend of backends()) {
       // Another instance, alive but as stale as everyone is after an outage, with a call in flight.
       const staleAt = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
       await svc.ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: staleAt, heartbeat_at: staleAt }).execute();
-      const id = newId('exe');
-      await svc.ts.store.db.insertInto('executions').values({
-        id, project_id: svc.projectId, nonce: `n-${id}`, fingerprint: 'f'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
-        policy_version: 1, agent: 'did:key:z6MkTest', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
-        status: 'IN_FLIGHT', note: null, http_status: null, instance_id: 'other', created_at: new Date().toISOString(),
-        completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
-      }).execute();
+      const id = await seedInFlight(svc.ts.store, svc.projectId, 'other');
       await sleep(HEARTBEAT_MS * 1.5); // one failed beat
       down = false;
       await sleep(HEARTBEAT_MS * 2); // a beat or two after the outage, each followed by a sweep
