@@ -15,7 +15,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth([]),
     schema: {
       tags: ['audit'], summary: 'Inclusion proof of an audit event against the newest witnessed checkpoint (409 proof_not_ready with Retry-After until one covers it)',
-      security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses({ auth: 'apiKey' }, { 404: ['not_found'], 409: PROOF_NOT_READY }) },
+      security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses({ auth: 'apiKey' }, { 404: ['not_found'], 409: PROOF_NOT_READY, 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const { auditId } = request.params as { auditId: string };

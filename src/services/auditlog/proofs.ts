@@ -3,6 +3,7 @@
 import { toBase64 } from '../../domain/auditlog/bytes.ts';
 import { LEAF_VERSION, type AuditEventRecord } from '../../domain/auditlog/leaf.ts';
 import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
@@ -84,7 +85,14 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
   if (!cp) {
     throw notReady(deps, deps.witnessUrl ? 'no witnessed checkpoint covers the event yet' : 'no signed checkpoint covers the event yet');
   }
-  const path = await inclusionFromStore(deps.store.db, row.leaf_index, cp.size);
+  const path = await inclusionFromStore(deps.store.db, row.leaf_index, cp.size).catch((e: unknown) => {
+    // The store lacks a node a signed checkpoint covers: the log is damaged (a row deleted, a restore
+    // from a partial copy). Said as such, for the operator and the auditor, not as an anonymous 500.
+    if (e instanceof AuditLogError && e.code === 'missing_node') {
+      throw new Problem(500, 'log_damaged', `the log lacks a node the inclusion path of leaf ${row.leaf_index} in the tree of ${cp.size} needs: its store is damaged (${e.message}); the verification route reports the same`);
+    }
+    throw e;
+  });
   const witnessed = cp.witnessed_at !== null;
   return {
     audit_event_id: row.id,

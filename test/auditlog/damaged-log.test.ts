@@ -1,0 +1,30 @@
+// A store that lacks a node a signed checkpoint covers (a row deleted, a partial restore): the proof
+// route says the log is damaged, with a code of its own, and the verification route says INVALID.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { consoleMember } from '../support/console.ts';
+import { addEvents, startAuditService } from './support.ts';
+
+for (const backend of backends()) {
+  test(`a proof the damaged store cannot assemble is 500 log_damaged, not an anonymous fault (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      const ids = await addEvents(a.svc.ts.store, a.svc.projectId, 4);
+      await a.svc.auditLog.tick({ force: true });
+      const key = await a.svc.keyHeader([]);
+      const proof = (id: string) => a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${id}/proof`, headers: key });
+      assert.equal((await proof(ids[1]!)).statusCode, 200);
+      // Leaf 0's hash is its event's (decision 0603): without its row, leaf 1's path cannot be built.
+      const first = await a.svc.ts.store.db.selectFrom('audit_events').select('id').where('leaf_index', '=', 0).executeTakeFirstOrThrow();
+      await a.svc.ts.store.db.deleteFrom('audit_events').where('id', '=', first.id).execute();
+      const damaged = await proof(ids.find((id) => id !== first.id)!);
+      assert.equal(damaged.statusCode, 500, damaged.body);
+      assert.equal(damaged.json().code, 'log_damaged');
+      assert.match(damaged.json().detail, /the log lacks a node/);
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids.find((id) => id !== first.id) } });
+      assert.equal(v.json().verification, 'INVALID', v.body);
+    } finally { await a.stop(); }
+  });
+}
