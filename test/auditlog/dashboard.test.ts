@@ -47,6 +47,14 @@ for (const backend of backends()) {
       assert.equal(after.audit_log.witnessed_size, null);
       assert.equal(after.audit_log.witness_problem.kind, 'refused');
       assert.match(after.audit_log.witness_problem.at, /Z$/);
+      // A proof waits on that witness: the answer says why, and to come back later than in a second.
+      const [event] = await addEvents(svc.ts.store, svc.projectId, 1);
+      await svc.auditLog.tick({ force: true });
+      const proof = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/audit/${event}/proof`, headers: await svc.keyHeader([]) });
+      assert.equal(proof.statusCode, 409, proof.body);
+      assert.match(proof.json().detail, /the witness has not cosigned since .*Z \(refused/);
+      assert.equal(proof.headers['retry-after'], '30');
+      assert.equal(proof.json().retry_after_seconds, 30);
     } finally { await refusing.stop(); }
 
     // A problem recorded earlier (by whichever instance led then) shows until the witness cosigns

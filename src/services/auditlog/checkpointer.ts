@@ -123,3 +123,14 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
   }
   return { kind: 'nothing_to_do' };
 }
+
+/**
+ * The witness's last refusal or absence, unless it has cosigned a checkpoint since (then the problem
+ * is put right); null when there is none. Read by the dashboard and by a proof not ready yet.
+ */
+export async function openWitnessProblem(db: Db | Tx): Promise<{ kind: string; reason: string | null; at: string } | null> {
+  const problem = await db.selectFrom('audit_witness_problem').select(['kind', 'reason', 'at']).where('id', '=', 1).executeTakeFirst();
+  if (!problem) return null;
+  const witnessed = await latestCheckpoint(db, { witnessed: true });
+  return witnessed?.witnessed_at && witnessed.witnessed_at >= problem.at ? null : problem;
+}

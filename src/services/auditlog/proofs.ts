@@ -8,7 +8,7 @@ import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
-import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
+import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity, readNodes } from './log.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -54,12 +54,15 @@ export async function loadEvent(db: Db | Tx, projectId: string, auditId: string)
   return { ...row, leaf_index: row.leaf_index === null ? null : Number(row.leaf_index) };
 }
 
-export function notReady(deps: AuditLogDeps, detail: string): Problem {
-  return new Problem(409, 'proof_not_ready', `${detail}; retry after ${deps.retryAfterSeconds} s`, {
-    headers: { 'retry-after': String(deps.retryAfterSeconds) },
-    extra: { retry_after_seconds: deps.retryAfterSeconds },
+export function notReady(deps: AuditLogDeps, detail: string, retryAfterSeconds = deps.retryAfterSeconds): Problem {
+  return new Problem(409, 'proof_not_ready', `${detail}; retry after ${retryAfterSeconds} s`, {
+    headers: { 'retry-after': String(retryAfterSeconds) },
+    extra: { retry_after_seconds: retryAfterSeconds },
   });
 }
+
+/** How long to wait when the witness is refusing or unreachable: no next checkpoint will be cosigned sooner by itself. */
+const WITNESS_PROBLEM_RETRY_SECONDS = 30;
 
 /** RFC 9162 inclusion path of leaf `index` in the tree of `size` leaves (one query). */
 export async function inclusionFromStore(db: Db | Tx, index: number, size: number): Promise<Uint8Array[]> {
@@ -83,7 +86,13 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
   if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
   const cp = await anchorFor(deps, row.leaf_index);
   if (!cp) {
-    throw notReady(deps, deps.witnessUrl ? 'no witnessed checkpoint covers the event yet' : 'no signed checkpoint covers the event yet');
+    if (!deps.witnessUrl) throw notReady(deps, 'no signed checkpoint covers the event yet');
+    // While the witness refuses or cannot be reached, say so: retrying every second would not help.
+    const problem = await openWitnessProblem(deps.store.db);
+    if (problem) {
+      throw notReady(deps, `no witnessed checkpoint covers the event yet, and the witness has not cosigned since ${problem.at} (${problem.kind}${problem.reason ? `: ${problem.reason}` : ''})`, WITNESS_PROBLEM_RETRY_SECONDS);
+    }
+    throw notReady(deps, 'no witnessed checkpoint covers the event yet');
   }
   const path = await inclusionFromStore(deps.store.db, row.leaf_index, cp.size).catch((e: unknown) => {
     // The store lacks a node a signed checkpoint covers: the log is damaged (a row deleted, a restore

@@ -3,7 +3,7 @@
 // outcome is UNKNOWN), which policy decides, and whether the audit log is being witnessed: a
 // witness that refuses the log's checkpoints (a fork or a rollback) is said here, not only in the log.
 import type { Db } from '../../store/store.ts';
-import { latestCheckpoint } from '../auditlog/checkpointer.ts';
+import { latestCheckpoint, openWitnessProblem } from '../auditlog/checkpointer.ts';
 
 /** The last time the witness did not cosign, as the audit log's leader recorded it (auditlog/runner.ts). */
 export interface WitnessProblem { kind: string; reason: string | null; at: string }
@@ -24,7 +24,6 @@ export interface DashboardSections {
 const count = (rows: { n: number | string | bigint }[]) => Number(rows[0]?.n ?? 0);
 
 export async function dashboardSections(db: Db, projectId: string, now: Date): Promise<DashboardSections> {
-  const witnessProblem = (await db.selectFrom('audit_witness_problem').select(['kind', 'reason', 'at']).where('id', '=', 1).executeTakeFirst()) ?? null;
   const active = await db.selectFrom('policy_active').select(['version', 'activated_at']).where('project_id', '=', projectId).executeTakeFirst();
   const pending = await db.selectFrom('approval_requests').select((eb) => eb.fn.countAll<number>().as('n'))
     .where('project_id', '=', projectId).where('status', '=', 'pending').where('expires_at', '>', now.toISOString()).execute();
@@ -34,7 +33,7 @@ export async function dashboardSections(db: Db, projectId: string, now: Date): P
   const latest = await latestCheckpoint(db);
   const witnessed = await latestCheckpoint(db, { witnessed: true });
   // A problem the witness has since put right (it cosigned a checkpoint afterwards) is not shown.
-  const open = witnessProblem && !(witnessed?.witnessed_at && witnessed.witnessed_at >= witnessProblem.at) ? witnessProblem : null;
+  const open = await openWitnessProblem(db);
   return {
     policy: { active_version: active?.version ?? null, activated_at: active?.activated_at ?? null },
     approvals: { pending: count(pending) },
