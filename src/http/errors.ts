@@ -117,7 +117,10 @@ export function installErrorHandling(app: FastifyInstance, routePatterns: () => 
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = [...new Set(routePatterns().filter((r) => r.regex.test(path)).map((r) => r.method))];
+    const methods = new Set(routePatterns().filter((r) => r.regex.test(path)).map((r) => r.method));
+    // Every GET answers HEAD too (Fastify's copy of it), so Allow names it (RFC 9110 §10.2.1).
+    if (methods.has('GET')) methods.add('HEAD');
+    const allowed = [...methods];
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
       return sendProblem(reply, request, new Problem(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));

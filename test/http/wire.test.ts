@@ -110,6 +110,8 @@ describe('wire conventions', () => {
       const res = await svc.app.inject({ method: 'PATCH', url, payload: {} });
       assertProblem(res, 405, 'method_not_allowed');
       assert.ok(String(res.headers.allow).includes(op.method), `${op.method} ${op.path}: allow lists ${res.headers.allow}`);
+      // A GET answers HEAD too, and Allow says so.
+      if (op.method === 'GET') assert.ok(String(res.headers.allow).split(', ').includes('HEAD'), `${op.path}: allow lists ${res.headers.allow}`);
       // The router matches paths exactly: with a trailing slash it is another route or none (404),
       // never a 405 that lists the very method sent.
       const slash = await svc.app.inject({ method: op.method as 'GET', url: `${url}/`, ...(op.hasBody ? { payload: {} } : {}) });
