@@ -119,6 +119,8 @@ async function serve(embedded: boolean): Promise<void> {
   } catch (e) {
     await service.close().catch(() => {});
     await witness?.close().catch(() => {});
+    // The account this first start created stays; its password was printed above, this once.
+    if (service.bootstrap.admin) process.stderr.write(`gavel: the administrator "${service.bootstrap.admin.name}" was created with the password printed above; it stays valid and is not printed again\n`);
     throw e;
   }
   // What an auditor pins and a witness is configured with (docs/audit-log.md), said where the operator looks first.

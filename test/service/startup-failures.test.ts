@@ -26,6 +26,7 @@ test('a first start whose port is taken says so in one line and still gives the 
     assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
     const password = /printed this once and stored only as a hash; keep it:\n {2}(\S+)\n/.exec(failed.stdout)?.[1];
     assert.ok(password, failed.stdout);
+    assert.match(failed.stderr, /the administrator "admin" was created with the password printed above; it stays valid and is not printed again/);
     busy.close();
     const server = await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined });
     try {
