@@ -4,11 +4,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
+import { anotherProject } from '../support/projects.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { newApprover, type Approver } from '../support/approvals.ts';
-import { newId } from '../../src/lib/ids.ts';
-import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { revokeRole } from '../../src/services/identity/members.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
@@ -72,16 +71,7 @@ for (const backend of backends()) {
     test('a request in another project naming this project\'s obligation opens its own; it never points at ours', async () => {
       const { agent, id } = await opened();
       // Project B: same agent DID, the same policy, a permit of its own.
-      const projectId = newId('prj');
-      const principalId = newId('prn');
-      const at = new Date(Date.now() - 1000).toISOString();
-      const secret = await svc.ts.store.transaction(async (trx) => {
-        await trx.insertInto('projects').values({ id: projectId, name: 'other', created_at: at }).execute();
-        await trx.insertInto('principals').values({ id: principalId, kind: 'service', name: `svc-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
-        await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
-        for (const role of ['POLICY_AUTHOR', 'PERMIT_ISSUER'] as const) await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
-        return (await mintApiKey(trx, { projectId, principalId, name: 'b', roles: ['POLICY_AUTHOR', 'PERMIT_ISSUER'], actor: 'system' })).secret;
-      });
+      const { projectId, secret } = await anotherProject(svc.ts.store, ['POLICY_AUTHOR', 'PERMIT_ISSUER'], 'service');
       const bKey = { authorization: `Bearer ${secret}` };
       const bSvc = { ...svc, projectId, keyHeader: async () => bKey } as TestService;
       // Align B's policy version with the one A's obligation names, so that only the project differs.

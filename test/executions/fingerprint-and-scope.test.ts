@@ -4,11 +4,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
+import { anotherProject } from '../support/projects.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
-import { newId } from '../../src/lib/ids.ts';
-import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
 
@@ -52,16 +51,7 @@ for (const backend of backends()) {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');
       // Project B, with a person holding ADMIN there.
-      const projectId = newId('prj');
-      const principalId = newId('prn');
-      const at = new Date(Date.now() - 1000).toISOString();
-      const secret = await svc.ts.store.transaction(async (trx) => {
-        await trx.insertInto('projects').values({ id: projectId, name: 'other', created_at: at }).execute();
-        await trx.insertInto('principals').values({ id: principalId, kind: 'person', name: `p-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
-        await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
-        await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role: 'ADMIN', granted_at: at, granted_by: null }).execute();
-        return (await mintApiKey(trx, { projectId, principalId, name: 'b-admin', roles: ['ADMIN'], actor: 'system' })).secret;
-      });
+      const { projectId, secret } = await anotherProject(svc.ts.store, ['ADMIN']);
       const res = await svc.app.inject({
         method: 'POST', url: `/v1/projects/${projectId}/executions/resolve`, headers: { authorization: `Bearer ${secret}` },
         payload: { execution_id: unknown.id, outcome: 'SUCCEEDED', note: 'not mine to say' },

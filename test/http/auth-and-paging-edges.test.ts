@@ -3,10 +3,9 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
+import { anotherProject } from '../support/projects.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember } from '../support/console.ts';
-import { newId } from '../../src/lib/ids.ts';
-import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { page } from '../../src/http/paging.ts';
 
 test('page: a last page holding exactly `limit` items has no next cursor; one more row makes one', () => {
@@ -24,17 +23,7 @@ for (const backend of backends()) {
     after(async () => { await svc.stop(); });
 
     test('an API key of another project is 403 on this project\'s machine routes, whatever its roles', async () => {
-      const projectId = newId('prj');
-      const principalId = newId('prn');
-      const at = new Date(Date.now() - 1000).toISOString();
-      const roles = ['ADMIN', 'AUDITOR', 'POLICY_AUTHOR', 'PERMIT_ISSUER', 'APPROVER'] as const;
-      const secret = await svc.ts.store.transaction(async (trx) => {
-        await trx.insertInto('projects').values({ id: projectId, name: 'other', created_at: at }).execute();
-        await trx.insertInto('principals').values({ id: principalId, kind: 'person', name: `p-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
-        await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
-        for (const role of roles) await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
-        return (await mintApiKey(trx, { projectId, principalId, name: 'b', roles: [...roles], actor: 'system' })).secret;
-      });
+      const { projectId, secret } = await anotherProject(svc.ts.store, ['ADMIN', 'AUDITOR', 'POLICY_AUTHOR', 'PERMIT_ISSUER', 'APPROVER']);
       const headers = { authorization: `Bearer ${secret}` };
       for (const path of ['executions', 'approvals', 'audit', 'policy']) {
         const own = await svc.app.inject({ method: 'GET', url: `/v1/projects/${projectId}/${path}`, headers });

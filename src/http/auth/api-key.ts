@@ -5,7 +5,8 @@
 // the new grant, not the old ones (which may be why it was revoked).
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { isRole, permits, type Role } from '../../domain/access/roles.ts';
+import { permits, type Role } from '../../domain/access/roles.ts';
+import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
 import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, readEpoch } from '../../store/read-epoch.ts';
 import type { Store } from '../../store/store.ts';
@@ -96,11 +97,13 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
   const row = await keyLookup(store, hashSecret(match[1]!));
   // What makes a key valid. PostgreSQL decisions re-check the same rule in SQL at commit
   // (services/authorize/recheck.ts, KEY_VALID): a change here must be made there too.
-  if (!row || row.revoked_at || !row.is_member || row.membership_revoked_at || row.disabled_at) {
+  const keyRoles = row ? effectiveKeyRoles({
+    minted: JSON.parse(row.roles) as unknown[], revoked: row.revoked_at !== null, member: Boolean(row.is_member) && !row.membership_revoked_at,
+    disabled: row.disabled_at !== null, heldSinceKey: new Set((row.held ?? '').split(',').filter(Boolean)),
+  }) : null;
+  if (!row || keyRoles === null) {
     throw bearerUnauthorized('the API key is not valid (unknown, revoked, or its holder is no longer a member)', true);
   }
-  const held = new Set((row.held ?? '').split(',').filter(Boolean));
-  const keyRoles = (JSON.parse(row.roles) as unknown[]).filter(isRole).filter((r) => held.has(r));
   // Frozen: on SQLite one context serves every request with this key until the epoch moves.
   return Object.freeze({
     kind: 'api_key', projectId: row.project_id, principalId: row.principal_id,

@@ -72,10 +72,9 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
     });
     marked += done;
   }
-  // Dead instances with nothing left in flight are forgotten.
-  if (!judgeOthers) {
-    // Not yet in a position to call anyone dead (InstanceKeeper): forget no one either.
-  } else if (!everyOtherIsDead) {
+  // Dead instances with nothing left in flight are forgotten (none while others are not judged).
+  if (!judgeOthers) return marked;
+  if (!everyOtherIsDead) {
     await store.db.deleteFrom('execution_instances').where('heartbeat_at', '<', staleBefore).where('id', '!=', instanceId)
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('executions').select(sql`1`.as('one'))
         .where('status', '=', 'IN_FLIGHT').whereRef('executions.instance_id', '=', 'execution_instances.id')))).execute();

@@ -5,6 +5,7 @@ import { API_KEY_PREFIX, hashSecret } from '../../http/auth/api-key.ts';
 import { Problem } from '../../http/problem.ts';
 import { newId } from '../../lib/ids.ts';
 import { isRole, type Role } from '../../domain/access/roles.ts';
+import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 
@@ -42,9 +43,8 @@ export interface KeyView { id: string; name: string; principal_id: string; roles
 type KeyRow = { id: string; name: string; principal_id: string; roles: string; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null };
 
 /**
- * What each key can do now, by the rule the machine plane applies (http/auth/api-key.ts): none when
- * the key is revoked or its holder is no longer a member (or is disabled); otherwise the key's roles
- * that its holder holds through a grant no newer than the key. `roles` stays what the key was minted with.
+ * What each key can do now, by the rule the machine plane authenticates by (domain/access/api-key-standing.ts);
+ * `roles` stays what the key was minted with.
  */
 async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]): Promise<KeyView[]> {
   const holders = [...new Set(rows.map((r) => r.principal_id))];
@@ -56,10 +56,12 @@ async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]
   const member = new Set(members.map((m) => m.principal_id));
   const off = new Set(disabled.map((d) => d.id));
   return rows.map((r) => {
-    const roles = (JSON.parse(r.roles) as unknown[]).filter(isRole);
-    const live = !r.revoked_at && member.has(r.principal_id) && !off.has(r.principal_id);
-    const held = new Set(grants.filter((g) => g.principal_id === r.principal_id && g.granted_at <= r.created_at).map((g) => g.role));
-    return { ...r, roles, effective_roles: live ? roles.filter((role) => held.has(role)) : [] };
+    const minted = JSON.parse(r.roles) as unknown[];
+    const effective = effectiveKeyRoles({
+      minted, revoked: r.revoked_at !== null, member: member.has(r.principal_id), disabled: off.has(r.principal_id),
+      heldSinceKey: new Set(grants.filter((g) => g.principal_id === r.principal_id && g.granted_at <= r.created_at).map((g) => g.role)),
+    });
+    return { ...r, roles: minted.filter(isRole), effective_roles: effective ?? [] };
   });
 }
 
