@@ -34,9 +34,18 @@ export interface PolicyResult {
   readonly matched_rules: string[];
   /** Ids of the rules whose condition was indeterminate, in document order. */
   readonly indeterminate_rules: string[];
+  /**
+   * On a DENY the policy failed closed on: the indeterminate rules that could have changed the
+   * decision, each with its cause, in document order (absent otherwise). An undecidable rule that
+   * could not (an ALLOW beside a matched REQUIRE_APPROVAL) is in `indeterminate_rules` only.
+   */
+  readonly failed_closed_on?: readonly IndeterminateRule[];
   /** Index probes + rules considered + condition nodes evaluated. */
   readonly steps: number;
 }
+
+/** A rule the policy could not evaluate, and why (one of the three `indeterminate_*` reasons). */
+export interface IndeterminateRule { readonly id: string; readonly cause: PolicyReasonCode }
 
 const ALL_INVALID = (1 << SLOT_COUNT) - 1;
 
@@ -101,6 +110,10 @@ function ids(rules: CompiledPolicy['rules'], list: number[] | undefined): string
   const out = new Array<string>(list.length);
   for (let i = 0; i < list.length; i++) out[i] = rules[list[i] as number]!.id;
   return out;
+}
+
+function causeReason(cause: number): PolicyReasonCode {
+  return cause === U_CURRENCY ? POLICY_REASONS.currencyMismatch : cause === U_INVALID ? POLICY_REASONS.invalidInput : POLICY_REASONS.missingInput;
 }
 
 /** Evaluates `input` against `compiled`. Never throws; malformed input members count as indeterminate. */
@@ -190,12 +203,17 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
       // only the indeterminate rules that could change the decision count, not, say, an
       // undecidable ALLOW beside a matched REQUIRE_APPROVAL.
       let unknownWorst = 0;
+      const mattered: [number, number][] = [];
       for (let i = 0; i < unknowns.length; i++) {
         const cause = unknownCauses![i] as number;
-        if (cause > unknownWorst && (matchedRank > 2 || rules[unknowns[i] as number]!.rank < matchedRank)) unknownWorst = cause;
+        const ruleIndex = unknowns[i] as number;
+        if (matchedRank <= 2 && rules[ruleIndex]!.rank >= matchedRank) continue;
+        mattered.push([ruleIndex, cause]);
+        if (cause > unknownWorst) unknownWorst = cause;
       }
-      const reason = unknownWorst === U_CURRENCY ? POLICY_REASONS.currencyMismatch : unknownWorst === U_INVALID ? POLICY_REASONS.invalidInput : POLICY_REASONS.missingInput;
-      return result('DENY', reason);
+      mattered.sort((a, b) => a[0] - b[0]);
+      const reason = causeReason(unknownWorst);
+      return { ...result('DENY', reason), failed_closed_on: mattered.map(([i, cause]) => ({ id: rules[i]!.id, cause: causeReason(cause) })) };
     }
   }
   if (matchedRank > 2) return result('DENY', POLICY_REASONS.noMatchingRule);

@@ -177,3 +177,27 @@ test('the indeterminate reason names a cause that mattered, not one of a rule th
   // With nothing matched every indeterminate rule matters, and precedence applies across them.
   assert.equal(decide(rules.slice(1), { ...input, action: 'read' } as PolicyInput), 'DENY indeterminate_invalid_input');
 });
+
+test('a fail-closed detail names only the rules that could change the decision, each with its own cause', async () => {
+  const { indeterminateDetail } = await import('../../../src/domain/policy/reasons.ts');
+  const detailOf = (rules: unknown[], input: PolicyInput) => {
+    const r = evaluate(compile(rules), input);
+    return [r.reason_code, indeterminateDetail(r)];
+  };
+  const ra = { id: 'r-ra', effect: 'REQUIRE_APPROVAL', when: { op: 'eq', input: 'action', value: 'pay' } };
+  const allowDocs = { id: 'allow-docs', effect: 'ALLOW', when: { op: 'matches_resource', input: 'resource', value: 'resource://docs/*' } };
+  const denyRoot = { id: 'deny-root', effect: 'DENY', when: { op: 'eq', input: 'root_permit_commitment', value: 'a'.repeat(64) } };
+  const denyEur = { id: 'deny-eur', effect: 'DENY', when: { op: 'gt', input: 'amount.minor', value: 10, currency: 'EUR' } };
+  const input = { action: 'pay', agent: 'did:key:zA', resource: 'resource://docs/../x' } as PolicyInput;
+  // allow-docs is undecidable too, but an ALLOW cannot change a matched REQUIRE_APPROVAL: not named.
+  assert.deepEqual(detailOf([ra, allowDocs, denyRoot], input), ['indeterminate_missing_input',
+    'indeterminate: rule "deny-root" could not be evaluated (an input it reads was not supplied); the policy fails closed']);
+  // Two rules that mattered, for different causes: the reason is the worst, and each is named with its own.
+  assert.deepEqual(detailOf([ra, denyRoot, denyEur], { ...input, amount: { minor: 50, currency: 'USD' } } as PolicyInput), ['indeterminate_currency_mismatch',
+    'indeterminate: rule "deny-eur" could not be evaluated (it compares an amount in another currency than the request\'s); '
+    + 'rule "deny-root" could not be evaluated (an input it reads was not supplied); the policy fails closed']);
+  // Beyond the cap, mixed causes: how many more, without claiming their cause.
+  const many = Array.from({ length: 25 }, (_, i) => ({ ...denyRoot, id: `root-${i}` }));
+  const [, detail] = detailOf([denyEur, ...many], { ...input, action: 'x', amount: { minor: 50, currency: 'USD' } } as PolicyInput);
+  assert.match(detail!, /^indeterminate: rule "deny-eur" could not be evaluated \(it compares .*\); rules "root-0", .*"root-18" could not be evaluated \(an input it reads was not supplied\); 6 more could not be evaluated either; the policy fails closed$/);
+});

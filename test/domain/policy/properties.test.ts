@@ -162,14 +162,14 @@ function reference(doc: PolicyDocument, input: PolicyInput) {
   const unknown: string[] = [];
   let m: Effect | undefined;
   let uMin: Effect | undefined;
-  const causes: { effect: Effect; why: 'missing' | 'invalid' | 'currency' }[] = [];
+  const causes: { id: string; effect: Effect; why: 'missing' | 'invalid' | 'currency' }[] = [];
   for (const rule of doc.rules) {
     const r = rule.when === undefined ? 'T' : interpret(rule.when, input);
     if (r === 'T') { matched.push(rule.id); m = m === undefined ? rule.effect : meet(m, rule.effect); }
     else if (r !== 'F') {
       unknown.push(rule.id);
       uMin = uMin === undefined ? rule.effect : meet(uMin, rule.effect);
-      causes.push({ effect: rule.effect, why: r });
+      causes.push({ id: rule.id, effect: rule.effect, why: r });
     }
   }
   // The reason names a cause that mattered: of a rule that could change the decision.
@@ -180,9 +180,12 @@ function reference(doc: PolicyDocument, input: PolicyInput) {
   }
   let decision: Effect;
   let reason: string;
+  const reasonOf = { missing: 'indeterminate_missing_input', invalid: 'indeterminate_invalid_input', currency: 'indeterminate_currency_mismatch' } as const;
   if (m === 'DENY') [decision, reason] = ['DENY', 'policy_deny'];
   else if (worst !== undefined && (m === undefined || order[uMin!] < order[m])) {
-    [decision, reason] = ['DENY', { missing: 'indeterminate_missing_input', invalid: 'indeterminate_invalid_input', currency: 'indeterminate_currency_mismatch' }[worst]];
+    // Named in the detail: each rule that could change the decision, with its own cause.
+    const failed_closed_on = causes.filter((c) => m === undefined || order[c.effect] < order[m]).map((c) => ({ id: c.id, cause: reasonOf[c.why] }));
+    return { decision: 'DENY', reason_code: reasonOf[worst], matched_rules: matched, indeterminate_rules: unknown, failed_closed_on };
   } else if (m === undefined) [decision, reason] = ['DENY', 'no_matching_rule'];
   else [decision, reason] = [m, m === 'ALLOW' ? 'policy_allow' : 'policy_require_approval'];
   return { decision, reason_code: reason, matched_rules: matched, indeterminate_rules: unknown };
