@@ -3,6 +3,7 @@
 // whose input is absent, malformed or in another currency is UNKNOWN, not false.
 import { parseResourcePattern, parseTimestamp } from './formats.ts';
 import { EFFECT_RANK } from './meet.ts';
+import { addPrefix, emptyPrefixTree, type PrefixNode } from './prefix-tree.ts';
 import type { Condition, InputName, LeafCondition, PolicyDocument, Scalar } from './types.ts';
 
 // Truth values. Unknowns are ordered by how they are reported when several combine.
@@ -56,9 +57,7 @@ export interface RuleIndex {
   readonly agent: Dimension;
   readonly resource: Dimension;
   /** Rules indexed by a literal resource prefix (matches_resource with a trailing *). */
-  readonly prefixes: Map<string, number[]>;
-  /** Distinct prefix lengths, ascending. */
-  readonly prefixLengths: readonly number[];
+  readonly prefixes: PrefixNode;
   /** Rules with no usable necessary condition: always candidates. */
   readonly always: number[];
 }
@@ -241,7 +240,7 @@ function push<K>(map: Map<K, number[]>, key: K, rule: number): void {
 /** Compiles a document returned by validatePolicy. Do not pass unvalidated data. */
 export function compilePolicy(policy: PolicyDocument): CompiledPolicy {
   const dimension = (): Dimension => ({ byKey: new Map(), all: [] });
-  const index = { action: dimension(), agent: dimension(), resource: dimension(), prefixes: new Map<string, number[]>(), prefixLengths: [] as number[], always: [] as number[] };
+  const index = { action: dimension(), agent: dimension(), resource: dimension(), prefixes: emptyPrefixTree(), always: [] as number[] };
   const resourceRules: number[] = [];
   let reads = 0;
   const rules = policy.rules.map((rule, i): CompiledRule => {
@@ -249,7 +248,7 @@ export function compilePolicy(policy: PolicyDocument): CompiledPolicy {
     if (rule.when !== undefined) reads |= readsOf(rule.when);
     if (key === null) index.always.push(i);
     else if (key.dim === 'prefix') {
-      push(index.prefixes, key.prefix, i);
+      addPrefix(index.prefixes, key.prefix, i);
       resourceRules.push(i);
     } else {
       const dim = index[key.dim];
@@ -260,8 +259,6 @@ export function compilePolicy(policy: PolicyDocument): CompiledPolicy {
     return { id: rule.id, rank: EFFECT_RANK[rule.effect], check: rule.when === undefined ? null : compileCondition(rule.when) };
   });
   index.resource.all.push(...resourceRules);
-  index.prefixLengths.push(...new Set([...index.prefixes.keys()].map((p) => p.length)));
-  index.prefixLengths.sort((a, b) => a - b);
   // The index probes action, agent and resource whenever a dimension holds rules.
   if (index.action.all.length > 0) reads |= 1 << SLOT.action;
   if (index.agent.all.length > 0) reads |= 1 << SLOT.agent;

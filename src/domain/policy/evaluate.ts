@@ -5,6 +5,7 @@ import { checkMinor, isCurrencyCode } from '../money/money.ts';
 import { F, SLOT_COUNT, T, U_CURRENCY, U_INVALID, type CompiledPolicy, type Env } from './compile.ts';
 import { isAction, isDid, isResourceUri, isSha256Hex, isToken } from './formats.ts';
 import { EFFECT_BY_RANK } from './meet.ts';
+import { walkPrefixes } from './prefix-tree.ts';
 import { POLICY_REASONS, type PolicyReasonCode } from './reasons.ts';
 import type { Effect } from './types.ts';
 import type { Money } from '../money/money.ts';
@@ -148,14 +149,7 @@ export function evaluate(compiled: CompiledPolicy, input: PolicyInput): PolicyRe
     if (resource === undefined) buckets.push(index.resource.all);
     else {
       if (index.resource.byKey.size > 0) { env.steps++; buckets.push(index.resource.byKey.get(resource) ?? EMPTY); }
-      const lengths = index.prefixLengths;
-      for (let i = 0; i < lengths.length; i++) {
-        const length = lengths[i] as number;
-        if (length > resource.length) break;
-        env.steps++;
-        const bucket = index.prefixes.get(resource.slice(0, length));
-        if (bucket !== undefined) buckets.push(bucket);
-      }
+      if (index.prefixes.children !== undefined) env.steps += walkPrefixes(index.prefixes, resource, buckets);
     }
   }
 
