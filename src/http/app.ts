@@ -10,6 +10,7 @@ import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
 import { installJsonBodyParser } from './body.ts';
 import { clientErrorHandler } from './client-errors.ts';
+import { installMessageChecks } from './message-checks.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
@@ -45,6 +46,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       requestTimeout: deps.config.requestTimeoutMs,
       headersTimeout: deps.config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.floor(deps.config.requestTimeoutMs / 4))),
+      // Node's own refusal of an HTTP/1.1 request without Host is a bare 400; http/message-checks.ts answers it.
+      requireHostHeader: false,
     },
     genReqId: () => newId('req'),
     // request.ip is the client before the configured proxies, and the peer itself without them.
@@ -70,6 +73,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // Requests that are not well-formed HTTP, refused by Node's parser before any route (http/client-errors.ts).
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Repeated or missing headers, Expect and CONNECT, answered before routing (http/message-checks.ts).
+  installMessageChecks(app);
   app.setValidatorCompiler(validatorCompiler);
 
   app.decorate('gavel', deps);
@@ -132,7 +137,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           // Answers of the router and of Node's HTTP parser (frameworkErrors and the not-found handler here, http/client-errors.ts): no operation's.
           + 'Before any operation is reached, a request may also get 404 `not_found` (no such route), 405 `method_not_allowed` (with `allow`), '
           + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
-          + 'one that is not well-formed HTTP gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed.',
+          + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
+          + 'A request that repeats Host, Authorization or Content-Type gets 400 `duplicate_header` before any authentication; '
+          + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed).',
       },
       components: {
         securitySchemes: {

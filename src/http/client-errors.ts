@@ -2,11 +2,12 @@
 // and Transfer-Encoding, a malformed header line) never reach Fastify, whose default answer is its
 // own JSON. They are problems like every other refusal; the connection is closed after the answer,
 // since nothing after the bad request on it can be framed.
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../lib/ids.ts';
-import { Problem, problemBody } from './problem.ts';
+import { Problem } from './problem.ts';
+import { rawProblem } from './message-checks.ts';
 
 function problemFor(code: string | undefined): Problem {
   switch (code) {
@@ -42,9 +43,7 @@ function answerInTurn(socket: Socket, problem: Problem, requestId: string, error
   }
   // Nothing in flight, or the response in flight is the bad request's own (its body could not be framed).
   if (!socket.destroyed && socket.writable && !inFlight?._headerSent) {
-    const body = JSON.stringify(problemBody(problem, requestId));
-    socket.write(`HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\ncontent-type: application/problem+json\r\n`
-      + `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`);
+    socket.write(rawProblem(problem, requestId));
   }
   socket.destroy(error);
 }

@@ -3,6 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escapePointer, Problem, problemBody, type FieldError } from './problem.ts';
 import { databaseUnreachable } from '../store/unreachable.ts';
+import { bodyUnread } from './message-checks.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -104,8 +105,9 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
   if (problem.headers) reply.headers(problem.headers);
   // Refused before its body was read (a 415, say): Node would otherwise keep reading and dropping
   // the rest of that body, however long, to keep the connection, and a body that never ends held
-  // the connection for ever. Nothing after it on this connection is worth the wait.
-  if (request.raw.complete === false) reply.header('connection', 'close');
+  // the connection for ever. Nothing after it on this connection is worth the wait. A request
+  // without a body (a GET to no route) keeps its connection.
+  if (bodyUnread(request.raw)) reply.header('connection', 'close');
   return reply.code(problem.status).type('application/problem+json').send(problemBody(problem, String(request.id)));
 }
 

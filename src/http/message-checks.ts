@@ -1,0 +1,120 @@
+// What the Node server would otherwise answer on its own, or pass on silently, before Fastify
+// routes a request: a request message whose headers are ambiguous or incomplete, an `Expect` it
+// cannot meet, and CONNECT. Each is a problem with a request id, like every other refusal, and none
+// belongs to an operation (the OpenAPI document's description states them once).
+import { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { newId } from '../lib/ids.ts';
+import { Problem, problemBody } from './problem.ts';
+
+// Headers of which Node keeps the first and drops any repeat (`message.headers`), and that decide
+// what Gavel does: who is asking, how the body is read, which origin the console is. A proxy, a
+// signer or a log in front may have acted on another of the repeats than Gavel would, so a repeat
+// is refused rather than resolved. Repeated Content-Length and Transfer-Encoding never get here
+// (Node's parser refuses them: http/client-errors.ts); the others Gavel reads Node joins into one
+// value that no check accepts (x-csrf-token, origin, sec-fetch-site) or that means the same joined
+// (cookie, x-forwarded-for).
+const HOST = 1;
+const AUTHORIZATION = 2;
+const CONTENT_TYPE = 4;
+const NAMES: Record<number, string> = { [HOST]: 'host', [AUTHORIZATION]: 'authorization', [CONTENT_TYPE]: 'content-type' };
+
+/** True when `name` is `lower` in any case; the spellings clients send are tried before lower-casing. */
+const named = (name: string, lower: string, title: string): boolean => name === lower || name === title || name.toLowerCase() === lower;
+
+/** The watched header `name` is, as a bit; 0 for any other. By length first: most names are never compared. */
+function watched(name: string): number {
+  switch (name.length) {
+    case 4: return named(name, 'host', 'Host') ? HOST : 0;
+    case 12: return named(name, 'content-type', 'Content-Type') ? CONTENT_TYPE : 0;
+    case 13: return named(name, 'authorization', 'Authorization') ? AUTHORIZATION : 0;
+    default: return 0;
+  }
+}
+
+/** Why `req`'s header section cannot be taken as sent, or null. One pass over the raw header names. */
+export function headerFault(req: IncomingMessage): Problem | null {
+  const raw = req.rawHeaders;
+  let seen = 0;
+  let repeated = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const bit = watched(raw[i]!);
+    repeated |= seen & bit;
+    seen |= bit;
+  }
+  if (repeated !== 0) {
+    const names = Object.keys(NAMES).map(Number).filter((bit) => repeated & bit).map((bit) => NAMES[bit]);
+    return new Problem(400, 'duplicate_header', `send each of these headers once: ${names.join(', ')} (which of the repeats is meant is ambiguous)`);
+  }
+  // RFC 9112 §3.2. Node's own check (requireHostHeader, off) answered without a body or request id.
+  if ((seen & HOST) === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+    return new Problem(400, 'malformed_request', 'an HTTP/1.1 request must carry a Host header', { headers: { connection: 'close' } });
+  }
+  return null;
+}
+
+/**
+ * True while a body the request declares has not been read: an answer sent then closes the
+ * connection, or Node would read and drop the rest, however long, to keep it. A request with
+ * neither Content-Length nor Transfer-Encoding has no body (RFC 9112 §6.3), so its connection stays.
+ */
+export function bodyUnread(req: IncomingMessage): boolean {
+  return !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
+}
+
+/** A problem as raw HTTP/1.1 bytes, for a socket no response object is left on; it asks to close. */
+export function rawProblem(problem: Problem, requestId: string): string {
+  const body = JSON.stringify(problemBody(problem, requestId));
+  const extra = Object.entries(problem.headers ?? {}).filter(([name]) => name !== 'connection').map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\ncontent-type: application/problem+json\r\n`
+    + `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${extra}connection: close\r\n\r\n${body}`;
+}
+
+function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, problem: Problem): void {
+  const requestId = newId('req');
+  app.log.debug({ request_id: requestId, method: req.method, url: req.url, code: problem.code }, 'refusing a request before routing');
+  const body = JSON.stringify(problemBody(problem, requestId));
+  res.writeHead(problem.status, {
+    'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId,
+    ...problem.headers, ...(bodyUnread(req) ? { connection: 'close' } : {}),
+  });
+  res.end(body);
+}
+
+/**
+ * Puts the checks in front of Fastify's request listener on `app.server`, and answers the events
+ * Node would answer bare: an `Expect` other than 100-continue (417), CONNECT (501). The server must
+ * be made with `requireHostHeader: false` (http/app.ts), so that a missing Host reaches the check.
+ */
+export function installMessageChecks(app: FastifyInstance): void {
+  const server = app.server;
+  const listeners = server.listeners('request') as RequestListener[];
+  if (listeners.length !== 1) throw new Error(`expected Fastify's one request listener, found ${listeners.length}`);
+  const route = listeners[0]!;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const fault = headerFault(req);
+    if (fault === null) route(req, res);
+    else refuse(app, req, res, fault);
+  });
+  // Node would send 100 Continue before any listener saw the request: a request refused anyway is
+  // answered without asking for its body.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const fault = headerFault(req);
+    if (fault !== null) { refuse(app, req, res, fault); return; }
+    res.writeContinue();
+    route(req, res);
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    refuse(app, req, res, headerFault(req) ?? new Problem(417, 'expectation_failed', 'the only expectation this service meets is "Expect: 100-continue"'));
+  });
+  // Gavel is no proxy. Without a listener Node closes the connection without a word. After CONNECT
+  // Node no longer parses the connection, so it is closed after the answer.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const requestId = newId('req');
+    app.log.debug({ request_id: requestId, url: req.url }, 'refusing CONNECT');
+    socket.on('error', () => {});
+    socket.end(rawProblem(new Problem(501, 'not_implemented', 'this service does not tunnel: CONNECT is not implemented'), requestId), () => socket.destroy());
+  });
+}

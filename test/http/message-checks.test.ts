@@ -1,0 +1,111 @@
+// What Node answered on its own (bare, without problem+json) or passed on silently, answered before
+// routing as problems (src/http/message-checks.ts): repeated Host, Authorization or Content-Type, a
+// missing Host, an Expect other than 100-continue, CONNECT. Raw bytes over a real socket.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { assertRawProblem, exchange, lastResponse, responses } from '../support/raw-http.ts';
+import { issue, newAgent } from '../support/authorize.ts';
+import { recordedDecisions } from '../support/decisions.ts';
+import { consoleMember } from '../support/console.ts';
+
+const HEALTH = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+
+describe('requests answered before routing', () => {
+  let svc: TestService;
+  let port: number;
+  let authorization: string;
+  let decisionBody: string;
+  before(async () => {
+    svc = await startService(backends()[0]!);
+    await svc.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (svc.app.server.address() as AddressInfo).port;
+    authorization = (await svc.keyHeader([])).authorization;
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });
+    decisionBody = JSON.stringify({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' });
+  });
+  after(async () => { await svc.stop(); });
+
+  const authorize = (headers: string) => `POST /v1/authorize HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${Buffer.byteLength(decisionBody)}\r\n\r\n${decisionBody}`;
+
+  test('one Authorization: the request over a raw socket is decided (the control for the cases below)', async () => {
+    const res = lastResponse(await exchange(port, authorize(`Authorization: ${authorization}\r\nContent-Type: application/json\r\nConnection: close\r\n`)));
+    assert.equal(res.status, 200, res.body);
+  });
+
+  test('a repeated Authorization is 400 duplicate_header before any authentication, and nothing is decided', async () => {
+    const before = (await recordedDecisions(svc.ts.store.db)).length;
+    for (const [first, second] of [[authorization, 'Bearer gvl_unknown'], ['Bearer gvl_unknown', authorization], [authorization, authorization]]) {
+      const raw = await exchange(port, authorize(`Authorization: ${first}\r\ncontent-type: application/json\r\nauthorization: ${second}\r\n`));
+      const res = lastResponse(raw);
+      assertRawProblem(res, 400, 'duplicate_header');
+      assert.match(JSON.parse(res.body).detail, /authorization/);
+      // Refused before its body was read: the connection is closed rather than drained.
+      assert.equal(res.headers.connection, 'close');
+    }
+    assert.equal((await recordedDecisions(svc.ts.store.db)).length, before);
+  });
+
+  test('a repeated Content-Type is 400 duplicate_header, not read as the first', async () => {
+    const res = lastResponse(await exchange(port, authorize(`Authorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\n`)));
+    assertRawProblem(res, 400, 'duplicate_header');
+    assert.match(JSON.parse(res.body).detail, /content-type/);
+  });
+
+  test('a repeated Host is 400 duplicate_header (RFC 9112 §3.2); a request without a body keeps its connection', async () => {
+    const raw = await exchange(port, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHOST: evil.example\r\n\r\n${HEALTH}`);
+    const [refused, next] = responses(raw);
+    assertRawProblem(refused!, 400, 'duplicate_header');
+    assert.notEqual(refused!.headers.connection, 'close');
+    assert.equal(next?.status, 200);
+  });
+
+  test('an HTTP/1.1 request without Host is 400 malformed_request and the connection closes; HTTP/1.0 needs none', async () => {
+    const raw = await exchange(port, `GET /healthz HTTP/1.1\r\n\r\n${HEALTH}`);
+    assert.equal(responses(raw).length, 1);
+    const res = lastResponse(raw);
+    assertRawProblem(res, 400, 'malformed_request');
+    assert.equal(res.headers.connection, 'close');
+    assert.equal(lastResponse(await exchange(port, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
+  });
+
+  test('an Expect other than 100-continue is 417 expectation_failed, and the connection is kept', async () => {
+    const [refused, next] = responses(await exchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n${HEALTH}`));
+    assertRawProblem(refused!, 417, 'expectation_failed');
+    assert.equal(next?.status, 200);
+  });
+
+  test('Expect: 100-continue is met, unless the request is refused before its body: then no 100 is sent', async () => {
+    const met = responses(await exchange(port, authorize(`Authorization: ${authorization}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nConnection: close\r\n`)));
+    assert.deepEqual(met.map((r) => r.status), [100, 200]);
+    const refused = responses(await exchange(port, authorize(`Authorization: ${authorization}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n`)));
+    assert.equal(refused.length, 1);
+    assertRawProblem(refused[0]!, 400, 'duplicate_header');
+    assert.equal(refused[0]!.headers.connection, 'close');
+  });
+
+  test('CONNECT is 501 not_implemented, then the connection closes', async () => {
+    for (const target of ['example.com:443', '/healthz']) {
+      const res = lastResponse(await exchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`));
+      assertRawProblem(res, 501, 'not_implemented');
+      assert.equal(res.headers.connection, 'close');
+    }
+  });
+
+  test('a problem for a request without a body (no such route) keeps the connection', async () => {
+    const [first, second] = responses(await exchange(port, `GET /nothing HTTP/1.1\r\nHost: x\r\n\r\nGET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+    assertRawProblem(first!, 404, 'not_found');
+    assert.notEqual(first!.headers.connection, 'close');
+    assertRawProblem(second!, 404, 'not_found');
+  });
+
+  test('a repeated x-csrf-token is joined by Node into a value no token matches: 403 csrf_failed', async () => {
+    const person = await consoleMember(svc, []);
+    const res = lastResponse(await exchange(port, 'POST /v1/console/logout HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n'
+      + `Cookie: ${person.post.cookie}\r\nx-csrf-token: ${person.post['x-csrf-token']}\r\nx-csrf-token: ${person.post['x-csrf-token']}\r\n\r\n`));
+    assertRawProblem(res, 403, 'csrf_failed');
+  });
+});
