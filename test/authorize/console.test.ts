@@ -2,6 +2,7 @@
 // paging; revocation seen by the next decision; bad input.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
@@ -237,6 +238,35 @@ for (const backend of backends()) {
       // Revoking the root afterwards: the earliest revocation above a link is the one it shows.
       assert.equal((await svc.app.inject({ method: 'POST', url: `${base()}/permits/${root.commitment}/revoke`, headers: issuer.post, payload: {} })).statusCode, 200);
       assert.equal((await get(grandchildLink)).revoked_via, childLink);
+    });
+
+    test('a delegated link whose recording failed is recorded by the next decision, not skipped because its chain verified before', async () => {
+      const { child, grandchild, toGrandchild } = await threeLinks();
+      const childLink = permitCommitment(toGrandchild.split('~')[1]!);
+      const key = await svc.keyHeader([]);
+      const decide = () => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
+        payload: { agent: grandchild.did, permit: toGrandchild, action: 'read', resource: 'resource://docs/public/a' } });
+      // The database refuses to record delegated links for a moment (an outage, as the first
+      // decision to present the chain sees it), then takes them again.
+      const db = svc.ts.store.db;
+      const [refuse, accept] = backend.name === 'postgres'
+        ? [[`create function refuse_links() returns trigger language plpgsql as $$ begin if new.parent is not null then raise exception 'refused'; end if; return new; end $$`,
+          'create trigger refuse_links before insert on permits for each row execute function refuse_links()'],
+        ['drop trigger refuse_links on permits', 'drop function refuse_links()']]
+        : [["create trigger refuse_links before insert on permits when new.parent is not null begin select raise(abort, 'refused'); end"], ['drop trigger refuse_links']];
+      for (const statement of refuse) await sql.raw(statement).execute(db);
+      try {
+        assert.equal((await decide()).statusCode, 500, 'the links could not be recorded: no decision');
+      } finally {
+        for (const statement of accept) await sql.raw(statement).execute(db);
+      }
+      assert.equal((await decide()).json().decision, 'ALLOW');
+      const seen = await svc.app.inject({ method: 'GET', url: `${base()}/permits/${childLink}`, headers: auditor.get });
+      assert.equal(seen.statusCode, 200, `a link decisions allow is known to the console: ${seen.body}`);
+      assert.equal(seen.json().agent, child.did);
+      const revoked = await svc.app.inject({ method: 'POST', url: `${base()}/permits/${childLink}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal(revoked.statusCode, 200, revoked.body);
+      assert.match((await decide()).json().detail ?? '', /^revoked:/);
     });
 
     test('a delegated link no decision has seen is revoked by sending its chain, which must verify and hold it', async () => {

@@ -87,11 +87,11 @@ export class Authorizer {
   async #verifyThenCheck(projectId: string, input: AuthorizeInput, now: Date): Promise<PermitCheck> {
     const key = this.#keys.get(projectId) ?? await this.#loadProjectKey(projectId);
     // verify answers from the cache itself when it can (a key loaded just now, a permit cached since).
-    const verified = await this.#cache.verify(input.permit, projectId, key);
     // A chain seen for the first time by this process: its delegated links become revocable one
-    // by one (an insert that finds them recorded does nothing; a root alone writes nothing).
-    // Cached chains never come here.
-    if (verified.ok) await recordDelegatedLinks(this.#store.db, projectId, verified.permit, now);
+    // by one (an insert that finds them recorded does nothing; a root alone writes nothing). That
+    // happens before the chain is cached, since cached chains never come here: a failed insert
+    // (the database away) must not leave links that decisions allow but the console cannot find.
+    const verified = await this.#cache.verify(input.permit, projectId, key, (permit) => recordDelegatedLinks(this.#store.db, projectId, permit, now));
     return this.#checkVerified(verified, input, now);
   }
 

@@ -1,7 +1,7 @@
 // Ed25519 verification costs ~125 µs a link; the cryptographic part of a permit is a pure function
 // of (presented string, project key), so it is cached by that pair. Time, revocation, budgets and
 // use counts are never cached: they are checked on every decision.
-import { verifyPermitSignatures, type VerifyResult } from '../../domain/permit/index.ts';
+import { verifyPermitSignatures, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
 
 const MAX_ENTRIES = 10_000;
 
@@ -38,13 +38,19 @@ export class PermitVerificationCache {
     return hit.result;
   }
 
-  async verify(presented: string, projectId: string, projectPublicKey: Uint8Array): Promise<VerifyResult> {
+  /**
+   * `firstSeen` runs once a permit verifies and before it is cached: what must be done once per
+   * permit (recording its delegated links) is done before a hit can skip it, and a failure there
+   * leaves the permit uncached, so the next decision does it again.
+   */
+  async verify(presented: string, projectId: string, projectPublicKey: Uint8Array, firstSeen?: (permit: VerifiedPermit) => Promise<void>): Promise<VerifyResult> {
     const cached = this.cached(presented, projectId, projectPublicKey);
     if (cached) return cached;
     const key = keyOf(presented);
     const result = await verifyPermitSignatures(presented, { projectId, projectPublicKey });
     // Only successes are worth keeping; garbage must not evict good entries.
     if (result.ok) {
+      if (firstSeen) await firstSeen(result.permit);
       if (!this.#entries.has(key) && this.#entries.size >= this.#maxEntries) this.#evictOne();
       this.#entries.set(key, { presented, projectId, projectPublicKey: Uint8Array.from(projectPublicKey), result, used: false });
     }
