@@ -141,6 +141,27 @@ for (const backend of backends()) {
       assert.deepEqual(of('agent.released'), { agent: agent.did, reason: 'cleared by review' }, 'the release says why, in the audit log');
     });
 
+    test('meet: a permit that does not cover the request denies whatever the policy says, and opens no obligation', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+      const obligations = async () => (await svc.ts.store.db.selectFrom('approval_requests').select('id').where('agent', '=', agent.did).execute()).length;
+      const big = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+      const asked = (await authorize(big)).json();
+      assert.deepEqual([asked.decision, asked.reason_code], ['REQUIRE_APPROVAL', 'policy_require_approval'], 'the permit covers it: a person is asked');
+      assert.equal(await obligations(), 1);
+      // The policy would ask a person (pay-large-needs-person) or allow (read-docs); the permit denies both.
+      for (const [over, check] of [[{ resource: 'resource://bank/1' }, 'resource_not_covered'], [{ permit: 'garbage' }, 'malformed'],
+        [{ action: 'read', resource: 'resource://docs/a', amount: undefined }, 'action_not_covered']] as const) {
+        const res = await authorize({ ...big, ...over });
+        const body = res.json();
+        assert.deepEqual([body.decision, body.reason_code], ['DENY', 'permit_invalid'], res.body);
+        assert.match(body.detail, new RegExp(`^${check}:`));
+        assert.ok(!('approval_request_id' in body), res.body);
+      }
+      assert.equal(await obligations(), 1, 'a DENY opened no obligation');
+    });
+
     /** A root permit to a new agent, delegated (read-only) to another new agent. */
     async function delegatedChain() {
       await activatePolicy(svc, ALLOW_PAYMENTS);
