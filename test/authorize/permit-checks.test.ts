@@ -80,6 +80,27 @@ for (const backend of backends()) {
       await assertRefused({ agent: grandchild.did, permit: `${toChild}~${widened}`, action: 'read', resource: 'resource://docs/a' }, 'delegation_widened');
     });
 
+    test('a chain that is too long, does not link up, or is signed by a DID the service cannot resolve: each named', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, parent.did, PAY);
+      const base = claimsOf(root.jws);
+      const read = { agent: child.did, action: 'read', resource: 'resource://docs/a' };
+      const link = (over: Partial<PermitClaims>, signer: Agent = parent, kid = `${parent.did}#x`) => signPermitClaims({
+        iss: parent.did, sub: child.did, aud: base.aud, jti: crypto.randomUUID(), iat: base.iat, nbf: base.nbf, exp: base.exp,
+        gavel: { ...PAY, parent: root.commitment }, ...over,
+      } as PermitClaims, kid, signer.sign);
+      assert.equal((await authorize({ ...read, permit: `${root.jws}~${await link({})}` })).decision, 'ALLOW', 'the chain as it should be');
+      await assertRefused({ ...read, permit: `${root.jws}~${await link({ gavel: { ...PAY, parent: 'f'.repeat(64) } })}` }, 'chain_broken');
+      await assertRefused({ ...read, permit: Array(9).fill(root.jws).join('~') }, 'chain_too_long');
+      // A root issued to a did:web agent, which delegates: no resolver is configured for did:web (fail closed).
+      const web = 'did:web:agents.example.com';
+      const webRoot = await issue(svc, web, PAY);
+      const fromWeb = await signPermitClaims({ ...claimsOf(webRoot.jws), iss: web, sub: child.did, jti: crypto.randomUUID(),
+        gavel: { ...PAY, parent: webRoot.commitment } } as PermitClaims, `${web}#key-1`, newAgent().sign);
+      await assertRefused({ ...read, permit: `${webRoot.jws}~${fromWeb}` }, 'did_unresolvable');
+    });
+
     test('every dimension a link could widen is refused end to end, the detail naming it', async () => {
       const parent = newAgent();
       const child = newAgent();
