@@ -65,6 +65,41 @@ for (const backend of backends()) {
       assert.equal(decision.decision, 'ALLOW');
     });
 
+    test('every decision\'s audit event records its inputs, outcome, policy version, matched rules, permit commitment, depth and request id', async () => {
+      const version = await activatePolicy(svc, ALLOW_PAYMENTS);
+      const holder = newAgent();
+      const agent = newAgent();
+      const root = await issue(svc, holder.did, PAY);
+      const chain = await delegate(root.jws, holder, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+      const leaf = permitCommitment(chain.split('~').at(-1)!);
+      const pay = { agent: agent.did, permit: chain, action: 'pay', resource: 'resource://shop/1', intent: 'order-17' };
+      const cases: [Record<string, unknown>, Record<string, unknown>][] = [
+        [{ amount: { minor: 500, currency: 'EUR' } }, { decision: 'ALLOW', reason_code: 'policy_allow', matched_rules: ['pay-small'], permit_commitment: leaf, delegation_depth: 1 }],
+        [{ amount: { minor: 50_000, currency: 'EUR' } }, { decision: 'REQUIRE_APPROVAL', reason_code: 'policy_require_approval', matched_rules: ['pay-large-needs-person'], permit_commitment: leaf, delegation_depth: 1 }],
+        [{ amount: { minor: 500, currency: 'EUR' }, resource: 'resource://docs/secret/a' }, { decision: 'DENY', reason_code: 'permit_invalid', matched_rules: ['pay-small', 'no-secrets'], permit_commitment: leaf, delegation_depth: 1 }],
+        // The policy was evaluated all the same: its matches are recorded beside the permit's DENY. A
+        // permit that does not verify names no chain: depth 0, and its last link's SHA-256 as the commitment.
+        [{ amount: { minor: 500, currency: 'EUR' }, permit: `${chain}x` }, { decision: 'DENY', reason_code: 'permit_invalid', matched_rules: ['pay-small'], permit_commitment: permitCommitment(`${chain.split('~').at(-1)!}x`), delegation_depth: 0 }],
+      ];
+      for (const [over, expected] of cases) {
+        const body: Record<string, unknown> = { ...pay, ...over };
+        const res = await authorize(body);
+        const answer = res.json();
+        const event = await recordedDecision(svc.ts.store.db, answer.audit_id);
+        assert.ok(Math.abs(Date.parse(event.request_time) - Date.now()) < 60_000, event.request_time);
+        assert.deepEqual({
+          agent: event.agent, action: event.action, resource: event.resource, amount: event.amount, intent: event.intent,
+          decision: event.decision, reason_code: event.reason_code, detail: event.detail, policy_version: event.policy_version, matched_rules: event.matched_rules,
+          permit_commitment: event.permit_commitment, delegation_depth: event.delegation_depth, request_id: event.request_id, approval_request_id: event.approval_request_id,
+        }, {
+          agent: agent.did, action: 'pay', resource: body.resource, amount: body.amount, intent: 'order-17',
+          ...expected, detail: answer.detail ?? null, policy_version: version, request_id: answer.request_id,
+          approval_request_id: answer.approval_request_id ?? null,
+        }, res.body);
+        assert.equal(answer.decision, expected.decision);
+      }
+    });
+
     test('every reason code is reached', async () => {
       await activatePolicy(svc, ALLOW_PAYMENTS);
       const agent = newAgent();
