@@ -31,9 +31,10 @@ for (const backend of backends()) {
     const second = await spawnGavel(env);
     const store = openStore(svc.ts.options);
     try {
-      // SQLite: the new process marks them at start. PostgreSQL: once the dead instance's heartbeat is stale.
+      // SQLite: the new process marks them at start. PostgreSQL: once the dead instance's heartbeat
+      // is stale and the new one has beaten for a staleness window (~12 s after its start).
       let rows: { status: string; note: string | null; id: string }[] = [];
-      for (let i = 0; i < 300; i++) {
+      for (let i = 0; i < 600; i++) {
         rows = await store.db.selectFrom('executions').select(['id', 'status', 'note']).execute();
         if (rows.every((r) => r.status !== 'IN_FLIGHT')) break;
         await new Promise((r) => setTimeout(r, 100));

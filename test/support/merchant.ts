@@ -4,6 +4,7 @@
 //   /hang    never answers (until the server closes)
 //   /reset   reads the whole body, then destroys the connection without answering
 //   /redirect 302 to /ok (must not be followed)
+//   /hold    200 once the test calls release()
 // It verifies the gavel-signature HMAC on every call (a bad one is answered 401 and counted) and
 // counts the calls it received per Idempotency-Key.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -14,7 +15,7 @@ import { join } from 'node:path';
 import { verifySignature } from '../../src/merchants/signature.ts';
 
 export const MERCHANT_SECRET = 'test-merchant-secret-0123456789';
-export const BEHAVIOURS = ['ok', 'slow', 'refuse', 'fail', 'hang', 'reset', 'redirect'] as const;
+export const BEHAVIOURS = ['ok', 'slow', 'refuse', 'fail', 'hang', 'reset', 'redirect', 'hold'] as const;
 
 export interface TestMerchant {
   url: string;
@@ -27,20 +28,24 @@ export interface TestMerchant {
   slowMs: number;
   /** Resolves once `n` calls in total have been received. */
   waitForCalls(n: number): Promise<void>;
+  /** Answers 200 to every /hold call received so far. */
+  release(): void;
   close(): Promise<void>;
 }
 
 export async function startMerchant(options: { slowMs?: number } = {}): Promise<TestMerchant> {
   const sockets = new Set<Socket>();
   const hanging = new Set<ServerResponse>();
+  const held = new Set<ServerResponse>();
   const waiters: { n: number; resolve: () => void }[] = [];
   let total = 0;
   const m: TestMerchant = {
     url: '', calls: new Map(), bodies: new Map(), badSignatures: 0, slowMs: options.slowMs ?? 200,
     totalCalls: () => total,
+    release: () => { for (const r of held) r.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'); held.clear(); },
     waitForCalls: (n) => new Promise((resolve) => { if (total >= n) resolve(); else waiters.push({ n, resolve }); }),
     close: async () => {
-      for (const r of hanging) r.destroy();
+      for (const r of [...hanging, ...held]) r.destroy();
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -69,6 +74,7 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
         case '/refuse': return json(402, { error: 'card_declined' });
         case '/fail': return json(500, { error: 'boom' });
         case '/hang': hanging.add(res); return;
+        case '/hold': held.add(res); return;
         case '/reset': req.socket.destroy(); return;
         case '/redirect': res.writeHead(302, { location: '/api/ok' }).end(); return;
         default: return json(404, { error: 'no such path' });

@@ -109,7 +109,13 @@ export class InstanceKeeper {
   /** Registers the instance and marks what dead instances left in flight, before serving. */
   async start(): Promise<number> {
     await beat(this.#store, this.#instanceId, this.#now());
-    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: true });
+    // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
+    // stale because the database was unreachable to everyone (an outage it has just come back from),
+    // not because they died. It judges them as an instance back from an outage does, once its own
+    // run of beats, begun here, is longer than STALE_AFTER_MS. On SQLite it serves alone (the
+    // serving lock), so every other instance is dead now.
+    this.#lastBeat = this.#unbrokenSince = performance.now();
+    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: true, judgeOthers: this.#store.dialect !== 'postgres' });
     this.#timer = setInterval(() => {
       // A database that hangs rather than refuses holds a tick for as long as its queries wait:
       // ticks are skipped meanwhile, not queued, so none run back to back when it answers again.
