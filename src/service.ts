@@ -99,7 +99,8 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const clock = options.clock ?? systemClock;
   // Executions left in flight by a dead process become UNKNOWN before this one serves.
   const instanceId = randomUUID();
-  const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now() });
+  let onMarked: (n: number) => void = () => {};
+  const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now(), onMarked: (n) => onMarked(n) });
   const recovered = await keeper.start();
   const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now() });
   const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
@@ -107,7 +108,9 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const app = await buildApp(deps, options);
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
   // A person has to resolve these (invariant 6): said where an operator looks first.
-  if (recovered > 0) app.log.warn({ executions: recovered }, 'executions left in flight by a stopped process are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');
+  // On PostgreSQL most are found after start, by the periodic sweep (recovery.ts): said the same way.
+  onMarked = (n) => app.log.warn({ executions: n }, 'executions left in flight by a stopped process are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');
+  if (recovered > 0) onMarked(recovered);
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
     witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,

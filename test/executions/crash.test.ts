@@ -28,7 +28,7 @@ for (const backend of backends()) {
     await first.kill('SIGKILL');
     assert.deepEqual(new Set(await Promise.all(pending)), new Set(['no answer']));
 
-    const second = await spawnGavel(env);
+    const second = await spawnGavel({ ...env, GAVEL_LOG_LEVEL: 'warn' });
     const store = openStore(svc.ts.options);
     try {
       // SQLite: the new process marks them at start. PostgreSQL: once the dead instance's heartbeat
@@ -46,6 +46,10 @@ for (const backend of backends()) {
       }
       const audited = await store.db.selectFrom('audit_events').select('id').where('kind', '=', 'execution.unknown').execute();
       assert.equal(audited.length, 50);
+      // The operator is told how many wait for a person, whichever sweep found them (on PostgreSQL one after start).
+      const told = () => second.lines.filter((l) => l.includes('now UNKNOWN; resolve them')).reduce((n, l) => n + (JSON.parse(l) as { executions: number }).executions, 0);
+      for (let i = 0; i < 100 && told() < 50; i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(told(), 50, 'the warning counts every execution marked UNKNOWN');
       for (const n of nonces) {
         const res = await send(second.url, n);
         assert.equal(res.status, 200);

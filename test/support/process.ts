@@ -5,7 +5,7 @@ import type { StoreOptions } from '../../src/store/store.ts';
 
 export const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
-export interface GavelProcess { url: string; child: ChildProcess; kill(signal?: NodeJS.Signals): Promise<void> }
+export interface GavelProcess { url: string; child: ChildProcess; kill(signal?: NodeJS.Signals): Promise<void>; /** Every stdout line so far (the log, at GAVEL_LOG_LEVEL). */ lines: string[] }
 
 /** GAVEL_DATABASE_URL for a test store (PostgreSQL schema carried as a connection option). */
 export function databaseUrl(options: StoreOptions): string | undefined {
@@ -33,6 +33,8 @@ export async function spawnGavel(env: Record<string, string | undefined>, { main
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; if (process.env.GAVEL_TEST_CHILD_LOG) process.stderr.write(d); });
   const rl = createInterface({ input: child.stdout! });
+  const lines: string[] = [];
+  rl.on('line', (line) => lines.push(line));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gavel did not start: ${stderr}`)), 30_000);
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`gavel exited with ${code}: ${stderr}`)); });
@@ -43,7 +45,7 @@ export async function spawnGavel(env: Record<string, string | undefined>, { main
     });
   });
   return {
-    url, child,
+    url, child, lines,
     kill: (signal = 'SIGTERM') => new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once('exit', () => resolve());

@@ -90,6 +90,7 @@ export class InstanceKeeper {
   readonly #instanceId: string;
   readonly #maxTimeoutMs: number;
   readonly #now: () => Date;
+  readonly #onMarked: (n: number) => void;
   #timer: NodeJS.Timeout | undefined;
   #tick: Promise<void> = Promise.resolve();
   /** When (performance.now()) the present run of beats began: none failed since, none came late. */
@@ -99,11 +100,13 @@ export class InstanceKeeper {
   /** A tick is running: the next one is skipped rather than queued behind it (see start). */
   #busy = false;
 
-  constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date }) {
+  /** onMarked: told how many rows a sweep after start marked UNKNOWN (start() returns its own count). */
+  constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date; onMarked?: (n: number) => void }) {
     this.#store = opts.store;
     this.#instanceId = opts.instanceId;
     this.#maxTimeoutMs = opts.maxTimeoutMs;
     this.#now = opts.now;
+    this.#onMarked = opts.onMarked ?? (() => {});
   }
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
@@ -138,7 +141,8 @@ export class InstanceKeeper {
           // instance has beaten without a break for longer than a heartbeat takes to go stale,
           // measured in time (a count of beats is not time: beats can run back to back).
           const judgeOthers = done - this.#unbrokenSince! > STALE_AFTER_MS;
-          await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false, judgeOthers });
+          const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false, judgeOthers });
+          if (marked > 0) this.#onMarked(marked);
         } catch { /* the database is unreachable: try again on the next beat */ } finally { this.#busy = false; }
       });
     }, HEARTBEAT_MS);
