@@ -49,7 +49,8 @@ export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: st
     if (key === last && Date.now() - at < 60_000) return;
     last = key;
     at = Date.now();
-    app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness, outcome }, 'the witness did not cosign the latest checkpoint');
+    app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness, outcome },
+      outcome.kind === 'rolled_back' ? 'the audit log was rolled back: its witness will not cosign it again (docs/audit-log.md)' : 'the witness did not cosign the latest checkpoint');
   };
 }
 

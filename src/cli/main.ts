@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { writeSync } from 'node:fs';
 import { LocalSigner } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
+import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
 import { LocalWitnessFailed, spawnLocalWitness, type LocalWitness } from './local-witness.ts';
@@ -138,6 +139,14 @@ async function serve(embedded: boolean): Promise<void> {
     `  Witness:  ${config.witnessUrl ?? 'none (checkpoints are signed, not witnessed)'}${witness ? ` (local, key ${witness.publicKeyVkey})` : ''}`,
     `  Merchants: ${service.deps.merchants.size > 0 ? `${service.deps.merchants.size} from ${config.merchantsFile}` : 'none (set GAVEL_MERCHANTS_FILE to allow executions)'}`,
   ];
+  // The start's check of the log against its checkpoints and the witness (services/auditlog/continuity.ts).
+  await service.auditLog.firstTick;
+  const rollback = await openRollback(service.deps.store.db).catch(() => null);
+  if (rollback) {
+    lines.push('', `Warning: the audit log was rolled back (found ${rollback.at}): ${rollback.reason ?? ''}.`,
+      '  Its witness will not cosign it again, /readyz answers 503 and proofs of new events are not ready until it is put right:',
+      '  restore the newest copy of the database (docs/audit-log.md).');
+  }
   if (service.bootstrap.admin) {
     lines.push('', `First start: the password of "${service.bootstrap.admin.name}" is printed above, this once.`);
   } else if (embedded) {

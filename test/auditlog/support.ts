@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import type { Config } from '../../src/config/config.ts';
 import { recordAudit } from '../../src/services/audit/record.ts';
 import { logIdentity } from '../../src/services/auditlog/log.ts';
@@ -83,4 +84,39 @@ export async function addEvents(store: Store, projectId: string, n: number, kind
     ids.push(await store.transaction((trx) => recordAudit(trx, { projectId, kind, actor: 'system', data: { n: i, note: `event ${i}` } })));
   }
   return ids;
+}
+
+/** The audit log's tables, as a backup holds them. */
+const LOG_TABLES = ['audit_events', 'audit_nodes', 'audit_log_state', 'audit_checkpoints', 'audit_witness_problem'] as const;
+export type LogTable = (typeof LOG_TABLES)[number];
+
+/**
+ * Copies the log's tables aside (a backup, or a dump) under `name`; `restoreLog` puts them back,
+ * each whole, or only the ones named (a partial restore). Plain SQL, the same on both engines.
+ */
+export async function snapshotLog(store: Store, name: string): Promise<void> {
+  for (const t of LOG_TABLES) await sql.raw(`create table ${name}_${t} as select * from ${t}`).execute(store.db);
+}
+
+export async function restoreLog(store: Store, name: string, tables: readonly LogTable[] = LOG_TABLES): Promise<void> {
+  await store.transaction(async (trx) => {
+    for (const t of tables) {
+      await sql.raw(`delete from ${t}`).execute(trx);
+      await sql.raw(`insert into ${t} select * from ${name}_${t}`).execute(trx);
+    }
+  });
+}
+
+/**
+ * The service started again on `a`'s store, witnessed by `a`'s witness, once `a`'s service is
+ * closed (`a.svc.close()`): a restart. Its first tick has run. Stopping it leaves the store to `a.stop()`.
+ */
+export async function restartAuditService(a: AuditService, overrides: Partial<Config> = {}): Promise<TestService> {
+  const { ts } = a.svc;
+  const { witnessUrl, witnessVkey } = a.svc.deps.config;
+  const svc = await startService({ name: ts.options.kind, open: async () => ts }, {
+    auditTickMs: 60_000, checkpointIntervalMs: 60_000, ...overrides, ...(witnessUrl && witnessVkey ? { witnessUrl, witnessVkey } : {}),
+  });
+  await svc.auditLog.firstTick;
+  return { ...svc, stop: () => svc.close() };
 }

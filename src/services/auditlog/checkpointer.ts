@@ -82,7 +82,21 @@ export type WitnessOutcome =
   | { kind: 'cosigned'; size: number }
   /** The witness answered 200 with no cosignature its pinned key verifies: nothing is stored. */
   | { kind: 'invalid_cosignature'; reason: string }
+  /** The log no longer extends a checkpoint it signed or the witness holds (services/auditlog/continuity.ts). */
+  | { kind: 'rolled_back'; reason: string }
   | Exclude<AddCheckpointResult, { kind: 'cosigned' }>;
+
+/**
+ * The lines of a witness's answer that verify under its pinned key. Any other line (one naming the
+ * log's key, say, which fails the log's signature check) would make every proof of the checkpoint
+ * unverifiable, so only these are kept.
+ */
+export function keptCosignatures(note: string, lines: readonly string[], vkey: string): string[] {
+  const key = parseVkey(vkey);
+  return lines.filter((line) => {
+    try { return verifyCosignatures(note + line, [key]).length > 0; } catch { return false; }
+  });
+}
 
 /**
  * Submits the newest checkpoint to the witness unless it is already cosigned. `old` is the size
@@ -101,14 +115,9 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
     if (r.kind === 'cosigned') {
       // Stored only once the pinned key verifies it: a checkpoint marked witnessed is one a witness
       // holding that key vouched for, whatever lines the answer carried.
-      // Only the lines that key verifies are kept: any other line (one naming the log's key, say,
-      // which fails the log's signature check) would make every proof of this checkpoint unverifiable.
-      const key = parseVkey(witness.vkey);
-      const kept = r.cosignatures.filter((line) => {
-        try { return verifyCosignatures(latest.note + line, [key]).length > 0; } catch { return false; }
-      });
+      const kept = keptCosignatures(latest.note, r.cosignatures, witness.vkey);
       if (kept.length === 0) {
-        return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${key.name}` };
+        return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${parseVkey(witness.vkey).name}` };
       }
       await store.db.updateTable('audit_checkpoints')
         .set({ cosignatures: kept.join(''), witnessed_at: now.toISOString() })

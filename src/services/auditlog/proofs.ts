@@ -10,6 +10,7 @@ import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity, readNodes } from './log.ts';
+import { ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface AuditLogDeps {
@@ -89,6 +90,9 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
     if (!deps.witnessUrl) throw notReady(deps, 'no signed checkpoint covers the event yet');
     // While the witness refuses or cannot be reached, say so: retrying every second would not help.
     const problem = await openWitnessProblem(deps.store.db);
+    if (problem?.kind === ROLLED_BACK) {
+      throw notReady(deps, `no witnessed checkpoint covers the event, and none will until the log is put right: since ${problem.at} it does not extend what the witness holds (rolled_back: ${problem.reason ?? ''})`, WITNESS_PROBLEM_RETRY_SECONDS);
+    }
     if (problem) {
       throw notReady(deps, `no witnessed checkpoint covers the event yet, and the witness has not cosigned since ${problem.at} (${problem.kind}${problem.reason ? `: ${problem.reason}` : ''})`, WITNESS_PROBLEM_RETRY_SECONDS);
     }

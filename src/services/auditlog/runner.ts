@@ -8,6 +8,8 @@ import type { Database } from '../../store/schema/index.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Store } from '../../store/store.ts';
 import { checkpointIfDue, witnessLatest, type CheckpointPolicy, type WitnessOutcome } from './checkpointer.ts';
+import { checkContinuity, classifyWitnessOutcome, openRollback, ROLLED_BACK, type ContinuityCheck } from './continuity.ts';
+import { ensureLogState } from './log.ts';
 import { sequencePending, type SequenceBatch } from './sequencer.ts';
 
 export interface AuditLogOptions extends CheckpointPolicy {
@@ -27,23 +29,39 @@ export interface AuditLogOptions extends CheckpointPolicy {
   now?: () => Date;
   onError?: (err: unknown) => void;
   /** A witness that refused, could not be reached, or answered without a valid cosignature. */
-  onWitnessProblem?: (outcome: Extract<WitnessOutcome, { kind: 'refused' | 'unavailable' | 'invalid_cosignature' | 'conflict' }>) => void;
+  onWitnessProblem?: (outcome: WitnessProblem) => void;
   /** Runs each sequencing batch; the service passes its writer so that the log's writes share the
    * decisions' commits (and fsyncs) and, on SQLite, run on the writer thread. */
   sequence?: SequenceBatch;
 }
+
+export type WitnessProblem = Extract<WitnessOutcome, { kind: 'refused' | 'unavailable' | 'invalid_cosignature' | 'conflict' | 'rolled_back' }>;
 
 export interface TickResult {
   leader: boolean;
   sequenced: number;
   checkpoint: number | undefined;
   witness: WitnessOutcome | undefined;
+  /** Whether the log still extends what it signed and the witness holds, when this tick asked. */
+  continuity: ContinuityCheck | undefined;
 }
+
+/**
+ * How often a leader asks whether the log still extends what was signed and witnessed (at start and
+ * on becoming leader, then this often), and how soon again when the witness could not be reached.
+ */
+export const CONTINUITY_CHECK_MS = 60_000;
+const CONTINUITY_RETRY_MS = 30_000;
+
+const isProblem = (o: { kind: string } | undefined): o is WitnessProblem =>
+  o !== undefined && ['refused', 'unavailable', 'invalid_cosignature', 'conflict', 'rolled_back'].includes(o.kind);
 
 export interface AuditLogRunner {
   /** Runs one tick now (serialized with the loop); `force` signs a checkpoint even if not due. */
   tick(options?: { force?: boolean }): Promise<TickResult>;
   isLeader(): boolean;
+  /** Settles once the loop's first tick has run (the start's continuity check included). */
+  firstTick: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -100,24 +118,43 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const recorded = { key: '', at: 0 };
+  // 0: due now. At start, and again whenever this instance (re)gains the lead.
+  let checkAt = 0;
 
-  const once = async (force: boolean): Promise<TickResult> => {
+  const once = async (forced: boolean): Promise<TickResult> => {
     const leader = leadership ? await leadership.ensure() : true;
-    if (!leader) return { leader, sequenced: 0, checkpoint: undefined, witness: undefined };
+    if (!leader) { checkAt = 0; return { leader, sequenced: 0, checkpoint: undefined, witness: undefined, continuity: undefined }; }
+    let force = forced;
+    let continuity: ContinuityCheck | undefined;
+    if (now().getTime() >= checkAt) {
+      // A check that fails (or finds the witness unreachable) is tried again later, and never holds up sequencing.
+      checkAt = now().getTime() + CONTINUITY_RETRY_MS;
+      continuity = await checkContinuity(store, options.witness, options.witnessTimeoutMs).catch((e: unknown) => { options.onError?.(e); return undefined; });
+      if (continuity && continuity.kind !== 'unavailable') checkAt = now().getTime() + CONTINUITY_CHECK_MS;
+      // The log and the witness agree again (the right copy restored, say): the rollback is over.
+      if (continuity?.kind === 'ok') await store.db.deleteFrom('audit_witness_problem').where('id', '=', 1).where('kind', '=', ROLLED_BACK).execute();
+      // The witness holds a size the log reaches: a checkpoint submitted from there says whether it is the same history.
+      if (continuity?.kind === 'witness_ahead') force = true;
+    }
     const sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
     const cp = await checkpointIfDue(store, signer, now(), options, force);
-    const witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
-    if (witness.kind === 'refused' || witness.kind === 'unavailable' || witness.kind === 'invalid_cosignature' || witness.kind === 'conflict') {
+    let witness: WitnessOutcome = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
+    if (witness.kind === 'conflict' || witness.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
+    // A rollback found either way wins; an outage found by the check alone is not recorded (the
+    // checkpointer records one when it has something to submit).
+    const problem = [continuity, witness].find((o) => o?.kind === 'rolled_back')
+      ?? (isProblem(witness) ? witness : continuity?.kind !== 'unavailable' ? continuity : undefined);
+    if (isProblem(problem)) {
       // Recorded when it changes, and at most once a minute while it stays the same (ticks are 100 ms apart).
-      const key = `${witness.kind}:${'reason' in witness ? witness.reason : ''}:${'size' in witness ? witness.size : ''}`;
+      const key = `${problem.kind}:${'reason' in problem ? problem.reason : ''}:${'size' in problem ? problem.size : ''}`;
       if (key !== recorded.key || now().getTime() - recorded.at >= 60_000) {
-        await recordWitnessProblem(store, witness, now());
+        await recordWitnessProblem(store, problem, now());
         recorded.key = key;
         recorded.at = now().getTime();
       }
-      options.onWitnessProblem?.(witness);
+      options.onWitnessProblem?.(problem);
     }
-    return { leader, sequenced, checkpoint: cp?.size, witness };
+    return { leader, sequenced, checkpoint: cp?.size, witness, continuity };
   };
 
   const tick = (opts: { force?: boolean } = {}): Promise<TickResult> => {
@@ -126,9 +163,12 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     return run;
   };
 
+  let firstDone: () => void = () => {};
+  const firstTick = new Promise<void>((resolve) => { firstDone = resolve; });
   const loop = () => {
-    if (stopped) return;
+    if (stopped) { firstDone(); return; }
     tick().catch((e) => options.onError?.(e)).finally(() => {
+      firstDone();
       // unref: the loop alone never keeps a process alive (the HTTP server does).
       if (!stopped) timer = setTimeout(loop, options.tickMs).unref();
     });
@@ -138,8 +178,10 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   return {
     tick,
     isLeader: () => (leadership ? leadership.leader : true),
+    firstTick,
     async stop() {
       stopped = true;
+      firstDone();
       if (timer) clearTimeout(timer);
       await chain;
       await leadership?.stop();
@@ -152,6 +194,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
  * dashboard, services/dashboard/sections.ts); a later cosignature is what clears it there.
  */
 async function recordWitnessProblem(store: Store, outcome: { kind: string; reason?: string; size?: number }, at: Date): Promise<void> {
+  // A rollback stays what is shown until it is put right: a later refusal or outage is its consequence.
+  if (outcome.kind !== ROLLED_BACK && await openRollback(store.db)) return;
   const row = {
     kind: outcome.kind,
     reason: outcome.reason ?? (outcome.size !== undefined ? `the witness holds size ${outcome.size}` : null),

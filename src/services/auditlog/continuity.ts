@@ -1,0 +1,89 @@
+// Whether the stored log still extends what it signed and what the witness cosigned. A database
+// restored from an older copy (or rows deleted) leaves a log shorter than, or different from, the
+// newest checkpoint: the witness will never cosign it again. The checkpointer learns that only when
+// it submits a new checkpoint; this check asks at once (at start, and now and then while idle), so
+// that an idle service says so too (decision 0652, addendum).
+import { bytesEqual } from '../../domain/auditlog/bytes.ts';
+import { AuditLogError } from '../../domain/auditlog/errors.ts';
+import { parseVkey } from '../../domain/auditlog/note.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
+import { addCheckpoint } from '../../witness/client.ts';
+import { keptCosignatures, latestCheckpoint, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
+import { ensureLogState } from './log.ts';
+
+/** The witness-problem kind of a log that no longer extends a checkpoint it signed or the witness holds. */
+export const ROLLED_BACK = 'rolled_back';
+
+export type ContinuityCheck =
+  /** The log extends its newest checkpoint, and the witness holds the newest witnessed one. */
+  | { kind: 'ok' }
+  /** The log extends its newest checkpoint, which is not witnessed yet: the checkpointer's submission decides. */
+  | { kind: 'pending' }
+  /** The witness holds a larger size the log reaches: a new checkpoint submitted from there decides. */
+  | { kind: 'witness_ahead'; size: number }
+  | { kind: 'rolled_back'; reason: string }
+  | Extract<WitnessOutcome, { kind: 'refused' | 'unavailable' | 'invalid_cosignature' | 'conflict' }>;
+
+/**
+ * Compares the stored tree with its newest signed checkpoint (any instance can), then, when that
+ * checkpoint is witnessed, re-submits it to the witness (C2SP: `old` = its size, no proof), which
+ * cosigns it again only if it still holds exactly that; otherwise it names the size it holds.
+ */
+export async function checkContinuity(store: Store, witness: { url: string; vkey: string } | undefined, timeoutMs = 5000): Promise<ContinuityCheck> {
+  // The checkpoint before the state: the tree only grows between the two reads.
+  const latest = await latestCheckpoint(store.db);
+  const state = await ensureLogState(store);
+  if (!latest) return { kind: 'ok' };
+  if (latest.size > state.size) {
+    return { kind: 'rolled_back', reason: `the log signed a checkpoint of size ${latest.size} on ${latest.created_at} and holds fewer events now (a restore from an older copy, or deleted rows)` };
+  }
+  let root: Uint8Array;
+  try { root = await rootOfSize(store.db, latest.size); } catch (e) {
+    if (!(e instanceof AuditLogError && e.code === 'missing_node')) throw e;
+    return { kind: 'rolled_back', reason: `the log lacks a node under its checkpoint of size ${latest.size} (a partial restore, or deleted rows): ${e.message}` };
+  }
+  if (!bytesEqual(root, latest.root)) {
+    return { kind: 'rolled_back', reason: `the log's first ${latest.size} events no longer hash to the root of its checkpoint of size ${latest.size} (its history was replaced)` };
+  }
+  if (!witness) return { kind: 'ok' };
+  if (latest.witnessed_at === null) return { kind: 'pending' };
+  const r = await addCheckpoint(witness.url, latest.size, [], latest.note, { timeoutMs });
+  if (r.kind === 'cosigned') {
+    // Only a cosignature under the pinned key says the witness holds this checkpoint.
+    return keptCosignatures(latest.note, r.cosignatures, witness.vkey).length > 0
+      ? { kind: 'ok' }
+      : { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${parseVkey(witness.vkey).name}` };
+  }
+  if (r.kind === 'conflict') {
+    if (r.size > state.size) return rolledBackBehind(r.size);
+    if (r.size > latest.size) return { kind: 'witness_ahead', size: r.size };
+  }
+  return r;
+}
+
+/** The witness holds a checkpoint of `held` leaves, more than the log has. (The reason stays the same as the log grows: it is logged and recorded when it changes.) */
+const rolledBackBehind = (held: number): ContinuityCheck & { kind: 'rolled_back' } => ({
+  kind: 'rolled_back',
+  reason: `the witness holds a checkpoint of size ${held}, larger than the log (a restore from an older copy, or deleted rows)`,
+});
+
+/**
+ * A submission's outcome as the log's standing: a witness holding more than the log has, or
+ * refusing because the log's history does not extend what it holds (422), means the log was rolled
+ * back or replaced, not a passing disagreement.
+ */
+export function classifyWitnessOutcome<T extends WitnessOutcome>(outcome: T, logSize: number): T | (ContinuityCheck & { kind: 'rolled_back' }) {
+  if (outcome.kind === 'conflict' && outcome.size > logSize) return rolledBackBehind(outcome.size);
+  if (outcome.kind === 'refused' && outcome.status === 422) {
+    return { kind: 'rolled_back', reason: `the witness refused the log's newest checkpoint as not extending the one it holds (its history was replaced, e.g. rolled back and written again): ${outcome.reason}` };
+  }
+  return outcome;
+}
+
+/** The rollback the leader recorded, unless a cosignature or a later check put it right; null otherwise. */
+export async function openRollback(db: Db | Tx): Promise<{ reason: string | null; at: string } | null> {
+  const problem = await db.selectFrom('audit_witness_problem').select('kind').where('id', '=', 1).where('kind', '=', ROLLED_BACK).executeTakeFirst();
+  if (!problem) return null;
+  const open = await openWitnessProblem(db);
+  return open?.kind === ROLLED_BACK ? { reason: open.reason, at: open.at } : null;
+}

@@ -1,0 +1,179 @@
+// A log restored from an older copy no longer reaches the checkpoint its witness holds, and the
+// witness will never cosign it again. The service says so from its start, before any new event:
+// the dashboard's witness problem, /readyz, and the proofs waiting on a checkpoint (decision 0652,
+// addendum). Putting the right copy back and starting again clears it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import type { TestService } from '../support/service.ts';
+import { join } from 'node:path';
+import { openRollback } from '../../src/services/auditlog/continuity.ts';
+import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
+import { LocalSigner } from '../../src/signer/local.ts';
+import { addEvents, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
+
+/** What the service says of its log: the console dashboard's audit_log and /readyz. */
+async function status(svc: TestService, member: ConsoleMember) {
+  const dashboard = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/dashboard`, headers: member.get });
+  assert.equal(dashboard.statusCode, 200, dashboard.body);
+  const ready = await svc.app.inject({ method: 'GET', url: '/readyz' });
+  return { log: dashboard.json().audit_log, ready: { status: ready.statusCode, body: ready.json() } };
+}
+
+const proof = (svc: TestService, key: { authorization: string }, id: string) =>
+  svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/audit/${id}/proof`, headers: key });
+
+/** An auditor's session and an API key, made before the log is copied (each is an audit event of its own). */
+const callers = async (svc: TestService) => ({ member: await consoleMember(svc, ['AUDITOR']), key: await svc.keyHeader([]) });
+
+for (const backend of backends()) {
+  test(`a log restored from an older copy is noticed at start, before any new event, and cleared once the right copy is back (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const { member, key } = await callers(a.svc);
+      const kept = await addEvents(store, a.svc.projectId, 3);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      await snapshotLog(store, 'older');
+      const lost = await addEvents(store, a.svc.projectId, 3);
+      const held = await a.svc.auditLog.tick({ force: true });
+      assert.equal(held.witness?.kind, 'cosigned');
+      const heldSize = held.checkpoint!;
+      await a.svc.close();
+      await snapshotLog(store, 'newest');
+
+      // The older copy restored; the witness holds the newer checkpoint.
+      await restoreLog(store, 'older');
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`the witness holds a checkpoint of size ${heldSize}, larger than the log`));
+        assert.equal(at.ready.status, 503, JSON.stringify(at.ready.body));
+        assert.equal(at.ready.body.code, 'not_ready');
+        assert.match(at.ready.body.detail, /the audit log was rolled back .*size \d+, larger than the log/);
+        // What the witness cosigned before the copy was taken still proves; what was lost is gone.
+        assert.equal((await proof(b, key, kept[0]!)).statusCode, 200);
+        assert.equal((await proof(b, key, lost[0]!)).statusCode, 404);
+
+        // New events: their checkpoint is refused, and their proofs say why and that waiting will not help.
+        const [fresh] = await addEvents(store, b.projectId, 1);
+        assert.equal((await b.auditLog.tick({ force: true })).witness?.kind, 'rolled_back');
+        const waiting = await proof(b, key, fresh!);
+        assert.equal(waiting.statusCode, 409, waiting.body);
+        assert.equal(waiting.json().code, 'proof_not_ready');
+        assert.match(waiting.json().detail, /none will until the log is put right.*rolled_back: the witness holds a checkpoint/);
+        assert.equal(waiting.headers['retry-after'], '30');
+        // Past the witness's size the history differs (a fork, 422): still a rollback, still not ready.
+        await addEvents(store, b.projectId, heldSize);
+        assert.equal((await b.auditLog.tick({ force: true })).witness?.kind, 'rolled_back');
+        const forked = await status(b, member);
+        assert.equal(forked.log.witness_problem?.kind, 'rolled_back');
+        assert.match(forked.log.witness_problem.reason, /history was replaced/);
+        assert.equal(forked.ready.status, 503);
+      } finally { await b.stop(); }
+
+      // The newest copy of the log put back (the problem's record kept, as rows copied back would
+      // leave it): the next start finds the log and the witness agreeing, and is ready.
+      await restoreLog(store, 'newest', ['audit_events', 'audit_nodes', 'audit_log_state', 'audit_checkpoints']);
+      const c = await restartAuditService(a);
+      try {
+        const after = await status(c, member);
+        assert.equal(after.log.witness_problem, null, JSON.stringify(after.log));
+        assert.equal(after.ready.status, 200);
+        assert.equal((await proof(c, key, lost[0]!)).statusCode, 200);
+      } finally { await c.stop(); }
+    } finally { await a.stop(); }
+  });
+
+  test(`a log shorter than a checkpoint it signed itself (rows deleted, checkpoints kept) is noticed at start, with no witness to ask (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    const { store } = a.svc.ts;
+    try {
+      const { member } = await callers(a.svc);
+      await addEvents(store, a.svc.projectId, 2);
+      await a.svc.auditLog.tick({ force: true });
+      await snapshotLog(store, 'older');
+      await addEvents(store, a.svc.projectId, 3);
+      const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint;
+      await a.svc.close();
+      // The events and the tree from the older copy, the checkpoints as they were.
+      await restoreLog(store, 'older', ['audit_events', 'audit_nodes', 'audit_log_state']);
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`the log signed a checkpoint of size ${signed} on .* and holds fewer events now`));
+        assert.equal(at.ready.status, 503);
+      } finally { await b.stop(); }
+    } finally { await a.stop(); }
+  });
+
+  test(`a restart of an intact log finds nothing wrong and is ready (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    try {
+      const { member } = await callers(a.svc);
+      await addEvents(a.svc.ts.store, a.svc.projectId, 3);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      await a.svc.close();
+      const b = await restartAuditService(a);
+      try {
+        assert.equal((await b.auditLog.tick()).continuity, undefined, 'checked at start, not every tick');
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem, null);
+        assert.equal(at.ready.status, 200);
+      } finally { await b.stop(); }
+    } finally { await a.stop(); }
+  });
+
+  test(`checkpoints lost but events kept is no rollback: the start signs a checkpoint the witness cosigns (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const { member } = await callers(a.svc);
+      await addEvents(store, a.svc.projectId, 2);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      await snapshotLog(store, 'older');
+      await addEvents(store, a.svc.projectId, 2);
+      const held = (await a.svc.auditLog.tick({ force: true })).checkpoint;
+      await a.svc.close();
+      await restoreLog(store, 'older', ['audit_checkpoints']);
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem, null, JSON.stringify(at.log));
+        assert.equal(at.log.witnessed_size, held, 'the witness cosigned the log at the size it holds');
+        assert.equal(at.ready.status, 200);
+      } finally { await b.stop(); }
+    } finally { await a.stop(); }
+  });
+
+  test(`a leader finds a restore made under it within a minute, with no new event (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const { witnessUrl, witnessVkey } = a.svc.deps.config;
+    let clock = Date.now();
+    const runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
+      tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: witnessUrl!, vkey: witnessVkey! }, now: () => new Date(clock),
+    });
+    try {
+      await a.svc.close();
+      await runner.firstTick;
+      await addEvents(store, a.svc.projectId, 2);
+      await runner.tick({ force: true });
+      await snapshotLog(store, 'older');
+      await addEvents(store, a.svc.projectId, 2);
+      assert.equal((await runner.tick({ force: true })).witness?.kind, 'cosigned');
+      await restoreLog(store, 'older');
+      assert.equal((await runner.tick()).continuity, undefined, 'not asked again before the minute is out');
+      assert.equal(await openRollback(store.db), null);
+      clock += CONTINUITY_CHECK_MS;
+      assert.equal((await runner.tick()).continuity?.kind, 'rolled_back');
+      assert.match((await openRollback(store.db))?.reason ?? '', /the witness holds a checkpoint of size \d+, larger than the log/);
+    } finally {
+      await runner.stop();
+      await a.stop();
+    }
+  });
+}
