@@ -144,7 +144,7 @@ async function serve(embedded: boolean): Promise<void> {
   const rollback = await openRollback(service.deps.store.db).catch(() => null);
   if (rollback) {
     lines.push('', `Warning: the audit log was rolled back (found ${rollback.at}): ${rollback.reason ?? ''}.`,
-      '  Its witness will not cosign it again, /readyz answers 503 and proofs of new events are not ready until it is put right:',
+      '  Its witness will not cosign it again, and proofs of new events are not ready until it is put right:',
       '  restore the newest copy of the database (docs/audit-log.md).');
   }
   if (service.bootstrap.admin) {
