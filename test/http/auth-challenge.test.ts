@@ -30,6 +30,18 @@ for (const backend of backends()) {
       assert.equal(await unauthorized(audit, { authorization: `Bearer ${key}` }), 'Bearer error="invalid_token"');
     });
 
+    test('the scheme is case-insensitive and one or more spaces separate it from the key (RFC 9110 §11.4, RFC 6750 §2.1)', async () => {
+      const audit = `/v1/projects/${svc.projectId}/audit`;
+      const { key } = await svc.member(['AUDITOR']);
+      for (const authorization of [`Bearer ${key}`, `bearer ${key}`, `Bearer  ${key}`, `BEARER   ${key}`]) {
+        const res = await svc.app.inject({ method: 'GET', url: audit, headers: { authorization } });
+        assert.equal(res.statusCode, 200, `${JSON.stringify(authorization.slice(0, 10))}: ${res.body}`);
+      }
+      // 1*SP is spaces only: with a tab, or no separator, the header does not use the scheme.
+      assert.equal(await unauthorized(audit, { authorization: `Bearer\t${key}` }), 'Bearer');
+      assert.equal(await unauthorized(audit, { authorization: `Bearer${key}` }), 'Bearer');
+    });
+
     test('the console plane (a session cookie, no bearer scheme) sends no challenge', async () => {
       assert.equal(await unauthorized('/v1/console/projects', {}), undefined);
     });

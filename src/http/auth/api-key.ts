@@ -92,7 +92,8 @@ export function cachedApiKeyContext(store: Store, header: string | undefined): A
 
 async function lookUpApiKey(store: Store, header: string | undefined): Promise<AuthContext> {
   if (!header) throw bearerUnauthorized('missing authorization header; send "authorization: Bearer <API key>"', false);
-  const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
+  // One or more spaces after the scheme (RFC 9110 §11.4, RFC 6750 §2.1: "Bearer" 1*SP b64token).
+  const match = /^Bearer +([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw bearerUnauthorized('the authorization header does not carry a well-formed API key', match !== null);
   const row = await keyLookup(store, hashSecret(match[1]!));
   // What makes a key valid. PostgreSQL decisions re-check the same rule in SQL at commit
