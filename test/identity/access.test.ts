@@ -383,6 +383,17 @@ for (const backend of backends()) {
       } finally { svc.deps.clock = { now: () => new Date() }; }
     });
 
+    test('a password is counted in characters at login as at registration: one of emoji past 128 signs in; past 256 never', async () => {
+      const password = '😀😁😂🤣😃😄😅😆'.repeat(20); // 160 characters, 320 UTF-16 units
+      const name = `emoji-${Date.now()}`;
+      const post = (url: string, payload: object) => svc.app.inject({ method: 'POST', url, remoteAddress: '203.0.113.61', payload });
+      assert.equal((await post('/v1/console/register', { name, password })).statusCode, 201);
+      const signedIn = await post('/v1/console/login', { name, password });
+      assert.equal(signedIn.statusCode, 200, signedIn.body);
+      // 257 characters is over the rule: never the password, whatever its first 256 are.
+      assert.equal((await post('/v1/console/login', { name, password: password + password.slice(0, 194) })).statusCode, 401);
+    });
+
     test('login: concurrent guesses are counted before any password is checked; a login that succeeds does not count', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const attempt = (password: string, ip: string) => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password } });

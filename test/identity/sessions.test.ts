@@ -158,6 +158,38 @@ for (const backend of backends()) {
       assert.equal(rebound.json().code, 'csrf_failed', rebound.body);
     });
 
+    test('a session or CSRF cookie sent twice is refused, whichever comes first: a planted session is never taken for the victim\'s', async () => {
+      const victim = await consoleMember(svc, ['ADMIN']);
+      const attacker = await consoleMember(svc, []);
+      const target = await svc.member(['APPROVER']);
+      const cookie = (c: string, name: string) => c.split('; ').find((p) => p.startsWith(`${name}=`))!;
+      const grant = (headers: Record<string, string>) => svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/members/${target.principalId}/roles`, headers: { 'content-type': 'application/json', ...headers }, payload: { role: 'AUDITOR' } });
+      // A cookie set with a longer Path by a page elsewhere on the host comes first in the header.
+      const planted = `${cookie(attacker.get.cookie, 'gavel_session')}; ${cookie(attacker.get.cookie, 'gavel_csrf')}; ${victim.get.cookie}`;
+      const projects = await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie: planted } });
+      assert.equal(projects.statusCode, 401, 'not answered as the attacker');
+      assert.match(projects.json().detail, /gavel_session cookie more than once/);
+      const asAttacker = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: { cookie: planted, 'x-csrf-token': attacker.post['x-csrf-token'], 'content-type': 'application/json' }, payload: {} });
+      assert.equal(asAttacker.statusCode, 401);
+      const victimFirst = `${victim.get.cookie}; ${cookie(attacker.get.cookie, 'gavel_session')}`;
+      assert.equal((await me(victimFirst)).statusCode, 401, 'not the victim either: which one is meant cannot be told');
+      // Two Cookie lines are one header (joined with "; "), so the repeat is seen there too.
+      const twoLines = await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie: [cookie(attacker.get.cookie, 'gavel_session'), victim.get.cookie] } });
+      assert.equal(twoLines.statusCode, 401);
+      // The CSRF cookie twice: refused before any effect, even with the right token first.
+      const twoCsrf = await grant({ ...victim.post, cookie: `${victim.get.cookie}; ${cookie(attacker.get.cookie, 'gavel_csrf')}` });
+      assert.equal(twoCsrf.statusCode, 403);
+      assert.equal(twoCsrf.json().code, 'csrf_failed');
+      assert.deepEqual((await svc.ts.store.db.selectFrom('role_grants').select('role').where('principal_id', '=', target.principalId).execute()).map((g) => g.role), ['APPROVER'], 'nothing changed');
+      // Each cookie once, spaced as a browser may send them, still works.
+      assert.equal((await grant({ ...victim.post, cookie: victim.get.cookie.replace('; ', ' ;  ') })).statusCode, 200);
+      // Signing in again ends every session the browser carried, the planted one included.
+      const again = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { cookie: planted }, payload: { name: victim.name, password: victim.password } });
+      assert.equal(again.statusCode, 200);
+      assert.equal((await me(victim.get.cookie)).statusCode, 401, 'the victim\'s previous session is over');
+      assert.equal((await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie: attacker.get.cookie } })).statusCode, 401, 'the planted session is over');
+    });
+
     test('GET never needs the CSRF token and changes nothing', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const before = await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

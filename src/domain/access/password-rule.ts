@@ -4,8 +4,11 @@
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 256;
 
+/** A password's length as the rule counts it: in characters (code points), not UTF-16 units. */
+export const passwordLength = (password: string): number => [...password].length;
+
 export function passwordProblem(password: string, name: string): { code: string; message: string } | null {
-  const length = [...password].length;
+  const length = passwordLength(password);
   if (length < MIN_PASSWORD_LENGTH) return { code: 'password_too_short', message: `must have at least ${MIN_PASSWORD_LENGTH} characters` };
   if (length > MAX_PASSWORD_LENGTH) return { code: 'password_too_long', message: `must have at most ${MAX_PASSWORD_LENGTH} characters` };
   if (new Set(password).size < 4) return { code: 'password_too_weak', message: 'uses too few distinct characters' };

@@ -9,6 +9,7 @@ import { csrfKey, sameToken, verifyCsrfToken } from '../../services/identity/csr
 import { rolesOf } from '../../services/identity/members.ts';
 import { resolveSession } from '../../services/identity/sessions.ts';
 import { forbidden, Problem, unauthorized } from '../problem.ts';
+import { cookieValues } from './cookie-values.ts';
 
 export const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -72,10 +73,25 @@ export function checkSameOrigin(request: FastifyRequest): void {
   }
 }
 
-/** The session cookie token sent with this request, if any. */
-export function sessionToken(request: FastifyRequest): string | undefined {
-  return request.cookies?.[cookieNames(request.server.gavel.config).session];
+/** Every session cookie token this request carries (more than one only when some were planted). */
+export function sessionTokens(request: FastifyRequest): string[] {
+  return cookieValues(request.headers.cookie, cookieNames(request.server.gavel.config).session);
 }
+
+/**
+ * The session cookie token sent with this request, if any; 401 when the cookie is named twice.
+ * Which of two is meant cannot be told, and the first is the one with the longest Path, which a
+ * page elsewhere on the host may have planted (over plain HTTP any port's page can): read as the
+ * first, a planted session of the attacker's would have the victim acting in the attacker's account.
+ */
+export function sessionToken(request: FastifyRequest): string | undefined {
+  const tokens = sessionTokens(request);
+  if (tokens.length > 1) throw repeated(cookieNames(request.server.gavel.config).session, unauthorized);
+  return tokens[0];
+}
+
+const repeated = (name: string, refusal: (detail: string) => Problem) =>
+  refusal(`the request carries the ${name} cookie more than once: which one is meant is ambiguous, so none is used; delete this site's cookies in the browser and sign in again`);
 
 /**
  * preValidation for console routes. `roles` empty means any member of `{projectId}` (or, on routes
@@ -92,7 +108,9 @@ export function consoleAuth(roles: Role[] = []) {
     if (!session) throw unauthorized('sign in first: no live console session (missing, expired or ended)');
     if (UNSAFE.has(request.method)) {
       const header = request.headers[CSRF_HEADER];
-      const cookie = request.cookies?.[cookieNames(config).csrf];
+      const csrfCookies = cookieValues(request.headers.cookie, cookieNames(config).csrf);
+      if (csrfCookies.length > 1) throw repeated(cookieNames(config).csrf, csrfFailed);
+      const cookie = csrfCookies[0];
       if (typeof header !== 'string' || typeof cookie !== 'string' || !sameToken(header, cookie) || !verifyCsrfToken(await csrfKey(store), session.id, header)) {
         throw csrfFailed(`send the CSRF token from the ${cookieNames(config).csrf} cookie in the ${CSRF_HEADER} header`);
       }

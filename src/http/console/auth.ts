@@ -11,7 +11,7 @@ import { endSessionByToken } from '../../services/identity/sessions.ts';
 import { takeRegistration } from '../../services/identity/throttle.ts';
 import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { errorResponses } from '../schemas/common.ts';
-import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, setSessionCookies } from '../auth/session.ts';
+import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, sessionTokens, setSessionCookies } from '../auth/session.ts';
 import { Name, Password } from './schemas.ts';
 
 const Credentials = Type.Object({ name: Name, password: Password }, { additionalProperties: false });
@@ -64,7 +64,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   }, async (request, reply) => {
     const { name, password } = request.body as { name: string; password: string };
     const now = app.gavel.clock.now();
-    const result = await login(app.gavel.store, { name, password, address: request.ip, previousToken: sessionToken(request) }, now);
+    const result = await login(app.gavel.store, { name, password, address: request.ip, previousTokens: sessionTokens(request) }, now);
     if (!result.ok) {
       if (result.reason === 'throttled') {
         throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });

@@ -64,7 +64,7 @@ function shapeErrors({ auth, body = false, project = auth !== 'none' }: RouteSha
   if (body) out[400] = { what: BODY_400, codes: ['malformed_json', 'invalid_request', 'invalid_content_length', 'bad_request'] };
   else if (project) out[400] = { what: MEANING[400]!, codes: ['invalid_request'] };
   if (auth === 'apiKey') out[401] = { what: 'API key missing, malformed, unknown or revoked, or its holder no longer a member', codes: ['unauthorized'] };
-  if (auth === 'session') out[401] = { what: 'No live console session (missing, expired or ended)', codes: ['unauthorized'] };
+  if (auth === 'session') out[401] = { what: 'No live console session (missing, expired or ended), or the session cookie sent more than once', codes: ['unauthorized'] };
   // http/auth: forbidden for another project or a missing role; csrf_failed on console mutations only.
   const refused = [...(auth !== 'none' && project ? ['forbidden'] : []), ...(auth === 'session' && body ? ['csrf_failed'] : [])];
   if (refused.length > 0) out[403] = { what: MEANING[403]!, codes: refused };

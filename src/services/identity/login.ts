@@ -3,7 +3,7 @@
 // name and the address alike until it succeeds.
 import { randomBytes } from 'node:crypto';
 import { normalizeName } from '../../domain/access/names.ts';
-import { MAX_PASSWORD_LENGTH } from '../../domain/access/password-rule.ts';
+import { MAX_PASSWORD_LENGTH, passwordLength } from '../../domain/access/password-rule.ts';
 import { hashPassword, verifyPassword } from '../../lib/passwords.ts';
 import type { Store } from '../../store/store.ts';
 import { createSession, endSessionByToken, recordSessionEvent } from './sessions.ts';
@@ -18,21 +18,25 @@ export type LoginResult =
   | { ok: false; reason: 'invalid_credentials' }
   | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
 
-export async function login(store: Store, input: { name: string; password: string; address: string; previousToken?: string | undefined }, now: Date): Promise<LoginResult> {
+export async function login(store: Store, input: { name: string; password: string; address: string; previousTokens?: readonly string[] }, now: Date): Promise<LoginResult> {
   const name = normalizeName(input.name).slice(0, 256);
   const attempt = await takeAttempt(store, name, input.address, now);
   if (attempt.wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(attempt.wait / 1000) };
 
   const person = await store.db.selectFrom('principals').select(['id', 'name', 'password_hash', 'disabled_at'])
     .where('name', '=', name).where('kind', '=', 'person').executeTakeFirst();
-  const usable = person && person.password_hash && !person.disabled_at && input.password.length <= MAX_PASSWORD_LENGTH;
+  // Counted as registration counts it (characters): 256 emoji are 512 UTF-16 units, and a password
+  // registration accepted must sign in. A longer one is never the password, and is not hashed whole.
+  const bounded = passwordLength(input.password) <= MAX_PASSWORD_LENGTH;
+  const usable = person && person.password_hash && !person.disabled_at && bounded;
   // Always one Argon2id verification, so timing does not tell a known name from an unknown one.
-  const verified = await verifyPassword(usable ? person.password_hash! : await dummyHash(), input.password.slice(0, MAX_PASSWORD_LENGTH));
+  const verified = await verifyPassword(usable ? person.password_hash! : await dummyHash(), bounded ? input.password : input.password.slice(0, MAX_PASSWORD_LENGTH));
   // A failure was counted when the attempt was taken.
   if (!usable || !verified) return { ok: false, reason: 'invalid_credentials' };
   return store.transaction(async (trx) => {
-    // A fresh session id at every login; a session the browser still carried is ended (fixation).
-    if (input.previousToken) await endSessionByToken(trx, input.previousToken, 'replaced', now);
+    // A fresh session id at every login; every session the browser still carried is ended (fixation),
+    // a second one planted beside it included.
+    for (const token of input.previousTokens ?? []) await endSessionByToken(trx, token, 'replaced', now);
     await settleSuccess(trx, store.dialect, name, input.address, attempt);
     const session = await createSession(trx, person.id, now);
     await recordSessionEvent(trx, 'session.started', person.id, { session_id: session.id }, now);
