@@ -84,8 +84,13 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   let closing = false;
   app.addHook('preClose', async () => { closing = true; });
   // Callback style, not async: it runs on every request, and a promise per request shows up at the maximum.
+  // Every answer is no-store and nosniff, the machine plane's too: what either plane answers is a
+  // caller's view of the project (members, SoD, permits, audit events), for no cache to keep and no
+  // browser to read as anything but the type it is sent as. A route may still name its own cache-control.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
     if (!closing) { done(); return; }
     reply.header('connection', 'close');
     sendProblem(reply, request, new Problem(503, 'shutting_down', 'the service is shutting down; retry against another instance', { headers: { 'retry-after': '1' } }));
@@ -155,13 +160,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   // request, a hook on every reply) stay inside its context, off the machine plane's hot path.
   await app.register(async (consolePlane) => {
     await consolePlane.register(cookie);
-    // What the console answers is a person's view of the project (members, keys, obligations): no
-    // cache keeps it, and no browser reads it as anything but the type it is sent as.
-    consolePlane.addHook('onSend', (_request, reply, payload, done) => {
-      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-      reply.header('x-content-type-options', 'nosniff');
-      done(null, payload);
-    });
     for (const group of consoleRouteGroups) await consolePlane.register(group);
   });
   return app;

@@ -26,3 +26,16 @@ test('every console answer is no-store and nosniff', async () => {
     assert.equal(res.headers['x-content-type-options'], 'nosniff', url);
   }
 });
+
+test('every machine answer is no-store and nosniff too: a key\'s view of the project is no cache\'s to keep', async () => {
+  const key = await svc.keyHeader(['ADMIN']);
+  for (const url of [`/v1/projects/${svc.projectId}/sod`, `/v1/projects/${svc.projectId}/sod?bad=1`]) {
+    const res = await svc.app.inject({ method: 'GET', url, headers: key });
+    assert.ok(res.statusCode === 200 || res.statusCode === 400, url);
+    assert.equal(res.headers['cache-control'], 'no-store', url);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff', url);
+  }
+  const refused = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod` });
+  assert.equal(refused.statusCode, 401);
+  assert.equal(refused.headers['cache-control'], 'no-store');
+});
