@@ -6,6 +6,8 @@ export interface ThrottleLimits { lockAfter: number; windowMs: number; baseLockM
 export interface ThrottleState { failures: number; window_start: string; locked_until: string | null }
 
 export const ACCOUNT_LIMITS: ThrottleLimits = { lockAfter: 5, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
+/** A known device (valid device cookie), counted instead of its account: the account's limits. */
+export const DEVICE_LIMITS: ThrottleLimits = ACCOUNT_LIMITS;
 export const ADDRESS_LIMITS: ThrottleLimits = { lockAfter: 50, windowMs: 15 * 60_000, baseLockMs: 30_000, maxLockMs: 15 * 60_000 };
 /** Registrations from one address, taken or refused alike: each costs an Argon2id hash, and a refusal says a name exists. */
 export const REGISTRATION_LIMITS: ThrottleLimits = { lockAfter: 60, windowMs: 15 * 60_000, baseLockMs: 60_000, maxLockMs: 15 * 60_000 };

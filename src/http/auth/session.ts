@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isLoopbackHost, type Config } from '../../config/config.ts';
 import { permits, type Role } from '../../domain/access/roles.ts';
 import { csrfKey, sameToken, verifyCsrfToken } from '../../services/identity/csrf.ts';
+import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie.ts';
 import { rolesOf } from '../../services/identity/members.ts';
 import { resolveSession } from '../../services/identity/sessions.ts';
 import { forbidden, Problem, unauthorized } from '../problem.ts';
@@ -22,8 +23,10 @@ export const servedOverTls = (config: Config): boolean => config.publicUrl?.star
  * no Domain). The documented development exception: over plain-HTTP loopback the browser would
  * drop a `__Host-`/Secure cookie, so the names lose the prefix and the Secure flag.
  */
-export function cookieNames(config: Config): { session: string; csrf: string } {
-  return servedOverTls(config) ? { session: '__Host-gavel_session', csrf: '__Host-gavel_csrf' } : { session: 'gavel_session', csrf: 'gavel_csrf' };
+export function cookieNames(config: Config): { session: string; csrf: string; device: string } {
+  return servedOverTls(config)
+    ? { session: '__Host-gavel_session', csrf: '__Host-gavel_csrf', device: '__Host-gavel_device' }
+    : { session: 'gavel_session', csrf: 'gavel_csrf', device: 'gavel_device' };
 }
 
 const baseCookie = (config: Config) => ({ path: '/', sameSite: 'strict' as const, secure: servedOverTls(config) });
@@ -33,6 +36,20 @@ export function setSessionCookies(reply: FastifyReply, config: Config, token: st
   const names = cookieNames(config);
   reply.setCookie(names.session, token, { ...baseCookie(config), httpOnly: true });
   reply.setCookie(names.csrf, csrf, { ...baseCookie(config), httpOnly: false });
+}
+
+/**
+ * Sets the device cookie (HttpOnly, long-lived): the browser is known to the account it signed in
+ * to, so a lock someone else runs up on that account does not stop it (services/identity/device-cookie.ts).
+ * Logout leaves it: it says the browser signed in before, not that it is signed in.
+ */
+export function setDeviceCookie(reply: FastifyReply, config: Config, value: string): void {
+  reply.setCookie(cookieNames(config).device, value, { ...baseCookie(config), httpOnly: true, maxAge: DEVICE_COOKIE_LIFETIME_MS / 1000 });
+}
+
+/** Every device cookie value this request carries (a planted one cannot pass the HMAC, so each is tried). */
+export function deviceCookies(request: FastifyRequest): string[] {
+  return cookieValues(request.headers.cookie, cookieNames(request.server.gavel.config).device);
 }
 
 export function clearSessionCookies(reply: FastifyReply, config: Config): void {

@@ -11,7 +11,7 @@ import { endSessionByToken } from '../../services/identity/sessions.ts';
 import { takeRegistration } from '../../services/identity/throttle.ts';
 import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { errorResponses } from '../schemas/common.ts';
-import { checkSameOrigin, clearSessionCookies, consoleAuth, sessionToken, sessionTokens, setSessionCookies } from '../auth/session.ts';
+import { checkSameOrigin, clearSessionCookies, consoleAuth, deviceCookies, sessionToken, sessionTokens, setDeviceCookie, setSessionCookies } from '../auth/session.ts';
 import { Name, Password } from './schemas.ts';
 
 const Credentials = Type.Object({ name: Name, password: Password }, { additionalProperties: false });
@@ -47,7 +47,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     preValidation: async (request) => checkSameOrigin(request),
     schema: {
       tags: ['console'], summary: 'Exchanges a password for a session cookie and a CSRF token',
-      description: 'Sets the HttpOnly session cookie and the CSRF cookie; echo the CSRF token in x-csrf-token on every console mutation. A wrong name or password gives the same 401; repeated failures give 429 with Retry-After.',
+      description: 'Sets the HttpOnly session cookie, the CSRF cookie and the HttpOnly device cookie (180 days); echo the CSRF token in x-csrf-token on every console mutation. A wrong name or password gives the same 401; repeated failures give 429 with Retry-After. A request carrying the device cookie from an earlier sign-in to the same name is throttled on that device\'s own counter instead of the account\'s, so a lock others run up on the account does not stop a browser its owner signed in from before.',
       body: Credentials,
       response: {
         200: Type.Object({
@@ -57,14 +57,14 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
         ...errorResponses({ auth: 'none', body: true }, {
           401: { what: 'The name or the password is wrong (one answer for either)', codes: ['invalid_credentials'] },
           403: CROSS_SITE,
-          429: { what: 'Too many failed sign-ins for this name or from this address; retry after `retry-after`', codes: ['too_many_attempts'] },
+          429: { what: 'Too many failed sign-ins for this name (or, with a device cookie, from this device) or from this address; retry after `retry-after`', codes: ['too_many_attempts'] },
         }),
       },
     },
   }, async (request, reply) => {
     const { name, password } = request.body as { name: string; password: string };
     const now = app.gavel.clock.now();
-    const result = await login(app.gavel.store, { name, password, address: request.ip, previousTokens: sessionTokens(request) }, now);
+    const result = await login(app.gavel.store, { name, password, address: request.ip, previousTokens: sessionTokens(request), deviceCookies: deviceCookies(request) }, now);
     if (!result.ok) {
       if (result.reason === 'throttled') {
         throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });
@@ -73,6 +73,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     }
     const csrf = mintCsrfToken(await csrfKey(app.gavel.store), result.session.id);
     setSessionCookies(reply, app.gavel.config, result.session.token, csrf);
+    setDeviceCookie(reply, app.gavel.config, result.deviceCookie);
     // The session token (set-cookie) and the CSRF token (body) are credentials: never stored by a cache.
     reply.header('cache-control', 'no-store');
     return {

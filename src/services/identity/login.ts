@@ -1,11 +1,13 @@
 // Password login. The answer and the work are the same whether or not the account exists: an
 // unknown name is verified against a dummy Argon2id hash, and every attempt counts against the
-// name and the address alike until it succeeds.
+// name (or, from a browser that signed in to it before, that device: device-cookie.ts) and the
+// address alike until it succeeds.
 import { randomBytes } from 'node:crypto';
 import { normalizeName } from '../../domain/access/names.ts';
 import { MAX_PASSWORD_LENGTH, passwordLength } from '../../domain/access/password-rule.ts';
 import { hashPassword, verifyPassword } from '../../lib/passwords.ts';
 import type { Store } from '../../store/store.ts';
+import { deviceCookieKey, mintDeviceCookie, verifiedDevice } from './device-cookie.ts';
 import { createSession, endSessionByToken, recordSessionEvent } from './sessions.ts';
 import { settleSuccess, takeAttempt } from './throttle.ts';
 
@@ -14,13 +16,17 @@ let dummy: Promise<string> | undefined;
 const dummyHash = () => (dummy ??= hashPassword(randomBytes(24).toString('base64url')));
 
 export type LoginResult =
-  | { ok: true; principalId: string; name: string; session: { id: string; token: string; expires_at: string } }
+  | { ok: true; principalId: string; name: string; session: { id: string; token: string; expires_at: string }; deviceCookie: string }
   | { ok: false; reason: 'invalid_credentials' }
   | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
 
-export async function login(store: Store, input: { name: string; password: string; address: string; previousTokens?: readonly string[] }, now: Date): Promise<LoginResult> {
+/** `deviceCookies`: the device cookie values the request carried (only one minted for this name counts). */
+export async function login(store: Store, input: { name: string; password: string; address: string; previousTokens?: readonly string[]; deviceCookies?: readonly string[] }, now: Date): Promise<LoginResult> {
   const name = normalizeName(input.name).slice(0, 256);
-  const attempt = await takeAttempt(store, name, input.address, now);
+  // Checked without reading the account: a cookie binds the name, so unknown names fare the same.
+  const key = await deviceCookieKey(store);
+  const device = verifiedDevice(key, name, input.deviceCookies ?? [], now);
+  const attempt = await takeAttempt(store, name, input.address, now, device);
   if (attempt.wait > 0) return { ok: false, reason: 'throttled', retryAfterSeconds: Math.ceil(attempt.wait / 1000) };
 
   const person = await store.db.selectFrom('principals').select(['id', 'name', 'password_hash', 'disabled_at'])
@@ -40,6 +46,7 @@ export async function login(store: Store, input: { name: string; password: strin
     await settleSuccess(trx, store.dialect, name, input.address, attempt);
     const session = await createSession(trx, person.id, now);
     await recordSessionEvent(trx, 'session.started', person.id, { session_id: session.id }, now);
-    return { ok: true as const, principalId: person.id, name: person.name, session };
+    // A fresh nonce at every sign-in (OWASP): the browser is known to this account from now on.
+    return { ok: true as const, principalId: person.id, name: person.name, session, deviceCookie: mintDeviceCookie(key, person.name, now) };
   });
 }
