@@ -29,6 +29,7 @@ for (const backend of backends()) {
         agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, expires_at: new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_999).toISOString(),
       } });
       assert.equal(res.statusCode, 201, res.body);
+      assert.equal(res.headers['cache-control'], 'no-store', 'the permit is a bearer credential');
       const permit = res.json();
       assert.match(permit.commitment, /^[0-9a-f]{64}$/);
       assert.equal(permit.status, 'active');
@@ -63,12 +64,18 @@ for (const backend of backends()) {
         [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: new Date(Date.now() - 60_000).toISOString() }, '/expires_at'],
         [{ agent, actions: ['a'], resources: ['resource://a/*'], expires_at: 'tomorrow' }, '/expires_at'],
         [{ agent, actions: ['a'], resources: ['resource://a/*'], budget: { minor: 1.5, currency: 'EUR' }, expires_at: new Date(Date.now() + 60_000).toISOString() }, '/budget/minor'],
+        [{ agent, actions: ['a'], resources: ['resource://a/*'], max_per_request: { minor: 1, currency: 'EUR' }, budget: { minor: 5, currency: 'USD' }, expires_at: new Date(Date.now() + 60_000).toISOString() }, '/max_per_request'],
+        [{ agent, actions: ['a'], resources: ['resource://a/*'], not_before: new Date(Date.now() + 60_000).toISOString(), expires_at: new Date(Date.now() + 60_000).toISOString() }, '/not_before'],
       ];
       for (const [payload, pointer] of cases) {
         const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload });
         assert.equal(res.statusCode, 400, res.body);
         assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
+      // A time the permit's claims cannot hold (before 1970) is refused as such, not a server error.
+      const early = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post,
+        payload: { agent, actions: ['a'], resources: ['resource://a/*'], not_before: '1969-12-31T00:00:00Z', expires_at: new Date(Date.now() + 60_000).toISOString() } });
+      assert.deepEqual([early.statusCode, early.json().code], [422, 'invalid_permit_claims'], early.body);
     });
 
     test('every claim error of a permit request comes at once, located; a 513-character pattern is allowed', async () => {
@@ -311,6 +318,7 @@ for (const backend of backends()) {
       const expired = await revoke(permitCommitment(expiredLink), { permit: `${longAgo.jws}~${expiredLink}` });
       assert.equal(expired.statusCode, 200, expired.body);
       assert.equal(expired.json().status, 'revoked');
+      assert.equal(expired.json().expires_at, new Date((rootClaims.nbf + 60) * 1000).toISOString(), 'a delegated link shows its own expiry');
       const events: { kind: string; data: unknown }[] = [];
       for (let cursor = ''; ;) {
         const page = (await svc.app.inject({ method: 'GET', url: `${base()}/audit?limit=500${cursor}`, headers: auditor.get })).json();

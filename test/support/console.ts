@@ -34,8 +34,9 @@ export interface ConsoleMember {
   post: { cookie: string; 'x-csrf-token': string; 'content-type': string };
 }
 
-/** A new person who is a member of the project holding `roles`, signed in to the console. */
-export async function consoleMember(svc: TestService, roles: Role[], options: { name?: string } = {}): Promise<ConsoleMember> {
+/** A new person who is a member of the project (or of `options.projectId`) holding `roles`, signed in to the console. */
+export async function consoleMember(svc: TestService, roles: Role[], options: { name?: string; projectId?: string } = {}): Promise<ConsoleMember> {
+  const projectId = options.projectId ?? svc.projectId;
   const principalId = newId('prn');
   const name = options.name ?? `person-${principalId.slice(4)}`;
   const password = randomBytes(12).toString('base64url');
@@ -43,9 +44,9 @@ export async function consoleMember(svc: TestService, roles: Role[], options: { 
   const password_hash = await hashPassword(password);
   await svc.ts.store.transaction(async (trx) => {
     await trx.insertInto('principals').values({ id: principalId, kind: 'person', name, password_hash, created_at: at, disabled_at: null }).execute();
-    await trx.insertInto('memberships').values({ project_id: svc.projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+    await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
     for (const role of roles) {
-      await trx.insertInto('role_grants').values({ project_id: svc.projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
+      await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
     }
   });
   const s = await login(svc, name, password);

@@ -60,6 +60,8 @@ test('publicKeyFromDidKey refuses non-Ed25519 and malformed did:key values', () 
     'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK0', // bad char
     'did:web:example.com',
     '',
+    // The Ed25519 multicodec prefix followed by 33 bytes instead of 32.
+    `did:key:z${base58btcEncode(new Uint8Array([0xed, 0x01, ...new Uint8Array(33).fill(7)]))}`,
   ]) {
     assert.equal(publicKeyFromDidKey(bad), null, bad);
   }

@@ -204,6 +204,19 @@ test('payloads of the wrong shape are refused as claims', async () => {
     { ...base, gavel: { ...g, max_uses: 0 } },
     { ...base, gavel: { ...g, parent: 'ABC' } },
     { ...base, gavel: { ...g, scope: 'all' } },
+    { ...base, iss: 7 },
+    { ...base, aud: '' },
+    { ...base, jti: '' },
+    { ...base, jti: 'j'.repeat(129) },
+    { ...base, iat: 'now' },
+    { ...base, nbf: -1 },
+    { ...base, sub: 'did:key:z6MkNotAnEd25519Key' },
+    { ...base, gavel: { ...g, actions: Array.from({ length: 65 }, (_, i) => `a${i}`) } },
+    { ...base, gavel: { ...g, resources: [] } },
+    { ...base, gavel: { ...g, resources: [`resource://a/${'x'.repeat(600)}`] } },
+    { ...base, gavel: { ...g, max_uses: 1.5 } },
+    // A member Money does not define may be a restriction this version would not enforce.
+    { ...base, gavel: { ...g, budget: { minor: 5, currency: 'EUR', per: 'day' } } },
   ];
   for (const v of variants) {
     // Issuance refuses them ...
