@@ -2,7 +2,10 @@
 // (STALE_AFTER_MS): each one's sweep must still find the other alive, so a call the other is making
 // is never marked UNKNOWN under it. Heartbeats are written and judged by the database's clock
 // (services/executions/recovery.ts); judged by each instance's own, the one ahead took the other for
-// dead every time it swept.
+// dead every time it swept. A starting instance judges others only once it has beaten for a
+// staleness window (decision 0401, addendum), longer than the call here lasts, so the test also
+// runs a judging sweep as the instance ahead while the call is out (a mutation audit, session 33,
+// found that the test no longer reached the judgement it was written for).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +15,7 @@ import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/auth
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { createService } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { HEARTBEAT_MS, STALE_AFTER_MS } from '../../src/services/executions/recovery.ts';
+import { HEARTBEAT_MS, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 
 for (const backend of backends().filter((b) => b.name === 'postgres')) {
   test('a call in flight on one instance is not marked UNKNOWN by another whose clock runs ahead (postgres)', async () => {
@@ -27,10 +30,14 @@ for (const backend of backends().filter((b) => b.name === 'postgres')) {
       await activatePolicy(a, ALLOW_PAYMENTS);
       const agent = newAgent();
       const { jws } = await issue(a, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
-      const res = await a.app.inject({
+      const pending = a.app.inject({
         method: 'POST', url: '/v1/authorize', headers: await a.keyHeader([]),
         payload: { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' }, execution: { merchant: 'shop', operation: 'slow', payload: {}, nonce: randomUUID() } },
       });
+      await merchant.waitForCalls(1);
+      const bNow = new Date(Date.now() + ahead);
+      assert.equal(await sweepInFlight(a.ts.store, { instanceId: b.deps.executions.instanceId, now: bNow, maxTimeoutMs: 20_000, startup: false }), 0, 'the instance ahead, judging, finds the other alive');
+      const res = await pending;
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().execution.status, 'SUCCEEDED', 'the other instance left the call alone');
       const unknown = await a.ts.store.db.selectFrom('audit_events').select('id').where('kind', '=', 'execution.unknown').execute();

@@ -31,6 +31,11 @@ for (const backend of backends()) {
     const second = await spawnGavel({ ...env, GAVEL_LOG_LEVEL: 'warn' });
     const store = openStore(svc.ts.options);
     try {
+      if (backend.name === 'sqlite') {
+        // One process serves a SQLite file: the new one marks the dead one's calls before it serves.
+        const inFlight = await store.db.selectFrom('executions').select('id').where('status', '=', 'IN_FLIGHT').execute();
+        assert.deepEqual(inFlight, [], 'on SQLite the calls are UNKNOWN by the time the restarted process serves');
+      }
       // SQLite: the new process marks them at start. PostgreSQL: once the dead instance's heartbeat
       // is stale and the new one has beaten for a staleness window (~12 s after its start).
       let rows: { status: string; note: string | null; id: string }[] = [];

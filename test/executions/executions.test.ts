@@ -173,7 +173,9 @@ for (const backend of backends()) {
       assert.equal(url.statusCode, 400);
       assert.equal(url.json().code, 'execution_url_not_allowed');
       // "a `url` anywhere in `execution` is refused by name" (executions issue): in the payload too, at any depth.
-      for (const [payload, pointer] of [[{ url: 'http://x/' }, '/execution/payload/url'], [{ a: [{ b: { url: 'http://x/' } }] }, '/execution/payload/a/0/b/url']] as const) {
+      // The pointer escapes "/" and "~" in member names (RFC 6901).
+      for (const [payload, pointer] of [[{ url: 'http://x/' }, '/execution/payload/url'], [{ a: [{ b: { url: 'http://x/' } }] }, '/execution/payload/a/0/b/url'],
+        [{ 'a/b': { 'c~d': { url: 'http://x/' } } }, '/execution/payload/a~1b/c~0d/url']] as const) {
         const nonce = randomUUID();
         const deep = await pay('ok', nonce, {}, payload);
         assert.equal(deep.statusCode, 400, deep.body);

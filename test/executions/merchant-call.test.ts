@@ -5,16 +5,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { callMerchant } from '../../src/merchants/call.ts';
 import { parseMerchants } from '../../src/merchants/config.ts';
 import { MERCHANT_SECRET } from '../support/merchant.ts';
+import { verifySignature } from '../../src/merchants/signature.ts';
 
 const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const close = (server: Server) => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
 
-function call(baseUrl: string, path: string, nonce = 'n-1') {
-  const merchant = parseMerchants({ merchants: { m: { base_url: baseUrl, secret: MERCHANT_SECRET, timeout_ms: 2_000, operations: { op: { method: 'POST', path } } } } }).get('m')!;
+function call(baseUrl: string, path: string, nonce = 'n-1', { method = 'POST', timeoutMs = 2_000 } = {}) {
+  const merchant = parseMerchants({ merchants: { m: { base_url: baseUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations: { op: { method, path } } } } }).get('m')!;
   return callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1 }, nonce, executionId: 'exe_test', now: new Date() });
 }
 
@@ -79,4 +81,108 @@ test('a payload that does not serialize is FAILED with nothing sent, never left 
     assert.deepEqual(outcome, { status: 'FAILED', httpStatus: null, note: 'the payload could not be serialized: nothing was sent' });
     assert.equal(requests, 0);
   } finally { await close(server); }
+});
+
+test('the request a merchant receives: the operation\'s method and path, a JSON body, the nonce as Idempotency-Key, the execution id, signed now', async () => {
+  let seen: { method?: string; url?: string; headers: Record<string, unknown>; body: string } | undefined;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen = { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      res.writeHead(201).end();
+    });
+  });
+  const url = await listen(server);
+  try {
+    const outcome = await call(`${url}/api`, '/orders', 'order-17', { method: 'PUT' });
+    assert.deepEqual(outcome, { status: 'SUCCEEDED', httpStatus: 201, note: 'merchant answered 201' });
+    assert.ok(seen);
+    assert.equal(seen.method, 'PUT');
+    assert.equal(seen.url, '/api/orders');
+    assert.equal(seen.body, '{"a":1}');
+    assert.equal(seen.headers['content-type'], 'application/json');
+    assert.equal(seen.headers['content-length'], '7');
+    assert.equal(seen.headers['idempotency-key'], 'order-17');
+    assert.equal(seen.headers['gavel-execution-id'], 'exe_test');
+    const signature = String(seen.headers['gavel-signature']);
+    assert.ok(verifySignature(MERCHANT_SECRET, { method: 'PUT', path: '/api/orders', idempotencyKey: 'order-17', executionId: 'exe_test', body: seen.body }, signature));
+    // A merchant rejects old timestamps (docs/executions.md): the signature is made at the call.
+    const t = Number(/^t=(\d+),/.exec(signature)![1]);
+    assert.ok(Math.abs(t - Date.now() / 1000) < 60, signature);
+  } finally { await close(server); }
+});
+
+test('classification at every boundary: 2xx SUCCEEDED, 3xx UNKNOWN, 4xx FAILED (the merchant refused), 5xx UNKNOWN', async () => {
+  const server = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(Number(req.url!.slice(1))).end()); });
+  const url = await listen(server);
+  try {
+    const want: [number, string][] = [[200, 'SUCCEEDED'], [299, 'SUCCEEDED'], [300, 'UNKNOWN'], [399, 'UNKNOWN'], [400, 'FAILED'], [409, 'FAILED'], [499, 'FAILED'], [500, 'UNKNOWN'], [503, 'UNKNOWN'], [599, 'UNKNOWN']];
+    for (const [code, status] of want) {
+      const outcome = await call(url, `/${code}`, `n-${code}`);
+      assert.deepEqual([outcome.status, outcome.httpStatus], [status, code], String(code));
+    }
+  } finally { await close(server); }
+});
+
+test('a merchant silent past its timeout: UNKNOWN at the timeout, and the request is abandoned', async () => {
+  let abandoned!: () => void;
+  const closed = new Promise<void>((resolve) => { abandoned = resolve; });
+  const server = createServer((req) => { req.resume(); req.socket.on('close', () => abandoned()); });
+  const url = await listen(server);
+  try {
+    const t0 = performance.now();
+    const outcome = await call(url, '/pay', 'n-slow', { timeoutMs: 300 });
+    const took = performance.now() - t0;
+    assert.equal(outcome.status, 'UNKNOWN');
+    assert.match(outcome.note, /no answer within 300 ms/);
+    assert.ok(took >= 290 && took < 2_500, `answered after ${Math.round(took)} ms`);
+    // The connection is closed, not left waiting on the merchant.
+    let timer: NodeJS.Timeout | undefined;
+    const stillOpen = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('the connection was still open 2 s after the timeout')), 2_000); });
+    try { await Promise.race([closed, stillOpen]); } finally { clearTimeout(timer); }
+  } finally { await close(server); }
+});
+
+test('a merchant whose name does not resolve is FAILED: nothing was delivered', async () => {
+  // .invalid never resolves (RFC 6761); offline, the lookup fails with EAI_AGAIN instead of ENOTFOUND.
+  const outcome = await call('http://merchant.invalid', '/pay');
+  assert.equal(outcome.status, 'FAILED');
+  assert.equal(outcome.httpStatus, null);
+  assert.match(outcome.note, /^not delivered: (ENOTFOUND|EAI_AGAIN)$/);
+});
+
+// A self-signed certificate for 127.0.0.1 (no CA the service trusts signed it), valid until 2126.
+const SELF_SIGNED = {
+  key: `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgjJHVlPenxGGQbBk3
+UM4nRYdW/zyAa8OVD1SMQnEOpxahRANCAASOuKCJkUJfvanRI8v9nPK3LKvoCOXc
+ofs30JZcCpmXJ8GHwU5I7XZ8xNg5/l3KqOBoL7MwtotyXq8WtBi1ZZv0
+-----END PRIVATE KEY-----`,
+  cert: `-----BEGIN CERTIFICATE-----
+MIIBkDCCATagAwIBAgIUfnuEDgiWpS+YB4Ka0GTHjzs16hwwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTEyNjEzNTMwNloYDzIxMjYxMTAy
+MTM1MzA2WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAASOuKCJkUJfvanRI8v9nPK3LKvoCOXcofs30JZcCpmXJ8GHwU5I7XZ8
+xNg5/l3KqOBoL7MwtotyXq8WtBi1ZZv0o2QwYjAdBgNVHQ4EFgQURhYmzPG4LKaV
+bZgx0C8jRTeRwqEwHwYDVR0jBBgwFoAURhYmzPG4LKaVbZgx0C8jRTeRwqEwDwYD
+VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0gAMEUC
+IEAX2Z0+SBOD/cQjiFlayalFP2HsmCy81WvdFrsT5N7GAiEA71DWbfiJWnVER1lc
+dmNp/VHJNo5kF8JBKtwQLQqPrfA=
+-----END CERTIFICATE-----`,
+};
+
+test('an https merchant is called over TLS, and a certificate that does not verify is refused: nothing reaches it', async () => {
+  let connections = 0;
+  let requests = 0;
+  const server = createTlsServer(SELF_SIGNED, (req, res) => { requests++; req.resume(); res.end(); });
+  server.on('connection', () => { connections++; });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  try {
+    const outcome = await call(`https://127.0.0.1:${(server.address() as AddressInfo).port}`, '/pay');
+    assert.equal(outcome.status, 'UNKNOWN');
+    assert.match(outcome.note, /SELF_SIGNED/);
+    assert.equal(connections, 1, 'a TLS connection was opened');
+    assert.equal(requests, 0, 'no request went to a merchant whose certificate did not verify');
+  } finally { await close(server as unknown as Server); }
 });

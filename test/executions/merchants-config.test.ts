@@ -21,6 +21,18 @@ test('a valid file loads; operation URLs stay on the merchant origin; the secret
   assert.equal(loadMerchants(undefined).size, 0);
 });
 
+test('bounds: a secret of 16 to 1024 characters and a timeout of 1 to 120000 ms load, 10000 ms when none is given; recovery waits on the longest', () => {
+  const edges = parseMerchants({ merchants: {
+    low: { ...good, secret: 's'.repeat(16), timeout_ms: 1 },
+    high: { ...good, secret: 's'.repeat(1024), timeout_ms: 120_000 },
+    plain: { base_url: good.base_url, secret: good.secret, operations: good.operations },
+  } });
+  assert.deepEqual(['low', 'high', 'plain'].map((n) => edges.get(n)!.timeoutMs), [1, 120_000, 10_000]);
+  assert.equal(edges.maxTimeoutMs, 120_000);
+  assert.equal(parseMerchants({ merchants: { a: { ...good, timeout_ms: 300 }, b: { ...good, timeout_ms: 200 } } }).maxTimeoutMs, 300);
+  assert.equal(parseMerchants({ merchants: {} }).maxTimeoutMs, 10_000, 'no merchant: the default bounds the age of a row in flight');
+});
+
 test('every bad key is named', () => {
   const cases: [unknown, RegExp][] = [
     [[], /\(root\)/],
@@ -35,6 +47,17 @@ test('every bad key is named', () => {
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '//evil.example/x' } } } } }, /operations\.charge\.path/],
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: 'http://evil/' } } } } }, /operations\.charge\.path/],
     [{ merchants: { acme: { ...good, url: 'x' } } }, /merchants\.acme\.url: unknown key/],
+    // The documented bounds (docs/executions.md), each just past its edge.
+    [{ merchants: { acme: { ...good, base_url: 'https://pay.example/api?v=1' } } }, /merchants\.acme\.base_url/],
+    [{ merchants: { acme: { ...good, base_url: 'https://pay.example/api#top' } } }, /merchants\.acme\.base_url/],
+    [{ merchants: { acme: { ...good, secret: 's'.repeat(15) } } }, /merchants\.acme\.secret/],
+    [{ merchants: { acme: { ...good, secret: 's'.repeat(1025) } } }, /merchants\.acme\.secret/],
+    [{ merchants: { acme: { ...good, timeout_ms: 120_001 } } }, /merchants\.acme\.timeout_ms/],
+    [{ merchants: { acme: { ...good, timeout_ms: 1.5 } } }, /merchants\.acme\.timeout_ms/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/a/../admin' } } } } }, /operations\.charge\.path/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges?to=evil' } } } } }, /operations\.charge\.path/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges', url: 'http://evil/' } } } } }, /operations\.charge\.url: unknown key/],
+    [{ merchants: { acme: { ...good, operations: { 'bad op!': { method: 'POST', path: '/charges' } } } } }, /operations\.bad op!/],
   ];
   for (const [doc, re] of cases) {
     assert.throws(() => parseMerchants(doc), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes(good.secret), JSON.stringify(doc));
@@ -56,6 +79,8 @@ test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execu
   // Fields cannot trade characters across their boundary (a dot is allowed in a path and in a nonce).
   const shifted = signatureHeader('k'.repeat(20), { method: 'POST', path: '/refund', idempotencyKey: 'v2.order-1', executionId: 'exe_1', body: '{}' }, 1700000000);
   assert.equal(verifySignature('k'.repeat(20), { method: 'POST', path: '/refund.v2', idempotencyKey: 'order-1', executionId: 'exe_1', body: '{}' }, shifted), false);
+  const keyShifted = signatureHeader('k'.repeat(20), { ...r, idempotencyKey: 'order-1e', executionId: 'xe_1' }, 1700000000);
+  assert.equal(verifySignature('k'.repeat(20), r, keyShifted), false, 'the idempotency key and the execution id cannot trade characters either');
   assert.equal(verifySignature('x'.repeat(20), r, h), false);
   assert.equal(verifySignature('k'.repeat(20), r, 'garbage'), false);
 });

@@ -8,6 +8,7 @@ import { seedInFlight } from '../support/executions.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { recordOutcome, recordOutcomeInOneStatement } from '../../src/services/executions/executions.ts';
 import type { SqlTarget } from '../../src/store/fixed-sql.ts';
+import { STOPPED_NOTE } from '../../src/services/executions/recovery.ts';
 
 for (const backend of backends()) {
   describe(`an execution's outcome in one statement on ${backend.name}`, () => {
@@ -50,6 +51,22 @@ for (const backend of backends()) {
       assert.deepEqual(await events(id), []);
       assert.equal(await svc.ts.store.transaction((trx) => recordOutcome(trx, args, env())), 'UNKNOWN');
       assert.deepEqual((await events(id)).map((e) => e.kind), ['execution.late_outcome']);
+    });
+
+    test('an answer recorded twice (the first commit\'s reply was lost) is one outcome; a late 500 after recovery\'s UNKNOWN is still kept', async () => {
+      const id = await inFlight();
+      const args = { projectId: svc.projectId, id, outcome, at: new Date() };
+      for (let i = 0; i < 2; i++) assert.equal(await svc.ts.store.transaction((trx) => recordOutcome(trx, args, env())), 'SUCCEEDED');
+      assert.deepEqual((await events(id)).map((e) => e.kind), ['execution.outcome']);
+      // Recovery marked another call UNKNOWN; the merchant then answered 500, UNKNOWN too, but an
+      // answer the person resolving it should see.
+      const other = await inFlight();
+      await svc.ts.store.db.updateTable('executions').set({ status: 'UNKNOWN', note: STOPPED_NOTE }).where('id', '=', other).execute();
+      const failed = { status: 'UNKNOWN' as const, note: 'merchant answered 500: it may or may not have acted', httpStatus: 500 };
+      assert.equal(await svc.ts.store.transaction((trx) => recordOutcome(trx, { ...args, id: other, outcome: failed }, env())), 'UNKNOWN');
+      const late = await events(other);
+      assert.deepEqual(late.map((e) => [e.kind, JSON.parse(e.data).http_status]), [['execution.late_outcome', 500]]);
+      assert.equal((await svc.ts.store.db.selectFrom('executions').select('note').where('id', '=', other).executeTakeFirstOrThrow()).note, STOPPED_NOTE);
     });
   });
 }

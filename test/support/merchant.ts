@@ -5,8 +5,9 @@
 //   /reset   reads the whole body, then destroys the connection without answering
 //   /redirect 302 to /ok (must not be followed)
 //   /hold    200 once the test calls release()
-// It verifies the gavel-signature HMAC on every call (a bad one is answered 401 and counted) and
-// counts the calls it received per Idempotency-Key.
+// It verifies the gavel-signature HMAC on every call, and rejects old timestamps as a merchant should
+// (a bad or stale signature is answered 401 and counted), and counts the calls it received per
+// Idempotency-Key.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { join } from 'node:path';
 import { verifySignature } from '../../src/merchants/signature.ts';
 
 export const MERCHANT_SECRET = 'test-merchant-secret-0123456789';
+/** How far a signature's time may be from the merchant's clock, in seconds (Stripe's default tolerance). */
+const SIGNATURE_TOLERANCE_S = 300;
 export const BEHAVIOURS = ['ok', 'slow', 'refuse', 'fail', 'hang', 'reset', 'redirect', 'hold'] as const;
 
 export interface TestMerchant {
@@ -57,7 +60,9 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
       const body = Buffer.concat(chunks).toString('utf8');
       const key = String(req.headers['idempotency-key'] ?? '');
       const signed = { method: req.method ?? '', path: req.url ?? '', idempotencyKey: key, executionId: String(req.headers['gavel-execution-id'] ?? ''), body };
-      if (!verifySignature(MERCHANT_SECRET, signed, req.headers['gavel-signature'] as string | undefined)) {
+      const signature = req.headers['gavel-signature'] as string | undefined;
+      const signedAt = Number(/^t=(\d+),/.exec(signature ?? '')?.[1]);
+      if (!verifySignature(MERCHANT_SECRET, signed, signature) || !(Math.abs(Date.now() / 1000 - signedAt) <= SIGNATURE_TOLERANCE_S)) {
         m.badSignatures++;
         res.writeHead(401).end();
         return;
