@@ -152,6 +152,11 @@ for (const backend of backends()) {
       const out = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: m.post, payload: {} });
       assert.equal(out.statusCode, 200);
       assert.ok(!out.cookies.some((c) => c.name === 'gavel_device'));
+      // The project's settings name it beside the other cookies, with its lifetime and its own limit.
+      const settings = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/settings`, headers: (await consoleMember(svc, ['AUDITOR'])).get });
+      assert.equal(settings.statusCode, 200, settings.body);
+      const { sessions, login_throttle } = settings.json();
+      assert.deepEqual([sessions.device_cookie, sessions.device_cookie_max_age_seconds, login_throttle.device_failures_before_lock], ['gavel_device', 180 * 24 * 3600, 5]);
 
       const tls = await startService(backend, { publicUrl: 'https://gavel.example' });
       try {

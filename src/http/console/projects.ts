@@ -3,7 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
-import { ACCOUNT_LIMITS, ADDRESS_LIMITS } from '../../domain/access/throttle.ts';
+import { ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS } from '../../domain/access/throttle.ts';
+import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie.ts';
 import { isRole, ROLES } from '../../domain/access/roles.ts';
 import { rolesOf } from '../../services/identity/members.ts';
 import { readSod } from '../../services/identity/sod.ts';
@@ -57,8 +58,8 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
       response: {
         200: Type.Object({
           project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
-          sessions: Type.Object({ idle_timeout_seconds: Type.Integer(), absolute_timeout_seconds: Type.Integer(), session_cookie: Type.String(), csrf_cookie: Type.String(), csrf_header: Type.String(), secure_cookies: Type.Boolean() }),
-          login_throttle: Type.Object({ account_failures_before_lock: Type.Integer(), address_failures_before_lock: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
+          sessions: Type.Object({ idle_timeout_seconds: Type.Integer(), absolute_timeout_seconds: Type.Integer(), session_cookie: Type.String(), csrf_cookie: Type.String(), csrf_header: Type.String(), device_cookie: Type.String(), device_cookie_max_age_seconds: Type.Integer(), secure_cookies: Type.Boolean() }),
+          login_throttle: Type.Object({ account_failures_before_lock: Type.Integer(), device_failures_before_lock: Type.Integer(), address_failures_before_lock: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
           sod: SodDocumentSchema,
           roles: RoleList,
         }),
@@ -72,9 +73,10 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
       project: p,
       sessions: {
         idle_timeout_seconds: SESSION_LIFETIMES.idleMs / 1000, absolute_timeout_seconds: SESSION_LIFETIMES.absoluteMs / 1000,
-        session_cookie: names.session, csrf_cookie: names.csrf, csrf_header: CSRF_HEADER, secure_cookies: servedOverTls(app.gavel.config),
+        session_cookie: names.session, csrf_cookie: names.csrf, csrf_header: CSRF_HEADER,
+        device_cookie: names.device, device_cookie_max_age_seconds: DEVICE_COOKIE_LIFETIME_MS / 1000, secure_cookies: servedOverTls(app.gavel.config),
       },
-      login_throttle: { account_failures_before_lock: ACCOUNT_LIMITS.lockAfter, address_failures_before_lock: ADDRESS_LIMITS.lockAfter, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
+      login_throttle: { account_failures_before_lock: ACCOUNT_LIMITS.lockAfter, device_failures_before_lock: DEVICE_LIMITS.lockAfter, address_failures_before_lock: ADDRESS_LIMITS.lockAfter, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
       sod: (await readSod(db(), p.id)).document,
       roles: [...ROLES],
     };
