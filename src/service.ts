@@ -22,6 +22,7 @@ import { Executions } from './services/executions/executions.ts';
 import { InstanceKeeper } from './services/executions/recovery.ts';
 import { randomUUID } from 'node:crypto';
 import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
+import { pruneIdentityRows, PRUNE_EVERY_MS } from './services/identity/prune.ts';
 import { takeServingLock } from './store/sqlite/serving-lock.ts';
 
 export function storeOptions(config: Config): StoreOptions {
@@ -119,6 +120,10 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
     onError: (err) => app.log.error({ err }, 'audit log tick failed'),
     onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
+  // Finished throttle counters and sessions are deleted every hour (services/identity/prune.ts).
+  const prune = setInterval(() => {
+    pruneIdentityRows(store, deps.clock.now()).catch((err: unknown) => app.log.warn({ err }, 'pruning finished sessions and throttle counters failed'));
+  }, PRUNE_EVERY_MS).unref();
   let closing: Promise<void> | undefined;
   return {
     app, deps, bootstrap: boot, auditLog,
@@ -126,6 +131,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
       closing ??= (async () => {
         // Keep-alive sockets of requests that were in flight become idle only once answered;
         // close them as they do, or the server would wait for the clients' keep-alive timeout.
+        clearInterval(prune);
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
         try { await app.close(); } finally { clearInterval(idle); }
         // Every event the stopped server answered for is sequenced and under a signed (and, if a

@@ -1,0 +1,47 @@
+// Finished rows are deleted so that the identity tables do not grow without bound (every failed
+// guess at an unknown name and every sign-in left a row for ever); rows that still decide
+// something are kept.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import { pruneIdentityRows, PRUNE_AFTER_MS } from '../../src/services/identity/prune.ts';
+
+const HOUR = 3600_000;
+
+for (const backend of backends()) {
+  test(`finished throttle counters and sessions are pruned, live ones kept (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const db = svc.deps.store.db;
+      const now = new Date();
+      const ago = (ms: number) => new Date(now.getTime() - ms).toISOString();
+      const ahead = (ms: number) => new Date(now.getTime() + ms).toISOString();
+      await db.insertInto('login_throttle').values([
+        { key: 'account:stale', failures: 3, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: null },
+        { key: 'account:stale-lock-over', failures: 9, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: ago(PRUNE_AFTER_MS + HOUR / 2) },
+        { key: 'account:recent', failures: 2, window_start: ago(10 * 60_000), locked_until: null },
+        // An old window whose lock still runs: it still refuses attempts, so it stays.
+        { key: 'account:locked', failures: 40, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: ahead(HOUR) },
+      ]).execute();
+      const { principalId: principal } = await svc.member(['AUDITOR']);
+      const session = (id: string, lastSeen: string, expires: string, ended: string | null) =>
+        ({ id, token_hash: id.padEnd(64, '0'), principal_id: principal, created_at: ago(2 * PRUNE_AFTER_MS), last_seen_at: lastSeen, expires_at: expires, ended_at: ended, ended_reason: ended ? 'logout' : null });
+      await db.insertInto('sessions').values([
+        session('ses_ended_long_ago', ago(PRUNE_AFTER_MS + HOUR), ahead(HOUR), ago(PRUNE_AFTER_MS + HOUR)),
+        session('ses_expired_long_ago', ago(PRUNE_AFTER_MS + 2 * HOUR), ago(PRUNE_AFTER_MS + HOUR), null),
+        session('ses_idle_long_ago', ago(PRUNE_AFTER_MS + 2 * HOUR), ahead(HOUR), null),
+        session('ses_ended_just_now', ago(60_000), ahead(HOUR), ago(60_000)),
+        session('ses_live', ago(60_000), ahead(HOUR), null),
+      ]).execute();
+
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 2, sessions: 3 });
+      const keys = (await db.selectFrom('login_throttle').select('key').where('key', 'like', 'account:%').orderBy('key').execute()).map((r) => r.key);
+      assert.deepEqual(keys, ['account:locked', 'account:recent']);
+      const ids = (await db.selectFrom('sessions').select('id').where('principal_id', '=', principal).orderBy('id').execute()).map((r) => r.id);
+      assert.deepEqual(ids, ['ses_ended_just_now', 'ses_live']);
+      // Nothing left to prune: a second run deletes nothing.
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 0, sessions: 0 });
+    } finally { await svc.stop(); }
+  });
+}
