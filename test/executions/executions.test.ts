@@ -5,10 +5,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
+import { startPayments } from '../support/payments.ts';
+import { type TestService } from '../support/service.ts';
+import { issue, newAgent, type Agent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
-import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { type TestMerchant } from '../support/merchant.ts';
 import { recordedDecisions } from '../support/decisions.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
@@ -33,13 +34,8 @@ for (const backend of backends()) {
     const row = (id: string) => svc.ts.store.db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
     before(async () => {
-      merchant = await startMerchant();
-      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
-      key = await svc.keyHeader([]);
+      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { timeoutMs: 400 }));
       personKey = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'person')).key}` };
-      await activatePolicy(svc, ALLOW_PAYMENTS);
-      agent = newAgent();
-      permit = (await issue(svc, agent.did, PAY)).jws;
     });
     after(async () => { await svc.stop(); await merchant.close(); });
 

@@ -4,10 +4,11 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
+import { startPayments } from '../support/payments.ts';
 import { anotherProject } from '../support/projects.ts';
-import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
-import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { type TestService } from '../support/service.ts';
+import { type Agent } from '../support/authorize.ts';
+import { type TestMerchant } from '../support/merchant.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
 
@@ -24,12 +25,7 @@ for (const backend of backends()) {
     });
 
     before(async () => {
-      merchant = await startMerchant();
-      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
-      key = await svc.keyHeader([]);
-      await activatePolicy(svc, ALLOW_PAYMENTS);
-      agent = newAgent();
-      permit = (await issue(svc, agent.did, PAY)).jws;
+      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { timeoutMs: 400 }));
     });
     after(async () => { await svc.stop(); await merchant.close(); });
 

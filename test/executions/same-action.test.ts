@@ -6,9 +6,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
-import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { startPayments } from '../support/payments.ts';
+import { type TestService } from '../support/service.ts';
+import { issue, newAgent, type Agent } from '../support/authorize.ts';
+import { type TestMerchant } from '../support/merchant.ts';
 import { actionFingerprint } from '../../src/services/executions/fingerprint.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*'] };
@@ -33,12 +34,7 @@ for (const backend of backends()) {
     });
 
     before(async () => {
-      merchant = await startMerchant({ slowMs: 300 });
-      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 2_000) });
-      key = await svc.keyHeader([]);
-      await activatePolicy(svc, ALLOW_PAYMENTS);
-      agent = newAgent();
-      permit = (await issue(svc, agent.did, PAY)).jws;
+      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { slowMs: 300, timeoutMs: 2_000 }));
     });
     after(async () => { await svc.stop(); await merchant.close(); });
 

@@ -82,8 +82,6 @@ export function classifyWitnessOutcome<T extends WitnessOutcome>(outcome: T, log
 
 /** The rollback the leader recorded, unless a cosignature or a later check put it right; null otherwise. */
 export async function openRollback(db: Db | Tx): Promise<{ reason: string | null; at: string } | null> {
-  const problem = await db.selectFrom('audit_witness_problem').select('kind').where('id', '=', 1).where('kind', '=', ROLLED_BACK).executeTakeFirst();
-  if (!problem) return null;
   const open = await openWitnessProblem(db);
   return open?.kind === ROLLED_BACK ? { reason: open.reason, at: open.at } : null;
 }

@@ -1,0 +1,19 @@
+// The executions tests' common start: a service that calls one test merchant, the ALLOW_PAYMENTS
+// policy active, an API key, and an agent holding a root permit for `grant`.
+import type { GavelConstraints } from '../../src/domain/permit/index.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from './authorize.ts';
+import type { Backend } from './backends.ts';
+import { merchantsFile, startMerchant, type TestMerchant } from './merchant.ts';
+import { startService, type TestService } from './service.ts';
+
+export interface Payments { svc: TestService; merchant: TestMerchant; key: { authorization: string }; agent: Agent; permit: string }
+
+export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs: number }): Promise<Payments> {
+  const merchant = await startMerchant(options.slowMs === undefined ? {} : { slowMs: options.slowMs });
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs) });
+  const key = await svc.keyHeader([]);
+  await activatePolicy(svc, ALLOW_PAYMENTS);
+  const agent = newAgent();
+  const permit = (await issue(svc, agent.did, grant)).jws;
+  return { svc, merchant, key, agent, permit };
+}
