@@ -26,6 +26,12 @@ describe('requests that are not well-formed HTTP', () => {
     ['a repeated Content-Length, even an equal one', 'POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}', 400, 'malformed_request'],
     ['a header folded onto a second line (obs-fold)', 'GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n gvl_x\r\n\r\n', 400, 'malformed_request'],
     ['a header line without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, 'malformed_request'],
+    // RFC 9112 §2.2: a bare CR may be refused; a value holding it would read as two lines to a
+    // peer that ends lines on CR. NUL and other controls are not field-value characters (RFC 9110 §5.5).
+    ['a bare CR inside a header value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n', 400, 'malformed_request'],
+    ['a bare CR ending a header value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\r\r\n\r\n', 400, 'malformed_request'],
+    ['a NUL inside a header value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n', 400, 'malformed_request'],
+    ['a control character inside the Authorization value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer gvl_\u0001x\r\n\r\n', 400, 'malformed_request'],
     ['headers larger than the limit', `GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
   ];
   for (const [label, request, status, code] of BAD) {
