@@ -144,7 +144,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
           + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
           + 'A request that repeats Host, Authorization or Content-Type gets 400 `duplicate_header` before any authentication; '
-          + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed).',
+          + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed); '
+          + 'a request line without a version (HTTP/0.9) gets 400 `malformed_request` and one naming HTTP/2.0 505 `http_version_not_supported`, and the connection is closed.',
       },
       components: {
         securitySchemes: {

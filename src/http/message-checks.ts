@@ -47,8 +47,15 @@ export function headerFault(req: IncomingMessage): Problem | null {
     const names = Object.keys(NAMES).map(Number).filter((bit) => repeated & bit).map((bit) => NAMES[bit]);
     return new Problem(400, 'duplicate_header', `send each of these headers once: ${names.join(', ')} (which of the repeats is meant is ambiguous)`);
   }
+  // Node's parser passes two versions besides 1.x: a request line without one (HTTP/0.9, which
+  // RFC 9112 no longer has: its answer would carry no status or headers) and HTTP/2.0 spelt as text.
+  if (req.httpVersionMajor !== 1) {
+    return req.httpVersionMajor === 0
+      ? new Problem(400, 'malformed_request', 'a request line must end with its version (HTTP/1.1)', { headers: { connection: 'close' } })
+      : new Problem(505, 'http_version_not_supported', `HTTP/${req.httpVersion} is not spoken as text: send HTTP/1.1`, { headers: { connection: 'close' } });
+  }
   // RFC 9112 §3.2. Node's own check (requireHostHeader, off) answered without a body or request id.
-  if ((seen & HOST) === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+  if ((seen & HOST) === 0 && req.httpVersionMinor === 1) {
     return new Problem(400, 'malformed_request', 'an HTTP/1.1 request must carry a Host header', { headers: { connection: 'close' } });
   }
   return null;

@@ -72,6 +72,20 @@ describe('requests answered before routing', () => {
     assert.equal(lastResponse(await exchange(port, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
   });
 
+  test('a request line without a version (HTTP/0.9) is 400 malformed_request, HTTP/2.0 as text 505; the connection closes', async () => {
+    // Node's parser passes both to the listener; they were answered 200 as if HTTP/1.x.
+    const old = responses(await exchange(port, `GET /healthz\r\n\r\n${HEALTH}`));
+    assert.equal(old.length, 1);
+    assertRawProblem(old[0]!, 400, 'malformed_request');
+    assert.equal(old[0]!.headers.connection, 'close');
+    const two = responses(await exchange(port, `GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n${HEALTH}`));
+    assert.equal(two.length, 1);
+    assertRawProblem(two[0]!, 505, 'http_version_not_supported');
+    assert.equal(two[0]!.headers.connection, 'close');
+    // The body-reading route is refused the same way, before authentication.
+    assertRawProblem(lastResponse(await exchange(port, 'POST /v1/authorize HTTP/2.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}')), 505, 'http_version_not_supported');
+  });
+
   test('an Expect other than 100-continue is 417 expectation_failed, and the connection is kept', async () => {
     const [refused, next] = responses(await exchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n${HEALTH}`));
     assertRawProblem(refused!, 417, 'expectation_failed');
