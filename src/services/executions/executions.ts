@@ -71,7 +71,10 @@ export class Executions {
     try {
       record = await decide(reservation);
     } catch (e) {
-      if (!(e instanceof NonceTaken)) throw e;
+      if (!(e instanceof NonceTaken)) {
+        if (databaseUnreachable(e)) await this.#withdrawUnsent(ctx, executionId);
+        throw e;
+      }
       const winner = await this.#byNonce(ctx.projectId, exec.nonce);
       if (!winner) throw e; // cannot happen: the conflict was with a committed row
       return this.#repeat(ctx, winner, fingerprint);
@@ -101,6 +104,22 @@ export class Executions {
   }
 
   /**
+   * The decision's commit failed without saying whether it landed (its answer lost with the
+   * connection): if the reservation did commit, it is settled FAILED, for this instance never
+   * called the merchant and never will. Left IN_FLIGHT it would answer every repeat
+   * `execution_in_progress` until the sweep took it for a call that may have acted (UNKNOWN, for a
+   * person to resolve). A repeat of the nonce then replays FAILED; the spend stands, as for any
+   * FAILED call. If the database stays away past the retries, the row is left to the sweep as before.
+   */
+  async #withdrawUnsent(ctx: DecideContext, id: string): Promise<void> {
+    try {
+      await this.#record(ctx, id, { status: 'FAILED', httpStatus: null, note: UNSENT_NOTE });
+    } catch {
+      // No such row (nothing committed), or the database still unreachable: the caller's 503 stands.
+    }
+  }
+
+  /**
    * Records the call's outcome unless recovery already marked the row UNKNOWN (then that stands).
    * The merchant has acted by now: a dropped database connection (a restart, a failover) is retried
    * for a few seconds rather than leaving a known outcome to become UNKNOWN, for a person to
@@ -119,6 +138,9 @@ export class Executions {
     }
   }
 }
+
+/** What a reservation whose decision's commit went unconfirmed is settled as: no byte was sent. */
+export const UNSENT_NOTE = 'not delivered: the decision\'s commit was not confirmed (the database connection was lost), so no call was made';
 
 /** Pauses between attempts to record an outcome the database did not take (about 6 s in all). */
 const RECORD_RETRY_MS = [50, 200, 500, 1_000, 2_000, 2_000];
