@@ -72,7 +72,8 @@ export class Executions {
       record = await decide(reservation);
     } catch (e) {
       if (!(e instanceof NonceTaken)) {
-        if (databaseUnreachable(e)) await this.#withdrawUnsent(ctx, executionId);
+        // In the background: during an outage the caller's 503 must not wait out the retries.
+        if (databaseUnreachable(e)) void this.#withdrawUnsent(ctx, executionId);
         throw e;
       }
       const winner = await this.#byNonce(ctx.projectId, exec.nonce);
