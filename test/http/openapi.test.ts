@@ -1,8 +1,9 @@
 // What the OpenAPI document says about errors and roles: problem+json error responses whose
 // descriptions name the codes (each one thrown somewhere in src/), exactly the refusals each kind of
 // route can give, POST /v1/authorize's codes and reason codes as docs/reason-codes.md has them, and
-// the roles each guarded operation demands. That every code a route sends is declared is checked
-// on every test service as it stops (test/support/declared-problems.ts).
+// the roles each guarded operation demands, and that the document lists exactly the routes the
+// router serves. That every code (and success status) a route sends is declared is checked on every
+// test service as it stops (test/support/declared-problems.ts).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -17,6 +18,24 @@ import { REASON_CODES } from '../../src/http/machine/authorize.ts';
 
 const C = '/v1/console/projects/{projectId}';
 const M = '/v1/projects/{projectId}';
+
+/**
+ * "METHOD /path" of every route the router serves, read off Fastify's printRoutes tree (each line
+ * names the part of the path beyond its parent's, then its methods), HEAD copies left out.
+ */
+function servedRoutes(tree: string): string[] {
+  const out: string[] = [];
+  const prefix: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^([│ ]*)[├└]── (\S+)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    const path = (prefix[depth - 1] ?? '') + m[2]!;
+    prefix[depth] = path;
+    for (const method of m[3]?.split(', ') ?? []) if (method !== 'HEAD') out.push(`${method} ${path.replace(/:([A-Za-z_]+)/g, '{$1}')}`);
+  }
+  return out.sort();
+}
 
 const srcText = (dir: string): string => readdirSync(dir, { withFileTypes: true })
   .map((e) => e.isDirectory() ? srcText(join(dir, e.name)) : e.name.endsWith('.ts') ? readFileSync(join(dir, e.name), 'utf8') : '').join('\n');
@@ -42,6 +61,14 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.ok(o, `${method} ${path} is in the document`);
     return o;
   };
+
+  test('the document lists exactly the routes the router serves, each method of each', async () => {
+    await svc.app.ready();
+    const served = servedRoutes(svc.app.printRoutes({ commonPrefix: false }));
+    assert.ok(served.includes('GET /v1/console/projects/{projectId}/memberships') && served.includes('POST /v1/authorize'), 'the tree is read');
+    const documented = Object.entries<any>(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    assert.deepEqual(served, documented);
+  });
 
   test('every error response is problem+json with the Problem schema and says what it means', () => {
     const problemRef = Object.entries<any>(doc.components.schemas).find(([, s]) => s.properties?.code && s.properties?.request_id)?.[0];
@@ -180,6 +207,11 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
       { method: 'HEAD', route: '/v1/projects/:projectId/policy', status: 404, code: 'no_active_policy' },
       { method: 'POST', route: '/v1/projects/:projectId/policy/activate', status: 409, code: 'nonce_reused' },
     ]), ['GET /healthz 401 unauthorized', 'POST /v1/projects/{projectId}/policy/activate 409 nonce_reused']);
+    // A success status the operation does not declare is caught too (minting answers 201, not 200).
+    assert.deepEqual(undeclared(doc, [
+      { method: 'POST', route: '/v1/console/projects/:projectId/api-keys', status: 201 },
+      { method: 'POST', route: '/v1/console/projects/:projectId/api-keys', status: 200 },
+    ]), ['POST /v1/console/projects/{projectId}/api-keys 200']);
   });
 
   test('a problem sent under a problem+json response schema keeps its extra members', async () => {

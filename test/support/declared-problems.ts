@@ -1,29 +1,39 @@
 // Every problem a test service sends from a route is checked against the OpenAPI document when the
 // service stops (test/support/service.ts): a status or code its operation does not declare fails the
-// test file that provoked it, so the whole suite keeps the document's error responses honest.
+// test file that provoked it, so the whole suite keeps the document's error responses honest. Every
+// other answer's status is checked too (a 201 the document calls 200 would mislead a client as much).
 // Answers given before any route matched (no such route, 405, bad_url) are not an operation's.
 import type { FastifyInstance } from 'fastify';
 
 export interface SentProblem { method: string; route: string; status: number; code: string }
+/** A route's answer that is not a problem: its status must be declared, with no code to name. */
+export type SentAnswer = Omit<SentProblem, 'code'>;
 
 /** The codes a response description lists: "(code x)" or "(codes x, y)". */
 export const codesIn = (description: string): string[] => /\(codes? ([a-z_, ]+)\)$/.exec(description)?.[1]!.split(', ') ?? [];
 
-/** Records every problem+json answer of a route. Install it before the app is ready. */
-export function recordProblems(app: FastifyInstance): SentProblem[] {
-  const sent: SentProblem[] = [];
+/** Records every answer of a route: problem+json ones with their code, the others by status. Install it before the app is ready. */
+export function recordProblems(app: FastifyInstance): { problems: SentProblem[]; others: SentAnswer[] } {
+  const problems: SentProblem[] = [];
+  const others: SentAnswer[] = [];
+  const seen = new Set<string>(); // one entry per route and status: a test may send thousands of successes
   app.addHook('onSend', (request, reply, payload, done) => {
     const route = request.routeOptions.url;
-    if (route !== undefined && typeof payload === 'string' && String(reply.getHeader('content-type')).startsWith('application/problem+json')) {
-      sent.push({ method: request.method, route, status: reply.statusCode, code: (JSON.parse(payload) as { code: string }).code });
+    if (route === undefined) { done(null, payload); return; }
+    const answer = { method: request.method, route, status: reply.statusCode };
+    if (typeof payload === 'string' && String(reply.getHeader('content-type')).startsWith('application/problem+json')) {
+      problems.push({ ...answer, code: (JSON.parse(payload) as { code: string }).code });
+    } else if (!seen.has(`${answer.method} ${route} ${answer.status}`)) {
+      seen.add(`${answer.method} ${route} ${answer.status}`);
+      others.push(answer);
     }
     done(null, payload);
   });
-  return sent;
+  return { problems, others };
 }
 
-/** The problems sent that their operation in `doc` does not declare, as "METHOD /path status code". */
-export function undeclared(doc: object, sent: readonly SentProblem[]): string[] {
+/** The answers sent that their operation in `doc` does not declare, as "METHOD /path status code" (no code for a non-problem). */
+export function undeclared(doc: object, sent: readonly (SentProblem | SentAnswer)[]): string[] {
   const { paths } = doc as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> };
   const out = new Set<string>();
   for (const p of sent) {
@@ -31,7 +41,8 @@ export function undeclared(doc: object, sent: readonly SentProblem[]): string[] 
     // A HEAD route answers as its GET (Fastify's exposeHeadRoutes), which the document describes.
     const op = paths[path]?.[p.method === 'HEAD' ? 'get' : p.method.toLowerCase()];
     const response = op?.responses[String(p.status)];
-    if (!response || !codesIn(response.description).includes(p.code)) out.add(`${p.method} ${path} ${p.status} ${p.code}`);
+    const code = 'code' in p ? p.code : undefined;
+    if (!response || (code !== undefined && !codesIn(response.description).includes(code))) out.add(`${p.method} ${path} ${p.status}${code === undefined ? '' : ` ${code}`}`);
   }
   return [...out];
 }
