@@ -39,9 +39,13 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
   // A union of literals fails once per literal ("must be equal to constant") and once as a whole:
   // reported once, naming the values it allows.
   const enumerated = new Set(errors.filter((e) => allowedValues(e) !== undefined).map((e) => e.instancePath));
+  // Every query value is text, so one of another type is a parameter given more than once (an
+  // array): said once as that, not as "must be string" or a list of allowed values it never broke.
+  const repeated = new Set(where === 'query' ? errors.filter((e) => e.keyword === 'type').map((e) => e.instancePath) : []);
   for (const e of errors) {
     if (e.keyword === 'minLength' && malformed.has(e.instancePath)) continue;
     if (e.keyword === 'const' && enumerated.has(e.instancePath)) continue;
+    if (repeated.has(e.instancePath) && e.keyword !== 'type') continue;
     // anyOf/oneOf report every branch; the branch errors are noise next to the summary.
     if (e.keyword === 'if') continue;
     let pointer = e.instancePath;
@@ -53,6 +57,7 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
     if (e.keyword === 'required') message = 'is required';
     if (e.keyword === 'additionalProperties') message = 'is not a known field';
     if (e.keyword === 'pattern' || e.keyword === 'format') message = formatMessage(e) ?? message;
+    if (repeated.has(e.instancePath)) message = 'is given more than once; give it once';
     const key = `${pointer}|${code}`;
     if (seen.has(key)) continue;
     seen.add(key);

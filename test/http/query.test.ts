@@ -1,6 +1,7 @@
 // A route of the API that takes no query parameters refuses any, as the list routes refuse the ones
 // they do not know: a misspelt filter (`?status=pending` where none is taken) must not be answered
-// as if it had been obeyed. Probes outside /v1 (/healthz, /readyz) take any.
+// as if it had been obeyed. Probes outside /v1 (/healthz, /readyz) take any. A parameter given twice
+// is said to be repeated.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
@@ -8,7 +9,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { consoleMember } from '../support/console.ts';
 
 const backend = backends()[0]!;
-describe('query strings on GETs that take none', () => {
+describe('query strings: on GETs that take none, and repeated', () => {
   let svc: TestService;
   before(async () => { svc = await startService(backend); });
   after(async () => { await svc.stop(); });
@@ -36,5 +37,18 @@ describe('query strings on GETs that take none', () => {
     const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login?password=hunter2', payload: { name: 'x', password: 'y' } });
     assert.equal(login.statusCode, 400, login.body);
     assert.ok(login.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer.endsWith('password')));
+  });
+
+  test('a parameter given more than once is refused as that, naming it, whatever its type', async () => {
+    const auditor = await consoleMember(svc, ['AUDITOR']);
+    const C = `/v1/console/projects/${svc.projectId}`;
+    for (const [query, param] of [
+      ['memberships?limit=1&limit=2', 'limit'], ['audit?limit=5&limit=5', 'limit'], ['audit?cursor=a&cursor=b', 'cursor'],
+      ['approvals?status=pending&status=approved', 'status'], ['executions?status=UNKNOWN&status=FAILED', 'status'],
+    ] as const) {
+      const res = await svc.app.inject({ method: 'GET', url: `${C}/${query}`, headers: auditor.get });
+      assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
+      assert.deepEqual(res.json().errors, [{ pointer: `/${param}`, code: 'wrong_type', message: 'is given more than once; give it once', in: 'query' }], query);
+    }
   });
 });
