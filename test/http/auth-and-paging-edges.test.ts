@@ -48,5 +48,22 @@ for (const backend of backends()) {
       const ok = await svc.app.inject({ method: 'POST', url, payload: { role: 'AUDITOR' }, headers: admin.post });
       assert.ok(ok.statusCode < 300, `the same request with its own cookie passes: ${ok.body}`);
     });
+
+    test('a project id that is not one (a NUL in it, say) is 403 on both planes, never a 500', async () => {
+      // Authentication reads the path's project before its schema is checked (decision 0001), and
+      // PostgreSQL cannot compare a string holding a NUL.
+      const admin = await consoleMember(svc, ['ADMIN', 'AUDITOR']);
+      const key = await svc.keyHeader(['ADMIN']);
+      for (const projectId of ['prj_%00', `${svc.projectId}%00`, 'x', '%C3%A9']) {
+        for (const [method, url, headers] of [
+          ['GET', `/v1/console/projects/${projectId}/dashboard`, admin.get], ['GET', `/v1/console/projects/${projectId}/memberships`, admin.get],
+          ['POST', `/v1/console/projects/${projectId}/agents/freeze`, admin.post], ['GET', `/v1/projects/${projectId}/sod`, key],
+        ] as const) {
+          const res = await svc.app.inject({ method, url, headers, ...(method === 'POST' ? { payload: {} } : {}) });
+          assert.equal(res.statusCode, 403, `${method} ${url}: ${res.body}`);
+          assert.equal(res.json().code, 'forbidden');
+        }
+      }
+    });
   });
 }

@@ -10,10 +10,13 @@ import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie
 import { rolesOf } from '../../services/identity/members.ts';
 import { resolveSession } from '../../services/identity/sessions.ts';
 import { forbidden, Problem, unauthorized } from '../problem.ts';
+import { PROJECT_ID_PATTERN } from '../schemas/common.ts';
 import { cookieValues } from './cookie-values.ts';
 
 export const CSRF_HEADER = 'x-csrf-token';
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The form of a project id: the path's projectId is read here, in preValidation, before its schema is checked. */
+const PROJECT_ID = new RegExp(PROJECT_ID_PATTERN);
 
 /** True when the console is served over TLS (config.publicUrl is https). */
 export const servedOverTls = (config: Config): boolean => config.publicUrl?.startsWith('https:') ?? false;
@@ -135,6 +138,9 @@ export function consoleAuth(roles: Role[] = []) {
     const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
     let held: Role[] = [];
     if (projectId !== undefined) {
+      // Not a project id: no membership can name it, and PostgreSQL cannot even compare one holding
+      // a NUL (%00), which failed the query with a 500 where SQLite answered this same 403.
+      if (!PROJECT_ID.test(projectId)) throw forbidden('you are not a member of this project');
       const m = await store.db.selectFrom('memberships').select('revoked_at').where('project_id', '=', projectId).where('principal_id', '=', session.principal_id).executeTakeFirst();
       if (!m || m.revoked_at) throw forbidden('you are not a member of this project');
       held = await rolesOf(store.db, projectId, session.principal_id);

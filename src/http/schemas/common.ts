@@ -101,8 +101,10 @@ export function errorResponses(shape: RouteShape, own: ErrorOverrides = {}): Rec
   return out;
 }
 
+/** The form of a project id (console auth checks it before the schema does: http/auth/session.ts). */
+export const PROJECT_ID_PATTERN = '^prj_[0-9a-z]{26}$';
 export const ProjectParams = Type.Object({
-  projectId: Type.String({ pattern: '^prj_[0-9a-z]{26}$', description: 'Project id' }),
+  projectId: Type.String({ pattern: PROJECT_ID_PATTERN, description: 'Project id' }),
 });
 
 export const MAX_SAFE_MINOR = Number.MAX_SAFE_INTEGER;
