@@ -93,6 +93,24 @@ for (const backend of backends()) {
       offsetMs = 0;
     });
 
+    test('/me names both ends of the session: the absolute one and the one idleness would bring, never after it', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const first = (await me(m.get.cookie)).json().session;
+      const stored = await svc.ts.store.db.selectFrom('sessions').select(['last_seen_at', 'expires_at']).where('id', '=', first.id).executeTakeFirstOrThrow();
+      assert.equal(first.expires_at, stored.expires_at);
+      assert.equal(Date.parse(first.idle_expires_at), Date.parse(stored.last_seen_at) + SESSION_LIFETIMES.idleMs);
+      // A request after a while moves the idle end, not the absolute one.
+      offsetMs = SESSION_LIFETIMES.idleMs - 60_000;
+      const later = (await me(m.get.cookie)).json().session;
+      assert.equal(later.expires_at, first.expires_at);
+      assert.ok(Date.parse(later.idle_expires_at) >= Date.parse(first.idle_expires_at) + SESSION_LIFETIMES.idleMs - 60_000 - 1000);
+      // Near the absolute end the idle end is the absolute one.
+      offsetMs = SESSION_LIFETIMES.absoluteMs - 120_000;
+      await svc.ts.store.db.updateTable('sessions').set({ last_seen_at: new Date(Date.now() + offsetMs).toISOString() }).where('id', '=', first.id).execute();
+      assert.equal((await me(m.get.cookie)).json().session.idle_expires_at, first.expires_at);
+      offsetMs = 0;
+    });
+
     test('absolute expiry: even a busy session ends after the absolute lifetime', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const step = SESSION_LIFETIMES.idleMs - 60_000;

@@ -42,13 +42,22 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     preValidation: consoleAuth(),
     schema: {
       tags: ['console'], summary: 'The signed-in person, their current roles in this project, and their session', params: ProjectParams,
-      response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({ id: Type.String(), expires_at: Type.String() }) }), ...errorResponses({ auth: 'session' }) },
+      response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({
+        id: Type.String(),
+        /** The absolute end, fixed at login. */
+        expires_at: Type.String(),
+        /** When the session ends if no request comes before (the idle lifetime), never after `expires_at`. */
+        idle_expires_at: Type.String(),
+      }) }), ...errorResponses({ auth: 'session' }) },
     },
   }, async (request) => {
     const auth = request.auth!;
     const p = await db().selectFrom('principals').select(['name', 'kind']).where('id', '=', auth.principalId).executeTakeFirstOrThrow();
-    const s = await db().selectFrom('sessions').select(['id', 'expires_at']).where('id', '=', auth.sessionId!).executeTakeFirstOrThrow();
-    return { principal_id: auth.principalId, name: p.name, kind: p.kind, project_id: auth.projectId, roles: [...auth.roles].sort(), session: s };
+    const s = await db().selectFrom('sessions').select(['id', 'expires_at', 'last_seen_at']).where('id', '=', auth.sessionId!).executeTakeFirstOrThrow();
+    // The idle clock counts from the last refresh (at most every 30 s), so this is never later than the real end.
+    const idleEnd = Math.min(Date.parse(s.last_seen_at) + SESSION_LIFETIMES.idleMs, Date.parse(s.expires_at));
+    return { principal_id: auth.principalId, name: p.name, kind: p.kind, project_id: auth.projectId, roles: [...auth.roles].sort(),
+      session: { id: s.id, expires_at: s.expires_at, idle_expires_at: new Date(idleEnd).toISOString() } };
   });
 
   app.get('/v1/console/projects/:projectId/settings', {
