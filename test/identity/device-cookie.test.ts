@@ -157,6 +157,8 @@ for (const backend of backends()) {
       assert.equal(settings.statusCode, 200, settings.body);
       const { sessions, login_throttle } = settings.json();
       assert.deepEqual([sessions.device_cookie, sessions.device_cookie_max_age_seconds, login_throttle.device_failures_before_lock], ['gavel_device', 180 * 24 * 3600, 5]);
+      // Self-registration's own limit, per address, beside the login's.
+      assert.deepEqual(settings.json().registration_throttle, { registrations_per_address: 60, window_seconds: 900, max_lock_seconds: 900 });
 
       const tls = await startService(backend, { publicUrl: 'https://gavel.example' });
       try {

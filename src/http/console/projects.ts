@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
-import { ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS } from '../../domain/access/throttle.ts';
+import { ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS, REGISTRATION_LIMITS } from '../../domain/access/throttle.ts';
 import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie.ts';
 import { isRole, ROLES } from '../../domain/access/roles.ts';
 import { rolesOf } from '../../services/identity/members.ts';
@@ -69,6 +69,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
           project: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
           sessions: Type.Object({ idle_timeout_seconds: Type.Integer(), absolute_timeout_seconds: Type.Integer(), session_cookie: Type.String(), csrf_cookie: Type.String(), csrf_header: Type.String(), device_cookie: Type.String(), device_cookie_max_age_seconds: Type.Integer(), secure_cookies: Type.Boolean() }),
           login_throttle: Type.Object({ account_failures_before_lock: Type.Integer(), device_failures_before_lock: Type.Integer(), address_failures_before_lock: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
+          registration_throttle: Type.Object({ registrations_per_address: Type.Integer(), window_seconds: Type.Integer(), max_lock_seconds: Type.Integer() }),
           sod: SodDocumentSchema,
           roles: RoleList,
         }),
@@ -86,6 +87,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
         device_cookie: names.device, device_cookie_max_age_seconds: DEVICE_COOKIE_LIFETIME_MS / 1000, secure_cookies: servedOverTls(app.gavel.config),
       },
       login_throttle: { account_failures_before_lock: ACCOUNT_LIMITS.lockAfter, device_failures_before_lock: DEVICE_LIMITS.lockAfter, address_failures_before_lock: ADDRESS_LIMITS.lockAfter, window_seconds: ACCOUNT_LIMITS.windowMs / 1000, max_lock_seconds: ACCOUNT_LIMITS.maxLockMs / 1000 },
+      registration_throttle: { registrations_per_address: REGISTRATION_LIMITS.lockAfter, window_seconds: REGISTRATION_LIMITS.windowMs / 1000, max_lock_seconds: REGISTRATION_LIMITS.maxLockMs / 1000 },
       sod: (await readSod(db(), p.id)).document,
       roles: [...ROLES],
     };
