@@ -12,8 +12,17 @@ pg.types.setTypeParser(3802, parseJsonExactly);
 
 /** How long a query waits for a pooled connection (a free one, or a new one's handshake) before it fails (503). */
 export const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * How long the server lets one of our sessions sit idle inside a transaction before it ends it.
+ * Gavel's transactions wait on nothing but the database (merchants, witnesses, signing and
+ * password hashing happen outside them), so only an instance cut off mid-transaction (a network
+ * partition, a paused process or VM) idles there; its locks (a freeze's table lock, an agent's or
+ * a budget's row) would otherwise stall every other instance until TCP keepalive gave up, hours.
+ */
+export const IDLE_IN_TRANSACTION_MS = 10_000;
 
-export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number }): PostgresDialect {
+export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; idleInTransactionMs?: number }): PostgresDialect {
+  const idleInTransactionMs = Math.max(1, Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS));
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
@@ -43,7 +52,11 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
     // session only where it is off (a stronger setting, remote_apply say, is left as it is). The
     // statement is queued before any the pool's user sends on this client. If it fails, the client
     // is closed: the queries queued behind it fail (503 for a request) rather than commit unflushed.
-    void client.query("select set_config('synchronous_commit', 'on', false) where current_setting('synchronous_commit') = 'off'")
+    // The same statement bounds idle time in a transaction (IDLE_IN_TRANSACTION_MS) unless the
+    // server's own bound is shorter: set here, not as a startup parameter, which poolers refuse.
+    void client.query(`select case when current_setting('synchronous_commit') = 'off' then set_config('synchronous_commit', 'on', false) end,
+      case when setting::bigint = 0 or setting::bigint > $1::bigint then set_config('idle_in_transaction_session_timeout', $1::bigint::text, false) end
+      from pg_settings where name = 'idle_in_transaction_session_timeout'`, [idleInTransactionMs])
       .catch(() => client.end().catch(() => {}));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
