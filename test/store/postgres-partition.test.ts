@@ -6,12 +6,12 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { relayed, type TcpProxy } from '../support/tcp-proxy.ts';
 import { newAgent } from '../support/authorize.ts';
+import { holdTable } from '../support/hold-table.ts';
 import type { Store } from '../../src/store/store.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
@@ -20,38 +20,26 @@ describe('an instance partitioned from PostgreSQL mid-transaction', { skip: !pos
   let svc: TestService;
   let relay: () => TcpProxy;
   let other: Store; // another instance, with a path of its own to the database
-  let blocker: pg.Client;
   before(async () => {
     const r = relayed(postgres!, { idleInTransactionMs: 1_000 });
     relay = r.relay;
     svc = await startService(r.backend);
     other = svc.ts.reopen();
-    blocker = new pg.Client({ connectionString: process.env.GAVEL_TEST_DATABASE_URL, options: `-c search_path=${(svc.ts.options as { schema: string }).schema}` });
-    await blocker.connect();
   });
-  after(async () => { relay().heal(); await blocker.end(); await svc.stop(); });
+  after(async () => { relay().heal(); await svc.stop(); });
 
   /**
-   * Holds `table`, runs `start` on the service and waits until its transaction stops at its
-   * statement `like` (its earlier locks taken), partitions the service from the database, then lets
-   * that statement finish (its answer goes nowhere: the session idles in the transaction). Returns
-   * how long `waiter`, run on the other instance, took then (or 'waiting' after 8 s).
+   * Holds `table`, runs `start` on the service until its transaction waits at its statement `like`
+   * (its earlier locks taken), partitions the service from the database, then lets that statement
+   * finish (its answer goes nowhere: the session idles in the transaction). Returns how long
+   * `waiter`, run on the other instance, took then (or 'waiting' after 8 s).
    */
   async function partitionedAt(table: string, like: string, start: () => void, waiter: () => Promise<unknown>): Promise<number | 'waiting'> {
-    await blocker.query('begin');
-    await blocker.query(`lock table ${table} in access exclusive mode`);
+    const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, table);
     start();
-    let stopped = false;
-    for (let i = 0; i < 250 && !stopped; i++) {
-      await sleep(20);
-      // Read outside the blocker's transaction, which sees one snapshot of the activity.
-      stopped = (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-        where application_name = ${`gavel/${(svc.ts.options as { schema: string }).schema}`} and wait_event_type = 'Lock' and query like ${like}`.execute(other.db)).rows[0]!.n > 0;
-    }
-    if (!stopped) await blocker.query('rollback');
-    assert.ok(stopped, `the service's transaction reached ${like}`);
+    await held.reached(like);
     relay().partition();
-    await blocker.query('rollback');
+    await held.release();
     const t0 = Date.now();
     return Promise.race([waiter().then(() => Date.now() - t0), sleep(8_000, 'waiting' as const)]);
   }

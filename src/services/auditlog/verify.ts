@@ -10,6 +10,7 @@ import { toBase64 } from '../../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
 import { bytesEqual } from '../../domain/auditlog/bytes.ts';
+import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
 import { verifyInclusion } from '../../domain/auditlog/verify.ts';
@@ -76,7 +77,12 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
   let leaf: Uint8Array | undefined;
   try { leaf = leafHashOfEvent(eventRecord(row)); } catch { leaf = undefined; }
   let path: Uint8Array[] | undefined;
-  try { path = await inclusionFromStore(db, index, cp.size); } catch { path = undefined; }
+  try { path = await inclusionFromStore(db, index, cp.size); } catch (e) {
+    // A tree that cannot give the path fails the proof; a database that could not answer (a dropped
+    // connection) is no verdict, and must not read as tampering: the error goes on (503).
+    if (!(e instanceof AuditLogError)) throw e;
+    path = undefined;
+  }
   const localFailure = localCheck(cp.note, logKey, cp, leaf, index, path);
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
   if (localFailure) {

@@ -1,0 +1,33 @@
+// Holds a table locked from a PostgreSQL session of its own, so that a service's statement on it
+// waits there: a test can then cut or partition the service (tcp-proxy.ts) at that statement.
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+
+export interface HeldTable {
+  /** Resolves once a statement of the schema's service (`like`, a LIKE pattern of its text) waits on a lock; fails after 5 s. */
+  reached(like: string): Promise<void>;
+  release(): Promise<void>;
+}
+
+export async function holdTable(url: string, schema: string, table: string): Promise<HeldTable> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  await client.query('begin');
+  await client.query(`lock table ${table} in access exclusive mode`);
+  const release = async () => { await client.query('rollback').catch(() => {}); await client.end(); };
+  return {
+    async reached(like) {
+      for (let i = 0; i < 250; i++) {
+        // A transaction reads one snapshot of the activity unless told to drop it.
+        const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
+          where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
+        if (rows[0].n > 0) return;
+        await sleep(20);
+      }
+      await release();
+      assert.fail(`no statement like ${like} waited on ${table}`);
+    },
+    release,
+  };
+}
