@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { relayed } from '../support/tcp-proxy.ts';
-import { holdTable } from '../support/hold-table.ts';
+import { cutAt } from '../support/hold-table.ts';
 import { consoleMember } from '../support/console.ts';
 import { newAgent } from '../support/authorize.ts';
 
@@ -28,13 +28,7 @@ test('a connection dropped while a proof is read is 503, not INVALID', { skip: !
     const verify = () => svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: id } });
     assert.equal((await verify()).json().evidence?.local_proof, 'valid');
 
-    const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'audit_nodes');
-    const pending = verify();
-    await held.reached('select level, idx, hash from audit_nodes%');
-    r.relay().cut();
-    await held.release();
-    const res = await pending;
-    r.relay().restore();
+    const res = await cutAt(r.relay(), (svc.ts.options as { schema: string }).schema, 'audit_nodes', 'select level, idx, hash from audit_nodes%', verify);
     assert.deepEqual([res.statusCode, res.json().code], [503, 'database_unavailable'], res.body);
 
     const again = await verify();

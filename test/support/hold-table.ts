@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import type { TcpProxy } from './tcp-proxy.ts';
 
 export interface HeldTable {
   /** Resolves once a statement of the schema's service (`like`, a LIKE pattern of its text) waits on a lock; fails after 5 s. */
@@ -30,4 +31,18 @@ export async function holdTable(url: string, schema: string, table: string): Pro
     },
     release,
   };
+}
+
+/**
+ * Runs `send` on the service of `schema` until its statement `like` waits on `table`, cuts the
+ * service's relay there (its connections reset mid-transaction), and returns its answer, the relay
+ * restored.
+ */
+export async function cutAt<T>(relay: TcpProxy, schema: string, table: string, like: string, send: () => Promise<T>): Promise<T> {
+  const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, schema, table);
+  const pending = send();
+  await held.reached(like);
+  relay.cut();
+  await held.release();
+  try { return await pending; } finally { relay.restore(); }
 }
