@@ -1,8 +1,11 @@
 // Callers of one statement that arrive together share it. Rows submitted during one turn of the
 // event loop leave as one multi-row statement: on PostgreSQL that is one round trip, one executor
 // start and one commit (one WAL flush) for all of them, instead of one each. A statement that
-// fails is run again row by row, so a row that cannot be written fails only its own caller.
+// fails is run again row by row, so a row that cannot be written fails only its own caller; one
+// whose connection was lost is not (it may have committed: every caller hears the loss, a 503).
 // At low load nothing waits: a lone row leaves at the end of the turn it was submitted in.
+
+import { databaseUnreachable } from './unreachable.ts';
 
 export interface BatchedStatementOptions {
   /** Rows per statement at most (default 128). */
@@ -54,7 +57,10 @@ export class BatchedStatement<R, T> {
     try {
       results = await this.#runCounted(batch.map((w) => w.row));
     } catch (error) {
-      if (batch.length === 1) { batch[0]!.reject(error); return; }
+      // Lost with its connection, the statement may have committed (its answer lost, not its
+      // work): run again, each row would meet its own ids and fail as a conflict (a 500), or be
+      // written twice by a statement without unique ids. The loss is no row's fault either.
+      if (batch.length === 1 || databaseUnreachable(error)) { for (const w of batch) w.reject(error); return; }
       await Promise.all(batch.map((w) => this.#runBatch([w])));
       return;
     }

@@ -79,6 +79,22 @@ test('a statement that fails is run again row by row: only a row that fails alon
   assert.deepEqual(runs, [[1, 2, 3, 4], [1], [2], [3], [4]]);
 });
 
+test('a statement whose connection was lost fails every caller with that loss and is not run again (it may have committed)', async () => {
+  const runs: number[][] = [];
+  let committed = false;
+  const statement = new BatchedStatement(async (rows: readonly number[]) => {
+    runs.push([...rows]);
+    await turn();
+    // The first statement commits, then its answer is lost; a rerun meets the rows it wrote.
+    if (committed) throw Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });
+    committed = true;
+    throw Object.assign(new Error('Connection terminated unexpectedly'), {});
+  });
+  const outcomes = await Promise.allSettled([1, 2, 3].map((r) => statement.submit(r)));
+  assert.ok(outcomes.every((o) => o.status === 'rejected' && /Connection terminated/.test(String(o.reason))), 'each caller hears of the lost connection (503), not of a conflict (500)');
+  assert.deepEqual(runs, [[1, 2, 3]]);
+});
+
 test('a statement answering for a different number of rows fails every caller and is not run again', async () => {
   let calls = 0;
   const statement = new BatchedStatement(async (rows: readonly number[]) => { calls++; return rows.slice(1); });
