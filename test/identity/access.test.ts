@@ -409,6 +409,10 @@ for (const backend of backends()) {
         const ok = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: n.name, password: n.password } });
         assert.equal(ok.statusCode, 200, `login ${i}: ${ok.body}`);
       }
+      // ...and leave the address's count where it was: a few wrong guesses from there are still only 401.
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: `typo-${i}`, password: 'guess guess guess' } })).statusCode, 401);
+      }
     });
 
     test('registration is throttled per address, taken names included: neither hashing nor probing for names is unlimited', async () => {

@@ -76,6 +76,41 @@ for (const backend of backends()) {
       assert.ok(counted.some((r) => r.locked_until), 'the device is locked');
     });
 
+    test('a locked device takes the account\'s path like any client: while the account is not locked, the right password passes', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const device = await knownDevice(m.name, m.password);
+      for (let i = 0; i < 5; i++) assert.equal((await signIn(m.name, `typo ${i}`, '198.51.100.17', device)).statusCode, 401);
+      assert.equal(await row(`account:${m.name}`), undefined, 'the device counted them all');
+      const res = await signIn(m.name, m.password, '198.51.100.17', device);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.ok((await row(`account:${m.name}`)) === undefined, 'the account\'s success clears its own counter');
+    });
+
+    test('every device cookie the request carries is tried: a planted one before or after the genuine one takes nothing away', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const device = await knownDevice(m.name, m.password);
+      await lockOut(m.name, m.password);
+      const planted = `${'A'.repeat(22)}.${Math.floor(Date.now() / 1000)}.${'A'.repeat(43)}`;
+      for (const cookies of [`${planted}; gavel_device=${device}`, `${device}; gavel_device=${planted}`]) {
+        const res = await signIn(m.name, m.password, '198.51.100.19', cookies);
+        assert.equal(res.statusCode, 200, `${cookies.slice(0, 40)}: ${res.body}`);
+      }
+    });
+
+    test('a success on a known device gives the address back the lock its own attempt set', async () => {
+      const m = await consoleMember(svc, ['AUDITOR']);
+      const device = await knownDevice(m.name, m.password);
+      const ip = '192.0.2.152';
+      for (let i = 0; i < 50; i++) await signIn(`spray-b-${i}`, 'guess guess guess', ip);
+      assert.equal((await signIn(m.name, m.password, ip, device)).statusCode, 429, 'the address is locked for everyone');
+      offsetMs += 31_000;
+      // The 51st attempt locks the address again (for longer); its success on the device takes that lock back.
+      assert.equal((await signIn(m.name, m.password, ip, device)).statusCode, 200);
+      const next = await signIn('spray-b-next', 'guess guess guess', ip);
+      assert.equal(next.statusCode, 401, `the address is not left locked by a right password: ${next.body}`);
+      offsetMs = 0;
+    });
+
     test('concurrent guesses on a device cookie are counted before any password is checked', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const device = await knownDevice(m.name, m.password);

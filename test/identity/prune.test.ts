@@ -21,6 +21,8 @@ for (const backend of backends()) {
         { key: 'account:stale', failures: 3, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: null },
         { key: 'account:stale-lock-over', failures: 9, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: ago(PRUNE_AFTER_MS + HOUR / 2) },
         { key: 'account:recent', failures: 2, window_start: ago(10 * 60_000), locked_until: null },
+        // Its window began over a day ago, but its lock ended less than a day ago: kept a while longer.
+        { key: 'account:lock-over-lately', failures: 9, window_start: ago(PRUNE_AFTER_MS + 10 * 60_000), locked_until: ago(PRUNE_AFTER_MS - 10 * 60_000) },
         // An old window whose lock still runs: it still refuses attempts, so it stays.
         { key: 'account:locked', failures: 40, window_start: ago(PRUNE_AFTER_MS + HOUR), locked_until: ahead(HOUR) },
       ]).execute();
@@ -28,18 +30,21 @@ for (const backend of backends()) {
       const session = (id: string, lastSeen: string, expires: string, ended: string | null) =>
         ({ id, token_hash: id.padEnd(64, '0'), principal_id: principal, created_at: ago(2 * PRUNE_AFTER_MS), last_seen_at: lastSeen, expires_at: expires, ended_at: ended, ended_reason: ended ? 'logout' : null });
       await db.insertInto('sessions').values([
-        session('ses_ended_long_ago', ago(PRUNE_AFTER_MS + HOUR), ahead(HOUR), ago(PRUNE_AFTER_MS + HOUR)),
+        // Signed out a day and five minutes ago, five minutes after its last request: gone for having ended, not for idleness.
+        session('ses_ended_long_ago', ago(PRUNE_AFTER_MS + 10 * 60_000), ahead(HOUR), ago(PRUNE_AFTER_MS + 5 * 60_000)),
         session('ses_expired_long_ago', ago(PRUNE_AFTER_MS + 2 * HOUR), ago(PRUNE_AFTER_MS + HOUR), null),
         session('ses_idle_long_ago', ago(PRUNE_AFTER_MS + 2 * HOUR), ahead(HOUR), null),
         session('ses_ended_just_now', ago(60_000), ahead(HOUR), ago(60_000)),
+        // Idle a day and ten minutes: its idle lifetime ran out less than a day ago, so it stays a while.
+        session('ses_idle_lately', ago(PRUNE_AFTER_MS + 10 * 60_000), ahead(HOUR), null),
         session('ses_live', ago(60_000), ahead(HOUR), null),
       ]).execute();
 
       assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 2, sessions: 3 });
       const keys = (await db.selectFrom('login_throttle').select('key').where('key', 'like', 'account:%').orderBy('key').execute()).map((r) => r.key);
-      assert.deepEqual(keys, ['account:locked', 'account:recent']);
+      assert.deepEqual(keys, ['account:lock-over-lately', 'account:locked', 'account:recent']);
       const ids = (await db.selectFrom('sessions').select('id').where('principal_id', '=', principal).orderBy('id').execute()).map((r) => r.id);
-      assert.deepEqual(ids, ['ses_ended_just_now', 'ses_live']);
+      assert.deepEqual(ids, ['ses_ended_just_now', 'ses_idle_lately', 'ses_live']);
       // Nothing left to prune: a second run deletes nothing.
       assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 0, sessions: 0 });
     } finally { await svc.stop(); }

@@ -80,6 +80,14 @@ for (const backend of backends()) {
       assert.equal(again.statusCode, 401);
       const ended = await svc.ts.store.db.selectFrom('sessions').select(['ended_reason']).where('principal_id', '=', m.principalId).execute();
       assert.ok(ended.some((s) => s.ended_reason === 'logout'));
+      // Signing in again from the same browser replaces no session: the one it carries is over already.
+      const ends = async () => (await svc.ts.store.db.selectFrom('audit_events').select('data').where('kind', '=', 'session.ended').execute())
+        .filter((e) => (JSON.parse(e.data) as { principal_id: string }).principal_id === m.principalId).length;
+      const before = await ends();
+      assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { cookie: m.get.cookie }, payload: { name: m.name, password: m.password } })).statusCode, 200);
+      assert.equal(await ends(), before, 'no second session.ended for a session that had ended');
+      const reasons = await svc.ts.store.db.selectFrom('sessions').select('ended_reason').where('principal_id', '=', m.principalId).where('ended_at', 'is not', null).execute();
+      assert.deepEqual(reasons.map((r) => r.ended_reason), ['logout']);
     });
 
     test('idle expiry: a session unused for the idle lifetime is over; use keeps it alive', async () => {
@@ -114,9 +122,12 @@ for (const backend of backends()) {
     test('absolute expiry: even a busy session ends after the absolute lifetime', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
       const step = SESSION_LIFETIMES.idleMs - 60_000;
-      for (offsetMs = step; offsetMs < SESSION_LIFETIMES.absoluteMs - step; offsetMs += step) {
+      for (offsetMs = step; offsetMs < SESSION_LIFETIMES.absoluteMs - 1000; offsetMs += step) {
         assert.equal((await me(m.get.cookie)).statusCode, 200);
       }
+      offsetMs = SESSION_LIFETIMES.absoluteMs - 1000;
+      assert.equal((await me(m.get.cookie)).statusCode, 200, 'a second before the absolute lifetime');
+      // Two seconds after the last request: the absolute lifetime ends it, not idleness.
       offsetMs = SESSION_LIFETIMES.absoluteMs + 1000;
       assert.equal((await me(m.get.cookie)).statusCode, 401);
       offsetMs = 0;
@@ -139,6 +150,16 @@ for (const backend of backends()) {
       assert.equal(back.statusCode, 201);
       assert.deepEqual(back.json().roles, []);
       assert.equal((await sod()).statusCode, 401);
+      // Removed again, the person may still sign in (login knows no project), but not into this project.
+      assert.equal((await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/members/${m.principalId}/revoke`, headers: admin.post, payload: {} })).statusCode, 200);
+      const again = await login(svc, m.name, m.password);
+      for (const view of ['me', 'dashboard']) {
+        const res = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/${view}`, headers: { cookie: again.cookie } });
+        assert.equal(res.statusCode, 403, `${view}: ${res.body}`);
+      }
+      const forFormer = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/api-keys`, headers: admin.post, payload: { name: 'k', roles: [], principal_id: m.principalId } });
+      assert.equal(forFormer.statusCode, 422, 'no key for a former member');
+      assert.equal(forFormer.json().code, 'not_a_member');
     });
 
     test('CSRF: missing, wrong, or minted for another session is refused before any effect', async () => {
@@ -155,6 +176,8 @@ for (const backend of backends()) {
         ['from another session', { cookie: `${admin.get.cookie.split('; ')[0]}; gavel_csrf=${other.post['x-csrf-token']}`, 'x-csrf-token': other.post['x-csrf-token'] }],
         ['header without matching cookie', { cookie: admin.get.cookie.split('; ')[0]!, 'x-csrf-token': admin.post['x-csrf-token'] }],
         ['cross-site fetch', { ...admin.post, 'sec-fetch-site': 'cross-site' }],
+        // A sibling subdomain is same-site, not same-origin: it may plant cookies, so it is refused too.
+        ['same-site fetch', { ...admin.post, 'sec-fetch-site': 'same-site' }],
         ['foreign origin', { ...admin.post, origin: 'https://evil.example' }],
         // DNS rebinding: a page whose domain points at this machine is same-origin with itself, not with the service.
         ['a domain without GAVEL_PUBLIC_URL', { ...admin.post, host: 'evil.example:7400', origin: 'http://evil.example:7400' }],
@@ -174,6 +197,11 @@ for (const backend of backends()) {
       // A rebinding page cannot sign in either (login checks the origin too).
       const rebound = await svc.app.inject({ method: 'POST', url: '/v1/console/login', headers: { host: 'evil.example:7400', origin: 'http://evil.example:7400' }, payload: { name: 'nobody', password: 'whatever it is' } });
       assert.equal(rebound.json().code, 'csrf_failed', rebound.body);
+      // Nor can another site register someone (login CSRF's twin): refused before anything is created.
+      const name = `cross-site-${Date.now()}`;
+      const foreign = await svc.app.inject({ method: 'POST', url: '/v1/console/register', headers: { 'sec-fetch-site': 'cross-site' }, payload: { name, password: 'a long enough passphrase' } });
+      assert.equal(foreign.json().code, 'csrf_failed', foreign.body);
+      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', name).executeTakeFirst(), undefined);
     });
 
     test('a session or CSRF cookie sent twice is refused, whichever comes first: a planted session is never taken for the victim\'s', async () => {

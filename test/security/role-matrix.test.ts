@@ -1,7 +1,7 @@
 // Every route, called by every kind of caller, against the table in role-matrix.data.ts:
 // no credentials, a wrong key/session, a revoked key/ended session, a session without the CSRF
-// token, a non-member, and each single role. Any cell that differs fails. A second test fails for
-// every OpenAPI route that has no entry.
+// token, a non-member, a member (or key) without a role, and each single role. Any cell that
+// differs fails. A second test fails for every OpenAPI route that has no entry.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +25,9 @@ for (const backend of backends()) {
     const sessions = new Map<Role, ConsoleMember>();
     const keys = new Map<Role, string>();
     let outsider: ConsoleMember;
+    /** A member holding no role, signed in, and a key of such a member. */
+    let roleless: ConsoleMember;
+    let rolelessKey: string;
     let ended: ConsoleMember;
     let revokedKey: string;
     let personPassword: string;
@@ -87,6 +90,8 @@ for (const backend of backends()) {
       const { login } = await import('../support/console.ts');
       const s = await login(svc, p.name, 'matrix-person-password');
       outsider = { principalId: p.principalId, name: p.name, password: '', get: { cookie: s.cookie }, post: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/json' } };
+      roleless = await consoleMember(svc, []);
+      rolelessKey = (await svc.member([], undefined, 'person')).key;
       ended = await consoleMember(svc, ['ADMIN']);
       assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: ended.post, payload: {} })).statusCode, 200);
       const r = await svc.member(['ADMIN']);
@@ -125,6 +130,7 @@ for (const backend of backends()) {
           expect('malformed key', await call(e, { authorization: 'Bearer not-a-key' }), is(401, 'unauthorized'), '401 unauthorized');
           expect('revoked key', await call(e, { authorization: `Bearer ${revokedKey}` }), is(401, 'unauthorized'), '401 unauthorized');
           expect('session instead of key', await call(e, consoleHeaders(sessions.get('ADMIN')!, e)), is(401, 'unauthorized'), '401 unauthorized');
+          if (e.allowed !== 'any') expect('key without a role', await call(e, { authorization: `Bearer ${rolelessKey}` }), is(403, 'forbidden'), '403 forbidden');
           for (const role of ROLES) {
             const res = await call(e, { authorization: `Bearer ${keys.get(role)}` });
             if (isAllowed(e, role)) expect(`key ${role}`, res, success, '2xx');
@@ -139,6 +145,7 @@ for (const backend of backends()) {
           }
           if (e.path.includes('{projectId}')) {
             expect('non-member', await call(e, consoleHeaders(outsider, e)), is(403, 'forbidden'), '403 forbidden');
+            if (e.allowed !== 'any') expect('member without a role', await call(e, consoleHeaders(roleless, e)), is(403, 'forbidden'), '403 forbidden');
           }
           for (const role of ROLES) {
             const member = e.endsSession ? await consoleMember(svc, [role]) : sessions.get(role)!;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { DEFAULT_SOD, mayActivate, sodConflict, sodViolations, validateSod } from '../../../src/domain/access/sod.ts';
 import { effectiveRoles, missingRoles } from '../../../src/domain/access/role-subset.ts';
-import { afterFailure, lockRemaining, ACCOUNT_LIMITS } from '../../../src/domain/access/throttle.ts';
+import { afterFailure, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS } from '../../../src/domain/access/throttle.ts';
 import { sessionVerdict, SESSION_LIFETIMES } from '../../../src/domain/access/session-lifetime.ts';
 import { passwordProblem, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../../../src/domain/access/password-rule.ts';
 import * as lib from '../../../src/lib/passwords.ts';
@@ -23,6 +23,8 @@ test('validateSod normalizes pairs and reports every error at once', () => {
     ]);
   }
   for (const v of [null, [], 'x', 1, undefined]) assert.equal(validateSod(v).ok, false);
+  const eleven = validateSod({ exclusive_roles: Array.from({ length: 11 }, () => ['ADMIN', 'POLICY_AUTHOR']), four_eyes_policy_activation: false });
+  assert.deepEqual(eleven.ok ? [] : eleven.errors.map((e) => `${e.pointer} ${e.code}`), ['/exclusive_roles too_many']);
   // ADMIN and POLICY_AUTHOR are always kept apart: a document may add pairs, never drop that one.
   const dropped = validateSod({ exclusive_roles: [['APPROVER', 'PERMIT_ISSUER']], four_eyes_policy_activation: false });
   assert.deepEqual(dropped.ok ? [] : dropped.errors.map((e) => `${e.pointer} ${e.code}`), ['/exclusive_roles required_pair']);
@@ -70,6 +72,21 @@ test('throttle: locks at the Nth failure, doubles, caps, and a new window forget
   assert.equal(afterFailure(s, later, ACCOUNT_LIMITS).failures, 1);
 });
 
+test('throttle windows and lifetimes are the documented ones (docs/identity.md, decisions 0200 and 0203)', () => {
+  // The 5th account failure within 15 minutes of the first locks for 30 s; the 50th from an address.
+  const t0 = new Date('2026-01-01T00:00:00Z');
+  const at = (min: number) => new Date(t0.getTime() + min * 60_000);
+  for (const [limits, n] of [[ACCOUNT_LIMITS, 5], [ADDRESS_LIMITS, 50]] as const) {
+    let s = undefined as ReturnType<typeof afterFailure> | undefined;
+    for (let i = 0; i < n - 1; i++) s = afterFailure(s, at((14 * i) / (n - 1)), limits);
+    assert.equal(lockRemaining(s, at(14)), 0);
+    s = afterFailure(s, at(14.9), limits);
+    assert.equal(lockRemaining(s, at(14.9)), 30_000, `failure ${n} within 15 minutes locks`);
+    assert.equal(limits.maxLockMs, 15 * 60_000);
+  }
+  assert.deepEqual(SESSION_LIFETIMES, { idleMs: 30 * 60_000, absoluteMs: 12 * 3600_000 });
+});
+
 test('session verdicts', () => {
   const t0 = Date.parse('2026-01-01T00:00:00Z');
   const s = { last_seen_at: new Date(t0).toISOString(), expires_at: new Date(t0 + SESSION_LIFETIMES.absoluteMs).toISOString(), ended_at: null };
@@ -85,6 +102,8 @@ test('password and name rules', () => {
   assert.equal(passwordProblem('short', 'bob')?.code, 'password_too_short');
   assert.equal(passwordProblem('x'.repeat(300), 'bob')?.code, 'password_too_long');
   assert.equal(passwordProblem('abababababababab', 'bob')?.code, 'password_too_weak');
+  assert.equal(passwordProblem('abcabcabcabcabca', 'bob')?.code, 'password_too_weak', 'three distinct characters');
+  assert.equal(passwordProblem('abcdabcdabcdabcd', 'bob'), null, 'four are enough');
   assert.equal(passwordProblem('my name is alice ok', 'alice')?.code, 'password_too_weak');
   assert.equal(passwordProblem('correct horse battery staple', 'alice'), null);
   assert.equal(normalizeName('  Alice@Example.ORG '), 'alice@example.org');
