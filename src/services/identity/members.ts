@@ -8,6 +8,7 @@ import { conflict, notFound, Problem } from '../../http/problem.ts';
 import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { endSessionsOf } from './sessions.ts';
+import { nameTakenIfUnique } from './register.ts';
 import { getSod } from './sod.ts';
 
 export const rolesLock = (projectId: string) => `roles:${projectId}`;
@@ -177,6 +178,7 @@ export async function listMemberships(db: Db, projectId: string, options: { limi
 /** Used by the machine route: a new principal that is a member from the start. */
 export async function createMemberPrincipal(store: Store, input: { projectId: string; kind: 'person' | 'service'; name: string; passwordHash: string | null; roles: Role[]; actor: string }, now: Date): Promise<MemberView> {
   const name = normalizeName(input.name);
+  // The roles lock orders members made here, not self-registrations, which take no lock.
   return store.transaction(async (trx) => {
     await lockFor(trx, store.dialect, rolesLock(input.projectId));
     const taken = await trx.selectFrom('principals').select('id').where('name', '=', name).executeTakeFirst();
@@ -188,5 +190,5 @@ export async function createMemberPrincipal(store: Store, input: { projectId: st
     await recordAudit(trx, { projectId: input.projectId, kind: 'principal.created', actor: input.actor, data: { principal_id: id, kind: input.kind, name, roles: [...new Set(input.roles)].sort() }, at: now });
     for (const role of new Set(input.roles)) await grantLocked(trx, input.projectId, id, role, input.actor, now);
     return view(trx, input.projectId, id);
-  });
+  }).catch((e: unknown) => { throw nameTakenIfUnique(e); });
 }

@@ -24,9 +24,15 @@ export async function registerPerson(store: Store, input: { name: string; passwo
       if (projectId) await recordAudit(trx, { projectId, kind: 'principal.registered', actor: id, data: { principal_id: id, name, kind: 'person' }, at: now });
     });
   } catch (e) {
-    // Two registrations of one name at once: the unique index decides.
-    if (/unique|duplicate/i.test((e as Error).message)) throw conflict('that name is taken; choose another', 'name_taken');
-    throw e;
+    throw nameTakenIfUnique(e);
   }
   return { id, name, created_at };
+}
+
+/**
+ * Two principals of one name made at once (a registration, a member created by key): the unique
+ * index on the name decides, and the loser is told the name is taken rather than given a 500.
+ */
+export function nameTakenIfUnique(e: unknown): unknown {
+  return /unique|duplicate/i.test((e as Error | null)?.message ?? '') ? conflict('that name is taken; choose another', 'name_taken') : e;
 }
