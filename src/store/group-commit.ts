@@ -107,6 +107,11 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
       commits++;
     } catch (error) {
       // The commit itself failed: nothing of the batch is durable. Retry what may be retried.
+      // A transaction refused before it took its batch (BEGIN: an I/O error, the write lock held
+      // past its deadline) fails the units it would have taken; otherwise the worker would start
+      // over at once, forever, answering no one (and, the refusal being synchronous, starving the
+      // thread's event loop).
+      if (batch.length === 0) batch = queue.splice(0, maxBatch);
       for (const unit of batch) {
         if (isRetryable(error) && unit.attempts < MAX_ATTEMPTS) { unit.attempts++; queue.push(unit); } else unit.reject(error);
       }
