@@ -167,6 +167,7 @@ for (const backend of backends()) {
       const res = (await authorize({ ...req, approval_request_id: id })).json();
       assert.equal(res.decision, 'DENY');
       assert.match(res.detail, /budget_exhausted/);
+      assert.equal(res.approval_request_id, undefined, 'a DENY names no obligation: the consumption was undone');
       const o = await obligation(id);
       assert.equal(o.status, 'approved');
       assert.equal(o.approval.consumed_at, null);

@@ -87,6 +87,7 @@ for (const backend of backends()) {
         const answer = res.json();
         const event = await recordedDecision(svc.ts.store.db, answer.audit_id);
         assert.ok(Math.abs(Date.parse(event.request_time) - Date.now()) < 60_000, event.request_time);
+        assert.match(event.request_time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'the server clock\'s instant, to the millisecond, in UTC');
         assert.deepEqual({
           agent: event.agent, action: event.action, resource: event.resource, amount: event.amount, intent: event.intent,
           decision: event.decision, reason_code: event.reason_code, detail: event.detail, policy_version: event.policy_version, matched_rules: event.matched_rules,
@@ -135,6 +136,19 @@ for (const backend of backends()) {
       const res = await authorize({ agent: agent.did, permit: expired.jws, action: 'read', resource: 'resource://docs/a' });
       assert.equal(res.json().reason_code, 'permit_invalid');
       assert.match(res.json().detail, /expired/);
+    });
+
+    test('a DENY writes its audit event only: a DID no one has seen does not become an agent', async () => {
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const agent = newAgent();
+      const { jws } = await issue(svc, newAgent().did, PAY);
+      const row = () => svc.ts.store.db.selectFrom('agents').select('did').where('project_id', '=', svc.projectId).where('did', '=', agent.did).executeTakeFirst();
+      for (const over of [{ permit: jws }, { permit: 'not-a-permit' }]) {
+        const denied = (await authorize({ agent: agent.did, action: 'read', resource: 'resource://docs/a', ...over })).json();
+        assert.equal(denied.decision, 'DENY');
+        assert.equal((await recordedDecision(svc.ts.store.db, denied.audit_id)).agent, agent.did, 'the DENY is audited');
+      }
+      assert.equal(await row(), undefined, 'no agent row');
     });
 
     test('meet: a frozen agent is denied whatever it presents, and released it may act again', async () => {
@@ -363,6 +377,10 @@ for (const backend of backends()) {
         [{ ...base, amount: { minor: -1, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
         [{ ...base, amount: { minor: 2 ** 53, currency: 'EUR' } }, 400, 'invalid_request', '/amount/minor'],
         [{ ...base, amount: { minor: 1, currency: 'euro' } }, 400, 'invalid_request', '/amount/currency'],
+        [{ ...base, intent: 'i'.repeat(129) }, 400, 'invalid_request', '/intent'],
+        [{ ...base, intent: '' }, 400, 'invalid_request', '/intent'],
+        // This deployment signs for no chain: refused, not decided as if the alternative were absent.
+        [{ ...base, chain_authorization: {} }, 422, 'chain_authorization_unavailable'],
         [{ ...base, extra: 1 }, 400, 'invalid_request', '/extra'],
         [{ agent: agent.did }, 400, 'invalid_request', '/permit'],
         [{ ...base, execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } }, 400, 'execution_url_not_allowed', '/execution/url'],

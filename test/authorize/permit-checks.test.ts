@@ -31,6 +31,7 @@ for (const backend of backends()) {
       // Verified or not, the decision's event names the presented permit by its last link's SHA-256.
       const leaf = permitCommitment(body.permit.split('~').at(-1)!);
       assert.equal((await recordedDecision(svc.ts.store.db, d.audit_id)).permit_commitment, leaf, `${check}: the event's permit_commitment`);
+      return d.detail!;
     };
     /** Claims signed by the project's own permit key, as the service would sign them. */
     const signAsProject = async (claims: PermitClaims) => {
@@ -152,6 +153,31 @@ for (const backend of backends()) {
       assert.equal((await authorize(byChild)).decision, 'ALLOW');
       await assertRefused(byChild, 'budget_exhausted');
       await assertRefused(byParent, 'budget_exhausted');
+    });
+
+    test('a refused spend names the link that ran out; spending through one permit leaves every other permit\'s counters alone', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(1_000), max_uses: 10 });
+      const toChild = await delegate(root.jws, parent, child.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(150), max_uses: 10 });
+      const other = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(1_000), max_uses: 10 });
+      const byChild = { agent: child.did, permit: toChild, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      const byOther = { agent: parent.did, permit: other.jws, action: 'pay', resource: 'resource://shop/1', amount: eur(100) };
+      assert.equal((await authorize(byOther)).decision, 'ALLOW');
+      assert.equal((await authorize(byChild)).decision, 'ALLOW');
+      // The child's own link refuses (the root has budget to spare), and the detail says which.
+      assert.match(await assertRefused(byChild, 'budget_exhausted'), /^budget_exhausted: delegation link 1 of the permit /);
+      const usage = async (commitment: string) => {
+        const u = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
+        return [Number(u.spent_minor), Number(u.uses)];
+      };
+      assert.deepEqual(await usage(other.commitment), [100, 1], 'the other permit spent for its own ALLOW alone');
+      assert.deepEqual(await usage(root.commitment), [100, 1]);
+      const lastUse = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], max_uses: 1 });
+      const byLastUse = { ...byOther, permit: lastUse.jws };
+      assert.equal((await authorize(byLastUse)).decision, 'ALLOW');
+      assert.match(await assertRefused(byLastUse, 'uses_exhausted'), /^uses_exhausted: the permit has no uses left \(1 allowed\)$/);
+      assert.deepEqual(await usage(other.commitment), [100, 1]);
     });
 
     test('money coverage: over the per-request limit, another currency, no amount', async () => {
