@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { openRollback } from '../../src/services/auditlog/continuity.ts';
 import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
-import { addEvents, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
+import { addEvents, emptyLog, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
 
 /** What the service says of its log: the console dashboard's audit_log and /readyz. */
 async function status(svc: TestService, member: ConsoleMember) {
@@ -54,7 +54,10 @@ for (const backend of backends()) {
         assert.equal(at.ready.status, 200, JSON.stringify(at.ready.body));
         // What the witness cosigned before the copy was taken still proves; what was lost is gone.
         assert.equal((await proof(b, key, kept[0]!)).statusCode, 200);
-        assert.equal((await proof(b, key, lost[0]!)).statusCode, 404);
+        const gone = await proof(b, key, lost[0]!);
+        assert.equal(gone.statusCode, 404);
+        // Said as what it may be: an event the restored copy lost (decision 0652, addendum).
+        assert.match(gone.json().detail, /the log was rolled back since .*: an event it lost is not found either/);
 
         // New events: their checkpoint is refused, and their proofs say why and that waiting will not help.
         const [fresh] = await addEvents(store, b.projectId, 1);
@@ -83,6 +86,32 @@ for (const backend of backends()) {
         assert.equal(after.ready.status, 200);
         assert.equal((await proof(c, key, lost[0]!)).statusCode, 200);
       } finally { await c.stop(); }
+    } finally { await a.stop(); }
+  });
+
+  test(`a log restored to size 0 (every event and checkpoint gone) is noticed at start, and a lost event's 404 says so (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const { member, key } = await callers(a.svc);
+      const lost = await addEvents(store, a.svc.projectId, 3);
+      const held = await a.svc.auditLog.tick({ force: true });
+      assert.equal(held.witness?.kind, 'cosigned');
+      await a.svc.close();
+      await emptyLog(store);
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`the witness holds a checkpoint of size ${held.checkpoint}, larger than the log`));
+        assert.equal(at.ready.status, 200);
+        const gone = await proof(b, key, lost[0]!);
+        assert.equal(gone.statusCode, 404);
+        assert.match(gone.json().detail, /^no audit event \S+ in this project; the log was rolled back since .*the witness holds a checkpoint of size/);
+        const verify = await b.app.inject({ method: 'POST', url: `/v1/console/projects/${b.projectId}/proofs/verify`, headers: member.post, payload: { audit_event_id: lost[0] } });
+        assert.equal(verify.statusCode, 404, verify.body);
+        assert.match(verify.json().detail, /the log was rolled back since/);
+      } finally { await b.stop(); }
     } finally { await a.stop(); }
   });
 

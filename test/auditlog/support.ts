@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import type { Config } from '../../src/config/config.ts';
+import { EMPTY_ROOT } from '../../src/domain/auditlog/hash.ts';
 import { recordAudit } from '../../src/services/audit/record.ts';
 import { logIdentity } from '../../src/services/auditlog/log.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
@@ -104,6 +105,14 @@ export async function restoreLog(store: Store, name: string, tables: readonly Lo
       await sql.raw(`delete from ${t}`).execute(trx);
       await sql.raw(`insert into ${t} select * from ${name}_${t}`).execute(trx);
     }
+  });
+}
+
+/** The log as a copy taken before its first event holds it: no events, nodes or checkpoints, size 0 (its origin kept). */
+export async function emptyLog(store: Store): Promise<void> {
+  await store.transaction(async (trx) => {
+    for (const t of ['audit_events', 'audit_nodes', 'audit_checkpoints', 'audit_witness_problem']) await sql.raw(`delete from ${t}`).execute(trx);
+    await trx.updateTable('audit_log_state').set({ size: 0, root: Buffer.from(EMPTY_ROOT) }).where('id', '=', 1).execute();
   });
 }
 

@@ -6,10 +6,13 @@
 import { bytesEqual } from '../../domain/auditlog/bytes.ts';
 import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { parseVkey } from '../../domain/auditlog/note.ts';
+import { signCheckpoint } from '../../domain/auditlog/checkpoint.ts';
+import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
+import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { addCheckpoint } from '../../witness/client.ts';
 import { keptCosignatures, latestCheckpoint, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
-import { ensureLogState } from './log.ts';
+import { ensureLogState, logIdentity } from './log.ts';
 
 /** The witness-problem kind of a log that no longer extends a checkpoint it signed or the witness holds. */
 export const ROLLED_BACK = 'rolled_back';
@@ -29,11 +32,11 @@ export type ContinuityCheck =
  * checkpoint is witnessed, re-submits it to the witness (C2SP: `old` = its size, no proof), which
  * cosigns it again only if it still holds exactly that; otherwise it names the size it holds.
  */
-export async function checkContinuity(store: Store, witness: { url: string; vkey: string } | undefined, timeoutMs = 5000): Promise<ContinuityCheck> {
+export async function checkContinuity(store: Store, signer: Signer, witness: { url: string; vkey: string } | undefined, timeoutMs = 5000): Promise<ContinuityCheck> {
   // The checkpoint before the state: the tree only grows between the two reads.
   const latest = await latestCheckpoint(store.db);
   const state = await ensureLogState(store);
-  if (!latest) return { kind: 'ok' };
+  if (!latest) return witness ? askWitnessWithoutCheckpoint(store, signer, witness, state.size, timeoutMs) : { kind: 'ok' };
   if (latest.size > state.size) {
     return { kind: 'rolled_back', reason: `the log signed a checkpoint of size ${latest.size} on ${latest.created_at} and holds fewer events now (a restore from an older copy, or deleted rows)` };
   }
@@ -59,6 +62,24 @@ export async function checkContinuity(store: Store, witness: { url: string; vkey
     if (r.size > latest.size) return { kind: 'witness_ahead', size: r.size };
   }
   return r;
+}
+
+/**
+ * A log without a signed checkpoint (new, or restored from a copy that holds none, even one of no
+ * events) asks what the witness holds for its origin by submitting a checkpoint of its empty prefix
+ * (size 0, `old 0`, no proof: C2SP). A witness holding nothing cosigns it; one holding more than
+ * the log has answers 409 with its size: the log was rolled back. Nothing is stored on our side, and
+ * any other answer (a refusal, an outage) is left to the checkpointer's first submission.
+ */
+async function askWitnessWithoutCheckpoint(store: Store, signer: Signer, witness: { url: string; vkey: string }, size: number, timeoutMs: number): Promise<ContinuityCheck> {
+  const id = await logIdentity(store, signer);
+  const note = await signCheckpoint({ origin: id.origin, size: 0, root: EMPTY_ROOT }, id.noteSigner);
+  const r = await addCheckpoint(witness.url, 0, [], note, { timeoutMs });
+  if (r.kind === 'conflict' && r.size > size) return rolledBackBehind(r.size);
+  if (r.kind === 'conflict' && r.size > 0) return { kind: 'witness_ahead', size: r.size };
+  if (r.kind === 'unavailable') return r;
+  // Only a cosignature under the pinned key says the witness holds nothing more.
+  return r.kind === 'cosigned' && keptCosignatures(note, r.cosignatures, witness.vkey).length > 0 ? { kind: 'ok' } : { kind: 'pending' };
 }
 
 /** The witness holds a checkpoint of `held` leaves, more than the log has. (The reason stays the same as the log grows: it is logged and recorded when it changes.) */

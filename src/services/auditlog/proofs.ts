@@ -10,7 +10,7 @@ import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { eventRecord, logIdentity, readNodes } from './log.ts';
-import { ROLLED_BACK } from './continuity.ts';
+import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 export interface AuditLogDeps {
@@ -51,7 +51,13 @@ export async function loadEvent(db: Db | Tx, projectId: string, auditId: string)
   const row = await db.selectFrom('audit_events')
     .select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index'])
     .where('id', '=', auditId).where('project_id', '=', projectId).executeTakeFirst();
-  if (!row) throw new Problem(404, 'not_found', `no audit event ${auditId} in this project`);
+  if (!row) {
+    // While a rollback is open, a missing event may be one the restored copy lost: said so (the same
+    // for every missing id, so it tells nothing of other projects' events).
+    const rollback = await openRollback(db);
+    const lost = rollback ? `; the log was rolled back since ${rollback.at} (${rollback.reason ?? ROLLED_BACK}): an event it lost is not found either` : '';
+    throw new Problem(404, 'not_found', `no audit event ${auditId} in this project${lost}`);
+  }
   return { ...row, leaf_index: row.leaf_index === null ? null : Number(row.leaf_index) };
 }
 

@@ -129,7 +129,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (now().getTime() >= checkAt) {
       // A check that fails (or finds the witness unreachable) is tried again later, and never holds up sequencing.
       checkAt = now().getTime() + CONTINUITY_RETRY_MS;
-      continuity = await checkContinuity(store, options.witness, options.witnessTimeoutMs).catch((e: unknown) => { options.onError?.(e); return undefined; });
+      continuity = await checkContinuity(store, signer, options.witness, options.witnessTimeoutMs).catch((e: unknown) => { options.onError?.(e); return undefined; });
       if (continuity && continuity.kind !== 'unavailable') checkAt = now().getTime() + CONTINUITY_CHECK_MS;
       // The log and the witness agree again (the right copy restored, say): the rollback is over.
       if (continuity?.kind === 'ok') await store.db.deleteFrom('audit_witness_problem').where('id', '=', 1).where('kind', '=', ROLLED_BACK).execute();
