@@ -51,11 +51,13 @@ test('events that are not plain JSON are refused with invalid_event', () => {
 test('property: the spliced hash of a stored event equals the hash of its parsed record, for any canonical data', async () => {
   const fc = (await import('fast-check')).default;
   const canonicalize = (await import('canonicalize')).default;
-  const { leafHashOfStoredEvent } = await import('../../../src/domain/auditlog/leaf.ts');
+  const { leafHashOfStoredEvent, leafHashHexOfStoredEvent } = await import('../../../src/domain/auditlog/leaf.ts');
   const { eventRecord } = await import('../../../src/services/auditlog/log.ts');
   const json = fc.jsonValue({ maxDepth: 4 }).filter((v) => v !== null && typeof v === 'object' && !Array.isArray(v));
   fc.assert(fc.property(fc.string(), fc.string(), fc.string(), fc.string({ unit: 'grapheme' }), fc.string(), json, (id, project, kind, actor, at, data) => {
     const row = { id, project_id: project, kind, actor, created_at: at, data: canonicalize(data)! };
     assert.deepEqual(leafHashOfStoredEvent(row), leafHashOfEvent(eventRecord(row)));
+    // The hex form is what a decision's events carry to the writer thread: the same leaf hash.
+    assert.equal(leafHashHexOfStoredEvent(row), Buffer.from(leafHashOfEvent(eventRecord(row))).toString('hex'));
   }), { numRuns: 500 });
 });

@@ -41,6 +41,20 @@ test('inclusion: a valid path does not verify for an index at or beyond the tree
   assert.equal(rootFromInclusionProof(leaf(1), 5, 4, proof), undefined);
   assert.equal(verifyInclusion(leaf(1), 5, 4, proof, root), false);
   assert.equal(verifyInclusion(leaf(1), 4, 4, proof, root), false);
+  // A size-1 tree's root is its leaf: the leaf, claimed as index 1 (= size) with an empty path, is not in it.
+  assert.equal(rootFromInclusionProof(leaf(0), 1, 1, []), undefined);
+  assert.equal(verifyInclusion(leaf(0), 1, 1, [], leaf(0)), false);
+});
+
+test('consistency: an old size above the new one never verifies, whatever the proof', () => {
+  // Size 3 "extending" to size 2 with [rootM, c] and rootN = H(rootM, c): the walk alone would accept it.
+  const a = leaf(0);
+  const c = leaf(1);
+  assert.equal(verifyConsistency(3, 2, [a, c], a, nodeHash(a, c)), false);
+});
+
+test('appending past the largest safe tree size is refused as such, before any node is read', () => {
+  assert.equal(code(() => appendLeaves(Number.MAX_SAFE_INTEGER, [leaf(0)], () => undefined)), 'invalid_size');
 });
 
 test('inclusion: a path longer than the tree allows does not verify (RFC 9162 2.1.3.2: sn reaches 0 early)', () => {
