@@ -6,9 +6,10 @@ import { leafHash, nodeHash } from '../../../src/domain/auditlog/hash.ts';
 import { appendLeaves, consistencyProof, inclusionProof, nodeKey, type StoredNode } from '../../../src/domain/auditlog/tree.ts';
 import { rootFromInclusionProof, verifyConsistency, verifyInclusion } from '../../../src/domain/auditlog/verify.ts';
 import { decideCheckpoint } from '../../../src/domain/auditlog/witness.ts';
-import { signCheckpoint } from '../../../src/domain/auditlog/checkpoint.ts';
+import { formatCheckpoint, signCheckpoint } from '../../../src/domain/auditlog/checkpoint.ts';
+import { bytesEqual, fromBase64 } from '../../../src/domain/auditlog/bytes.ts';
 import { cosignCheckpoint } from '../../../src/domain/auditlog/cosignature.ts';
-import { ed25519NoteSigner, formatVkey, openNote, parseNote, parseVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../../src/domain/auditlog/note.ts';
+import { ed25519NoteSigner, formatVkey, openNote, parseNote, parseVkey, signNote, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../../src/domain/auditlog/note.ts';
 import { AuditLogError } from '../../../src/domain/auditlog/errors.ts';
 import { TestSigner } from './support.ts';
 
@@ -112,4 +113,47 @@ test('signed notes: a cosigned checkpoint opens with the log key even when witne
   const cosigned = note + await cosignCheckpoint(parseNote(note).text, { name: 'w.example', publicKey: wPub, sign: (m) => s.sign('w', m) }, 1_700_000_000);
   // A cosignature is not a plain Ed25519 note signature: openNote ignores type 0x04 keys.
   assert.deepEqual(openNote(cosigned, [logKey, wKey]).verifiedBy, [logKey]);
+});
+
+test('consistency: a malformed old root is false even where the walk never hashes it', () => {
+  // m = 4 is the left subtree of 8: the walk carries rootM through unchanged and hashes it into rootN.
+  const short = new Uint8Array(31).fill(7);
+  const p = leaf(5);
+  assert.equal(verifyConsistency(4, 8, [p], short, nodeHash(short, p)), false);
+});
+
+test('bytes: equality needs equal lengths; base64 must be canonical', () => {
+  assert.equal(bytesEqual(new Uint8Array(0), new Uint8Array(32)), false);
+  assert.equal(bytesEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2, 0])), false);
+  // "QR==" decodes to the byte of "QQ==" with a padding bit set: another text for the same bytes.
+  assert.equal(code(() => fromBase64('QR==')), 'malformed_note');
+  assert.deepEqual(fromBase64('QQ=='), new Uint8Array([0x41]));
+});
+
+test('vkeys: a key name with "+" and a key of the wrong length are refused', async () => {
+  const pub = await new TestSigner().publicKey('a');
+  assert.equal(code(() => formatVkey('a+b', SIG_TYPE_ED25519, pub)), 'malformed_note');
+  // 33 key bytes, its key ID computed over them: well formed but no Ed25519 key.
+  const long = formatVkey('a.example/log', SIG_TYPE_ED25519, new Uint8Array([...pub, 0]));
+  assert.equal(code(() => parseVkey(long)), 'malformed_note');
+});
+
+test('signed notes: a known signature that fails rejects the note even beside one that verifies', async () => {
+  const s = new TestSigner();
+  const signer = async (name: string, k: string) => ed25519NoteSigner(name, await s.publicKey(k), (m) => s.sign(k, m));
+  const vkey = async (name: string, k: string) => parseVkey(formatVkey(name, SIG_TYPE_ED25519, await s.publicKey(k)));
+  const [aKey, bKey] = [await vkey('a.example/log', 'a'), await vkey('b.example/log', 'b')];
+  const aLine = (await signNote('other\n', [await signer('a.example/log', 'a')])).split('\n\n')[1] as string;
+  const bNote = await signNote('text\n', [await signer('b.example/log', 'b')]);
+  assert.deepEqual(openNote(bNote, [aKey, bKey]).verifiedBy, [bKey]);
+  assert.equal(code(() => openNote(bNote + aLine, [aKey, bKey])), 'unverified_note');
+  // A note's text must end with a newline to be signed.
+  assert.equal(await signNote('text', [await signer('a.example/log', 'a')]).then(() => 'signed', (e) => (e as AuditLogError).code), 'malformed_note');
+});
+
+test('checkpoints: the origin and extension lines must be non-empty single lines', () => {
+  const root = leaf(0);
+  for (const origin of ['', 'a\nb']) assert.equal(code(() => formatCheckpoint({ origin, size: 1, root })), 'malformed_note', JSON.stringify(origin));
+  for (const ext of ['', 'x\ny']) assert.equal(code(() => formatCheckpoint({ origin: 'o', size: 1, root, extensions: [ext] })), 'malformed_note', JSON.stringify(ext));
+  assert.equal(formatCheckpoint({ origin: 'o', size: 1, root, extensions: ['x'] }).split('\n')[3], 'x');
 });
