@@ -8,7 +8,9 @@ import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import type { TestService } from '../support/service.ts';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { openRollback } from '../../src/services/auditlog/continuity.ts';
+import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
 import { addEvents, emptyLog, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
@@ -138,6 +140,40 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 
+  test(`a log whose history was replaced under its checkpoint, or that lacks a node under it, is noticed at start with no witness to ask (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    const { store } = a.svc.ts;
+    try {
+      const { member } = await callers(a.svc);
+      await addEvents(store, a.svc.projectId, 2);
+      await a.svc.auditLog.tick({ force: true });
+      await snapshotLog(store, 'older');
+      await addEvents(store, a.svc.projectId, 3);
+      const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+      await a.svc.close();
+      await snapshotLog(store, 'newest');
+      // The older copy, then other events written past the checkpoint's size: as long, not the same history.
+      await restoreLog(store, 'older', ['audit_events', 'audit_nodes', 'audit_log_state']);
+      await addEvents(store, a.svc.projectId, 4, 'test.other');
+      await sequencePending(store);
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`first ${signed} events no longer hash to the root of its checkpoint`));
+      } finally { await b.stop(); }
+      // The newest copy back, less the node at the top of the checkpoint's tree.
+      await restoreLog(store, 'newest');
+      await sql`delete from audit_nodes where level = (select max(level) from audit_nodes)`.execute(store.db);
+      const c = await restartAuditService(a);
+      try {
+        const at = await status(c, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`lacks a node under its checkpoint of size ${signed}`));
+      } finally { await c.stop(); }
+    } finally { await a.stop(); }
+  });
+
   test(`a restart of an intact log finds nothing wrong and is ready (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     try {
@@ -191,7 +227,8 @@ for (const backend of backends()) {
       await addEvents(store, a.svc.projectId, 2);
       await runner.tick({ force: true });
       await snapshotLog(store, 'older');
-      await addEvents(store, a.svc.projectId, 2);
+      // One event lost: the witness holds one more than the log (the boundary).
+      await addEvents(store, a.svc.projectId, 1);
       assert.equal((await runner.tick({ force: true })).witness?.kind, 'cosigned');
       await restoreLog(store, 'older');
       assert.equal((await runner.tick()).continuity, undefined, 'not asked again before the minute is out');

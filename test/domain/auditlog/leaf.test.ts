@@ -48,6 +48,13 @@ test('events that are not plain JSON are refused with invalid_event', () => {
   }
 });
 
+test('nesting is refused from exactly the documented depth; created_at must be a string', () => {
+  const nest = (d: number) => { let v: unknown = 1; for (let i = 0; i < d; i++) v = [v]; return v; };
+  assert.ok(encodeLeaf({ ...event, data: nest(63) } as AuditEventRecord));
+  assert.throws(() => encodeLeaf({ ...event, data: nest(64) } as AuditEventRecord), (e) => e instanceof AuditLogError && e.code === 'invalid_event');
+  assert.throws(() => encodeLeaf({ ...event, created_at: 1 } as unknown as AuditEventRecord), (e) => e instanceof AuditLogError && e.code === 'invalid_event');
+});
+
 test('property: the spliced hash of a stored event equals the hash of its parsed record, for any canonical data', async () => {
   const fc = (await import('fast-check')).default;
   const canonicalize = (await import('canonicalize')).default;

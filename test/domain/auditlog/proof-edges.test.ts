@@ -2,14 +2,14 @@
 // breakage that no other test noticed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { leafHash, nodeHash } from '../../../src/domain/auditlog/hash.ts';
+import { EMPTY_ROOT, leafHash, nodeHash } from '../../../src/domain/auditlog/hash.ts';
 import { appendLeaves, consistencyProof, inclusionProof, nodeKey, type StoredNode } from '../../../src/domain/auditlog/tree.ts';
 import { rootFromInclusionProof, verifyConsistency, verifyInclusion } from '../../../src/domain/auditlog/verify.ts';
 import { decideCheckpoint } from '../../../src/domain/auditlog/witness.ts';
 import { formatCheckpoint, signCheckpoint } from '../../../src/domain/auditlog/checkpoint.ts';
 import { bytesEqual, fromBase64 } from '../../../src/domain/auditlog/bytes.ts';
-import { cosignCheckpoint } from '../../../src/domain/auditlog/cosignature.ts';
-import { ed25519NoteSigner, formatVkey, openNote, parseNote, parseVkey, signNote, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../../src/domain/auditlog/note.ts';
+import { cosignCheckpoint, cosignerKeyId, verifyCosignatures } from '../../../src/domain/auditlog/cosignature.ts';
+import { ed25519NoteSigner, formatSignatureLine, formatVkey, openNote, parseNote, parseVkey, signNote, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../../src/domain/auditlog/note.ts';
 import { AuditLogError } from '../../../src/domain/auditlog/errors.ts';
 import { TestSigner } from './support.ts';
 
@@ -156,4 +156,22 @@ test('checkpoints: the origin and extension lines must be non-empty single lines
   for (const origin of ['', 'a\nb']) assert.equal(code(() => formatCheckpoint({ origin, size: 1, root })), 'malformed_note', JSON.stringify(origin));
   for (const ext of ['', 'x\ny']) assert.equal(code(() => formatCheckpoint({ origin: 'o', size: 1, root, extensions: [ext] })), 'malformed_note', JSON.stringify(ext));
   assert.equal(formatCheckpoint({ origin: 'o', size: 1, root, extensions: ['x'] }).split('\n')[3], 'x');
+});
+
+test('witness: holding the empty tree, a proof from old size 0 is a bad request, as when holding nothing', () => {
+  const { read, roots } = tree(3);
+  const cp = { origin: 'o', size: 3, root: roots[3] as Uint8Array };
+  const proof = consistencyProof(1, 3, read);
+  assert.equal(decideCheckpoint(null, 0, proof, cp).kind, 'bad_request');
+  assert.equal(decideCheckpoint({ size: 0, root: EMPTY_ROOT }, 0, proof, cp).kind, 'bad_request');
+  assert.deepEqual(decideCheckpoint({ size: 0, root: EMPTY_ROOT }, 0, [], cp), { kind: 'accept', advance: true });
+});
+
+test('cosignatures: a known witness line too short to hold a timestamp is skipped, not thrown on', async () => {
+  const s = new TestSigner();
+  const name = 'witness.example/w1';
+  const pub = await s.publicKey('w');
+  const key = parseVkey(formatVkey(name, SIG_TYPE_COSIGNATURE_V1, pub));
+  const short = formatSignatureLine(name, cosignerKeyId(name, pub), new Uint8Array(3));
+  assert.deepEqual(verifyCosignatures(`o\n1\n${Buffer.from(leaf(0)).toString('base64')}\n\n${short}`, [key]), []);
 });

@@ -1,0 +1,67 @@
+// What the checkpointer and the continuity check do when nothing changed, and what they trust: checks
+// a mutation audit found unguarded (each test fails on a one-line breakage no other test noticed).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { backends } from '../support/backends.ts';
+import { checkpointIfDue, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
+import { checkContinuity } from '../../src/services/auditlog/continuity.ts';
+import { ensureLogState } from '../../src/services/auditlog/log.ts';
+import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
+import { LocalSigner } from '../../src/signer/local.ts';
+import { addEvents, startAuditService } from './support.ts';
+
+const policy = { intervalMs: 60_000, maxEvents: 10_000 };
+
+/** A server at a witness's URL that answers every submission 200 with a well-formed line under no key the log pins. */
+async function junkWitness(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`\u2014 localhost/gavel-witness ${Buffer.alloc(76, 9).toString('base64')}\n`));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+for (const backend of backends()) {
+  test(`nothing new, nothing signed: no checkpoint of an empty log, none again at the same size, no resubmission of a witnessed one (${backend.name})`, async () => {
+    const ts = await backend.open();
+    try {
+      await ensureLogState(ts.store);
+      assert.equal(await checkpointIfDue(ts.store, new LocalSigner(join(ts.dataDir, 'keys')), new Date(), policy, true), undefined, 'an empty log signs nothing');
+    } finally { await ts.cleanup(); }
+
+    const a = await startAuditService(backend, 'own');
+    try {
+      await addEvents(a.svc.ts.store, a.svc.projectId, 2);
+      const first = await a.svc.auditLog.tick({ force: true });
+      assert.equal(first.witness?.kind, 'cosigned');
+      const again = await a.svc.auditLog.tick({ force: true });
+      assert.equal(again.checkpoint, undefined, 'the same size is not signed twice');
+      assert.equal(again.witness?.kind, 'nothing_to_do', 'a witnessed checkpoint is not submitted again');
+    } finally { await a.stop(); }
+  });
+
+  test(`the continuity check leaves an unwitnessed newest checkpoint to the checkpointer, and trusts only the pinned key (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const junk = await junkWitness();
+    const { store } = a.svc.ts;
+    const signer = new LocalSigner(join(a.svc.ts.dataDir, 'keys'));
+    const witness = { url: a.svc.deps.config.witnessUrl!, vkey: a.svc.deps.config.witnessVkey! };
+    try {
+      await addEvents(store, a.svc.projectId, 2);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      assert.equal((await checkContinuity(store, signer, witness)).kind, 'ok');
+      // A server answering 200 at the witness's URL with a line no pinned key verifies does not say the witness holds it.
+      assert.equal((await checkContinuity(store, signer, { ...witness, url: junk.url })).kind, 'invalid_cosignature');
+      // A newer checkpoint, signed but not yet submitted: the witness's answer to it is the checkpointer's to read.
+      await addEvents(store, a.svc.projectId, 2);
+      await sequencePending(store);
+      assert.ok(await checkpointIfDue(store, signer, new Date(), policy, true));
+      assert.equal((await checkContinuity(store, signer, witness)).kind, 'pending');
+      assert.equal((await witnessLatest(store, witness, new Date())).kind, 'cosigned');
+    } finally {
+      await junk.close();
+      await a.stop();
+    }
+  });
+}
