@@ -7,7 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { checkpointIfDue, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
-import { checkContinuity } from '../../src/services/auditlog/continuity.ts';
+import { checkContinuity, openRollback } from '../../src/services/auditlog/continuity.ts';
+import { openWitnessProblem } from '../../src/services/auditlog/checkpointer.ts';
+import { startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { ensureLogState } from '../../src/services/auditlog/log.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
@@ -28,6 +30,10 @@ for (const backend of backends()) {
     try {
       await ensureLogState(ts.store);
       assert.equal(await checkpointIfDue(ts.store, new LocalSigner(join(ts.dataDir, 'keys')), new Date(), policy, true), undefined, 'an empty log signs nothing');
+      // A witness outage on record is no rollback.
+      await ts.store.db.insertInto('audit_witness_problem').values({ id: 1, kind: 'unavailable', reason: 'down', at: new Date().toISOString() }).execute();
+      assert.equal((await openWitnessProblem(ts.store.db))?.kind, 'unavailable');
+      assert.equal(await openRollback(ts.store.db), null);
     } finally { await ts.cleanup(); }
 
     const a = await startAuditService(backend, 'own');
@@ -61,6 +67,43 @@ for (const backend of backends()) {
       assert.equal((await witnessLatest(store, witness, new Date())).kind, 'cosigned');
     } finally {
       await junk.close();
+      await a.stop();
+    }
+  });
+
+  test(`an unreachable witness: the check is not recorded and not repeated before 30 s, and a later outage does not replace a rollback (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const down = createServer();
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const deadUrl = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
+    await new Promise((resolve) => down.close(resolve));
+    let clock = Date.now();
+    let runner: ReturnType<typeof startAuditLog> | undefined;
+    try {
+      await addEvents(store, a.svc.projectId, 2);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      await a.svc.close();
+      clock = Date.now() + 1_000; // after the cosignature, so that a problem recorded now would show
+      runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
+        tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: deadUrl, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(clock),
+      });
+      await runner.firstTick;
+      assert.equal((await runner.tick()).continuity, undefined, 'the first tick asked already');
+      assert.equal(await openWitnessProblem(store.db), null, 'an outage the check alone found is not recorded');
+      clock += 29_000;
+      assert.equal((await runner.tick()).continuity, undefined, 'not asked again within 30 s');
+      clock += 1_000;
+      assert.equal((await runner.tick()).continuity?.kind, 'unavailable');
+      // A rollback on record, then a checkpoint the witness cannot be asked to cosign: the rollback stays what is shown.
+      const rollback = { id: 1, kind: 'rolled_back', reason: 'the witness holds a checkpoint of size 99, larger than the log', at: new Date(clock).toISOString() };
+      await store.db.insertInto('audit_witness_problem').values(rollback).onConflict((oc) => oc.column('id').doUpdateSet(rollback)).execute();
+      await addEvents(store, a.svc.projectId, 1);
+      clock += 1_000;
+      assert.equal((await runner.tick({ force: true })).witness?.kind, 'unavailable');
+      assert.equal((await openRollback(store.db))?.reason, rollback.reason);
+    } finally {
+      await runner?.stop();
       await a.stop();
     }
   });

@@ -190,3 +190,17 @@ test('GET /roots validates its input and GET / names the witness', async () => {
   const info = (await (await fetch(`${w.url}/`)).json()) as { name: string; vkey: string; origins: string[] };
   assert.deepEqual(info, { name: 'witness.test/w1', vkey: w.publicKeyVkey, origins: [ORIGIN] });
 });
+
+test('a witness of two logs keeps each origin\'s checkpoint apart', async () => {
+  const a = (await TestLog.create('a', 'a ')).grow(5);
+  const b = (await TestLog.create('b', 'b ')).grow(3);
+  const OTHER = 'gavel.test/other';
+  const w = await startWitness({ dataDir: tempDir(), logs: [{ origin: ORIGIN, vkeys: [a.vkey] }, { origin: OTHER, vkeys: [b.vkey] }] });
+  running.push(w);
+  assert.equal((await addCheckpoint(w.url, 0, [], await a.checkpoint())).kind, 'cosigned');
+  // The other log's first checkpoint starts from nothing, not from the size the first log reached.
+  assert.equal((await addCheckpoint(w.url, 0, [], await b.checkpoint(3, OTHER))).kind, 'cosigned');
+  b.grow(4);
+  assert.equal((await addCheckpoint(w.url, 3, b.proof(3), await b.checkpoint(7, OTHER))).kind, 'cosigned');
+  assert.deepEqual(await addCheckpoint(w.url, 3, [], await a.checkpoint()), { kind: 'conflict', size: 5 });
+});
