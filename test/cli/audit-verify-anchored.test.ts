@@ -45,5 +45,9 @@ test('a proof file whose anchored_height is not its checkpoint size is NOT VERIF
     assert.equal((await run({ ...proof, anchored_height: null })).code, 0);
     const { anchored_height: _omit, ...without } = proof;
     assert.equal((await run(without)).code, 0);
+    // The file names another event than the one whose leaf it proves: what a person reads is not what was checked.
+    const renamed = await run({ ...proof, audit_event_id: 'aud_01m8bs7g6nje9tt3cpgscfje6j' });
+    assert.equal(renamed.code, 1, renamed.text);
+    assert.match(renamed.text, /not the event the proof names/);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
