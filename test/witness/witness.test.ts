@@ -204,3 +204,42 @@ test('a witness of two logs keeps each origin\'s checkpoint apart', async () => 
   assert.equal((await addCheckpoint(w.url, 3, b.proof(3), await b.checkpoint(7, OTHER))).kind, 'cosigned');
   assert.deepEqual(await addCheckpoint(w.url, 3, [], await a.checkpoint()), { kind: 'conflict', size: 5 });
 });
+
+test('the client reads only what the protocol says: a malformed 200, a 409 without its size type, 5xx, redirects and other statuses', async () => {
+  const { createServer } = await import('node:http');
+  let answer: { status: number; type?: string; body: string; location?: string } = { status: 200, body: '' };
+  const server = createServer((req, res) => {
+    // Where a redirect leads: an answer that would read as a cosignature. Any path but the protocol's: 404.
+    if (req.url === '/elsewhere') { res.writeHead(200).end(`\u2014 w ${Buffer.alloc(76).toString('base64')}\n`); return; }
+    if (req.url !== '/add-checkpoint' && !req.url?.startsWith('/roots/')) { res.writeHead(404).end(); return; }
+    res.writeHead(answer.status, { 'content-type': answer.type ?? 'text/plain', ...(answer.location ? { location: answer.location } : {}) }).end(answer.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const submit = () => addCheckpoint(`${url}/`, 0, [], 'note\n');
+  try {
+    answer = { status: 200, body: 'hello\n' };
+    assert.equal((await submit()).kind, 'unavailable', 'a 200 whose lines are not signature lines');
+    answer = { status: 409, body: '5\n' };
+    assert.equal((await submit()).kind, 'refused', 'a 409 without text/x.tlog.size names no size');
+    answer = { status: 409, type: 'text/x.tlog.size', body: '5\n' };
+    assert.deepEqual(await submit(), { kind: 'conflict', size: 5 }, 'and a trailing slash on the URL is fine');
+    answer = { status: 500, body: 'oops' };
+    assert.equal((await submit()).kind, 'unavailable');
+    answer = { status: 307, body: '', location: `${url}/elsewhere` };
+    assert.equal((await submit()).kind, 'unavailable', 'redirects are not followed');
+    answer = { status: 204, body: '' };
+    assert.equal(await holdsRoot(url, ORIGIN, new Uint8Array(32)), 'unavailable', 'only 200 is a cosigned checkpoint');
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a witness key file holding a key of another type is refused, not used', async () => {
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { writeFileSync } = await import('node:fs');
+  const { loadOrCreateWitnessKey, WitnessKeyDamaged } = await import('../../src/witness/key.ts');
+  const dir = tempDir();
+  writeFileSync(join(dir, WITNESS_KEY_FILE), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }));
+  assert.throws(() => loadOrCreateWitnessKey(dir), (e) => e instanceof WitnessKeyDamaged && /not an Ed25519 key/.test(e.message));
+});
