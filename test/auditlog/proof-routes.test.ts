@@ -1,0 +1,53 @@
+// The proof, consistency and verification routes at their edges: checks a mutation audit found
+// unguarded (each test fails on a one-line breakage no other test noticed).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { consoleMember } from '../support/console.ts';
+import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
+import { addEvents, startAuditService } from './support.ts';
+
+for (const backend of backends()) {
+  test(`proofs, consistency and verification at their edges (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const base = `/v1/projects/${a.svc.projectId}/audit`;
+    try {
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const key = await a.svc.keyHeader([]);
+      const ids = await addEvents(store, a.svc.projectId, 6);
+      const size = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+      const get = (url: string) => a.svc.app.inject({ method: 'GET', url, headers: key });
+      const verify = (id: string) => a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: id } });
+
+      const proof = (await get(`${base}/${ids[0]}/proof`)).json();
+      assert.equal(proof.cosignatures.length, 1, 'the witness\'s cosignature line is listed');
+      assert.ok(proof.checkpoint.endsWith(proof.cosignatures[0]));
+
+      // The first event past the witnessed checkpoint: sequenced (leaf index = its size), not covered.
+      const [next] = await addEvents(store, a.svc.projectId, 1);
+      await sequencePending(store);
+      const late = await get(`${base}/${next}/proof`);
+      assert.equal(late.statusCode, 409, late.body);
+      assert.equal(late.json().code, 'proof_not_ready');
+
+      // Consistency: from above to, and to above the newest checkpoint, are the caller's errors.
+      assert.equal((await get(`${base}/consistency?from=${size}&to=${size - 1}`)).statusCode, 400);
+      assert.equal((await get(`${base}/consistency?from=1&to=${size + 1}`)).statusCode, 400, 'the tree is larger, but no checkpoint signed it');
+      assert.equal((await get(`${base}/consistency?from=1&to=${size}`)).statusCode, 200);
+
+      // A tampered row: its leaf sibling still verifies (the tree keeps the leaf hash it sequenced).
+      const row = await store.db.selectFrom('audit_events').select(['id', 'leaf_index']).where('id', '=', ids[2]!).executeTakeFirstOrThrow();
+      const sibling = await store.db.selectFrom('audit_events').select('id').where('leaf_index', '=', Number(row.leaf_index) ^ 1).executeTakeFirstOrThrow();
+      await store.db.updateTable('audit_events').set({ data: JSON.stringify({ rewritten: true }) }).where('id', '=', row.id).execute();
+      assert.equal((await verify(row.id)).json().verification, 'INVALID');
+      assert.equal((await verify(sibling.id)).json().verification, 'VERIFIED');
+
+      // A checkpoint row whose root column no longer says what its signed note says.
+      await store.db.updateTable('audit_checkpoints').set({ root: Buffer.alloc(32, 1) }).where('size', '=', size).execute();
+      const altered = (await verify(ids[0]!)).json();
+      assert.equal(altered.verification, 'INVALID');
+      assert.match(altered.reason, /does not match its signed text/);
+    } finally { await a.stop(); }
+  });
+}
