@@ -48,6 +48,15 @@ for (const backend of backends()) {
       const altered = (await verify(ids[0]!)).json();
       assert.equal(altered.verification, 'INVALID');
       assert.match(altered.reason, /does not match its signed text/);
+      // Its signed note altered (another signature): not the log's checkpoint.
+      const cp = await store.db.selectFrom('audit_checkpoints').select(['note']).where('size', '=', size).executeTakeFirstOrThrow();
+      const [text, sig] = cp.note.split('\n\n') as [string, string];
+      const forged = `${text}\n\n${sig.replace(/ (\S+)\n$/, (_m, b64: string) => ` ${Buffer.from(Buffer.from(b64, 'base64').map((x, i) => (i === 10 ? x ^ 1 : x))).toString('base64')}\n`)}`;
+      assert.notEqual(forged, cp.note);
+      await store.db.updateTable('audit_checkpoints').set({ note: forged }).where('size', '=', size).execute();
+      const unsigned = (await verify(ids[0]!)).json();
+      assert.equal(unsigned.verification, 'INVALID');
+      assert.match(unsigned.reason, /not signed by the log key/);
     } finally { await a.stop(); }
   });
 }

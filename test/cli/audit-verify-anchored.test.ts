@@ -49,5 +49,16 @@ test('a proof file whose anchored_height is not its checkpoint size is NOT VERIF
     const renamed = await run({ ...proof, audit_event_id: 'aud_01m8bs7g6nje9tt3cpgscfje6j' });
     assert.equal(renamed.code, 1, renamed.text);
     assert.match(renamed.text, /not the event the proof names/);
+    // Every other member a reader relies on must be the checkpoint's, or the file is not VERIFIED.
+    for (const [lie, why] of [[{ tree_size: 2 }, /tree_size 2/], [{ root: toBase64(new Uint8Array(32)) }, /root differs/], [{ leaf_version: 'gavel-audit-v2' }, /unknown leaf_version/]] as const) {
+      const r = await run({ ...proof, ...lie });
+      assert.equal(r.code, 1, r.text);
+      assert.match(r.text, why);
+    }
+    // Without a witness key, only --allow-unwitnessed makes a log signature enough.
+    const f = join(dir, 'p.json');
+    writeFileSync(f, JSON.stringify(proof));
+    assert.equal(await runAuditVerify([f, '--log-key', keys[1]!], sink(), sink()), 2);
+    assert.equal(await runAuditVerify([f, '--log-key', keys[1]!, '--allow-unwitnessed'], sink(), sink()), 0);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
