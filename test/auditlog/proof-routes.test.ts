@@ -2,6 +2,13 @@
 // unguarded (each test fails on a one-line breakage no other test noticed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { checkpointIfDue } from '../../src/services/auditlog/checkpointer.ts';
+import { auditLogDeps } from '../../src/services/auditlog/deps.ts';
+import { verifyProof } from '../../src/services/auditlog/verify.ts';
+import { LocalSigner } from '../../src/signer/local.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
@@ -58,5 +65,38 @@ for (const backend of backends()) {
       assert.equal(unsigned.verification, 'INVALID');
       assert.match(unsigned.reason, /not signed by the log key/);
     } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
+  test(`verification takes a witness's answer only for the checkpoint checked, and without a lookup or a stored cosignature says UNAVAILABLE (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    let roots: (url: string) => { status: number; body: string } = () => ({ status: 404, body: '404 page not found\n' });
+    const front = createServer((req, res) => { const r = roots(req.url ?? ''); res.writeHead(r.status, { 'content-type': 'text/plain' }).end(r.body); });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    const deps = { ...auditLogDeps(a.svc.deps), witnessUrl: `http://127.0.0.1:${(front.address() as AddressInfo).port}` };
+    const signer = new LocalSigner(join(a.svc.ts.dataDir, 'keys'));
+    try {
+      await addEvents(store, a.svc.projectId, 2);
+      const first = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+      const [later] = await addEvents(store, a.svc.projectId, 1);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      // A witness answering every lookup with the first checkpoint, genuinely cosigned: not this checkpoint's.
+      const firstCp = await store.db.selectFrom('audit_checkpoints').select('root').where('size', '=', first).executeTakeFirstOrThrow();
+      const held = await fetch(`${a.svc.deps.config.witnessUrl}/roots/${Buffer.from(firstCp.root).toString('hex')}?origin=${encodeURIComponent(a.origin)}`).then((r) => r.text());
+      roots = () => ({ status: 200, body: held });
+      const v = await verifyProof(deps, a.svc.projectId, later!);
+      assert.equal(v.verification, 'NOT_WITNESSED', JSON.stringify(v));
+      // No lookup (a plain C2SP witness) and a newest checkpoint nobody cosigned yet: the witness could not be consulted.
+      roots = () => ({ status: 404, body: '404 page not found\n' });
+      const [unwitnessed] = await addEvents(store, a.svc.projectId, 1);
+      await sequencePending(store);
+      assert.ok(await checkpointIfDue(store, signer, new Date(), { intervalMs: 60_000, maxEvents: 10_000 }, true));
+      assert.equal((await verifyProof(deps, a.svc.projectId, unwitnessed!)).verification, 'UNAVAILABLE');
+    } finally {
+      await new Promise((resolve) => front.close(resolve));
+      await a.stop();
+    }
   });
 }
