@@ -94,6 +94,8 @@ for (const backend of backends()) {
       await sequencePending(store);
       assert.ok(await checkpointIfDue(store, signer, new Date(), { intervalMs: 60_000, maxEvents: 10_000 }, true));
       assert.equal((await verifyProof(deps, a.svc.projectId, unwitnessed!)).verification, 'UNAVAILABLE');
+      // An event the witnessed checkpoint covers is checked against it, not against the newer unwitnessed one.
+      assert.equal((await verifyProof(deps, a.svc.projectId, later!)).verification, 'VERIFIED');
     } finally {
       await new Promise((resolve) => front.close(resolve));
       await a.stop();
