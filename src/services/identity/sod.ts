@@ -9,13 +9,30 @@ import { recordAudit } from '../audit/record.ts';
 import { rolesLock } from './members.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
-/** The project's SoD document; DEFAULT_SOD until an ADMIN has saved one. */
-export async function getSod(db: Db | Tx, projectId: string): Promise<SodDocument> {
+/** Thrown when a stored SoD document no longer validates (it was validated when saved). */
+export class SodIntegrityError extends Error {
+  readonly code = 'sod_integrity';
+}
+
+/** The stored document as saved, the text of one that no longer reads, or undefined if none was saved. */
+async function storedSod(db: Db | Tx, projectId: string): Promise<{ document: SodDocument } | { unreadable: string } | undefined> {
   const row = await db.selectFrom('sod_settings').select('document').where('project_id', '=', projectId).executeTakeFirst();
-  if (!row) return DEFAULT_SOD;
-  const parsed = validateStoredSod(parseJsonExactly(row.document));
-  // A stored document was validated when saved; if it ever fails, fall back to the strict default.
-  return parsed.ok ? parsed.value : DEFAULT_SOD;
+  if (!row) return undefined;
+  let parsed: ReturnType<typeof validateStoredSod>;
+  try { parsed = validateStoredSod(parseJsonExactly(row.document)); } catch { return { unreadable: row.document }; }
+  return parsed.ok ? { document: parsed.value } : { unreadable: row.document };
+}
+
+/**
+ * The project's SoD document; DEFAULT_SOD until an ADMIN has saved one. A stored one that no longer
+ * validates fails closed: falling back to the default would turn four-eyes activation off and drop
+ * every exclusive pair but the default's without a word. An ADMIN's PUT replaces it.
+ */
+export async function getSod(db: Db | Tx, projectId: string): Promise<SodDocument> {
+  const stored = await storedSod(db, projectId);
+  if (stored === undefined) return DEFAULT_SOD;
+  if ('unreadable' in stored) throw new SodIntegrityError(`the stored separation-of-duties document of ${projectId} no longer validates; an ADMIN's PUT …/sod replaces it`);
+  return stored.document;
 }
 
 export interface SodRecord { document: SodDocument; updated_at: string | null; updated_by: string | null }
@@ -38,7 +55,9 @@ export async function putSod(store: Store, input: { projectId: string; document:
     if (offenders.length > 0) {
       throw new Problem(409, 'sod_conflict', 'members already hold role pairs this document forbids; revoke one role of each pair first', { extra: { conflicts: offenders } });
     }
-    const before = await getSod(trx, input.projectId);
+    // The one read that takes an unreadable document: replacing it is how it is mended.
+    const stored = await storedSod(trx, input.projectId);
+    const before = stored === undefined ? DEFAULT_SOD : 'document' in stored ? stored.document : { unreadable: stored.unreadable };
     const at = now.toISOString();
     const document = canonicalize(v.value) ?? '{}';
     await trx.insertInto('sod_settings').values({ project_id: input.projectId, document, updated_at: at, updated_by: input.actor })
