@@ -173,6 +173,21 @@ for (const backend of backends()) {
       assert.equal(o.approval.consumed_at, null);
     });
 
+    test('a pending obligation named by a request the budget denies: DENY names no obligation, in the answer or its event; it stays pending', async () => {
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, { ...PAY, budget: { minor: 60_000, currency: 'EUR' } });
+      const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE };
+      const id = (await authorize(req)).json().approval_request_id;
+      for (let i = 0; i < 2; i++) assert.equal((await authorize({ ...req, amount: { minor: 10_000, currency: 'EUR' } })).json().decision, 'ALLOW');
+      const res = (await authorize({ ...req, approval_request_id: id })).json();
+      assert.equal(res.decision, 'DENY', JSON.stringify(res));
+      assert.match(res.detail, /budget_exhausted/);
+      assert.equal(res.approval_request_id, undefined);
+      const event = await svc.ts.store.db.selectFrom('audit_events').select('data').where('id', '=', res.audit_id).executeTakeFirstOrThrow();
+      assert.equal(JSON.parse(event.data).approval_request_id, null);
+      assert.equal((await obligation(id)).status, 'pending');
+    });
+
     test('the re-authorize must match exactly: another amount, resource or intent is not covered', async () => {
       const { req, id } = await opened({ intent: 'order-7' });
       await approve(id);

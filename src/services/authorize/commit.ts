@@ -119,6 +119,9 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
     }
     await sql`release savepoint approval`.execute(trx);
   }
+  // A pending obligation the request named stays pending, but a DENY (the permit's remaining budget
+  // or uses would refuse it) names no obligation: only REQUIRE_APPROVAL and the ALLOW consuming one do.
+  if (combined.decision === 'DENY') approvalRequestId = undefined;
 
   if (combined.decision === 'REQUIRE_APPROVAL' && !approvalRequestId) {
     approvalRequestId = newMonotonicId('apr');
