@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { parseJsonExactly, repeatedMembers } from '../lib/json-parse.ts';
+import { parseJsonExactly, repeatedMembers, whereJsonBreaks } from '../lib/json-parse.ts';
 import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
 
 export interface Config {
@@ -149,11 +149,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const fromFile: Record<string, unknown> = {};
   const path = env.GAVEL_CONFIG;
   if (path) {
-    let parsed: unknown;
     let text: string;
-    try { text = readFileSync(path, 'utf8'); parsed = parseJsonExactly(text); } catch (e) {
-      throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} as JSON (${(e as Error).message})`);
-    }
+    try { text = readFileSync(path, 'utf8'); } catch (e) { throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} (${(e as Error).message})`); }
+    let parsed: unknown;
+    // Not V8's message: it quotes the text around the error, a password's characters perhaps.
+    try { parsed = parseJsonExactly(text); } catch (e) { throw new ConfigError('GAVEL_CONFIG', `cannot read ${path} as JSON (${whereJsonBreaks(text, e)})`); }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new ConfigError('GAVEL_CONFIG', `${path} must hold a JSON object`);
     }

@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, MAX_FIELD_ERRORS, Problem, type FieldError } from './problem.ts';
-import { markRoundedIntegers, memberNames, rebuild, repeatedMembers } from '../lib/json-parse.ts';
+import { markRoundedIntegers, memberNames, rebuild, repeatedMembers, whereJsonBreaks } from '../lib/json-parse.ts';
 import { POLICY_LIMITS } from '../domain/policy/limits.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
@@ -115,20 +115,6 @@ export function parseJson(bytes: Buffer): unknown {
     return parsed;
   }
   return value;
-}
-
-/** Where the parser stopped, read off V8's message, without echoing the body. */
-function whereJsonBreaks(text: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : '';
-  const at = /at position (\d+)/.exec(message);
-  if (at) {
-    const offset = Number(at[1]);
-    const before = text.slice(0, offset);
-    return `unexpected character at offset ${offset} (line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')})`;
-  }
-  if (message.startsWith('Unexpected end')) return 'it ends before the value is complete';
-  const token = /^Unexpected token '(.)'/u.exec(message);
-  return token ? `unexpected character ${JSON.stringify(token[1])}` : 'it does not parse';
 }
 
 // What secure-json-parse (Fastify's parser) refuses: a `__proto__` member, or a `constructor`

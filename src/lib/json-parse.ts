@@ -219,3 +219,20 @@ export function rebuild(text: string): unknown {
   }
   return root;
 }
+
+/**
+ * Where JSON.parse stopped on `text`, read off V8's message, without its excerpt of the text: V8
+ * quotes the characters around the error, which in a body or a configuration file may be a secret.
+ */
+export function whereJsonBreaks(text: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  const at = /at position (\d+)/.exec(message);
+  if (at) {
+    const offset = Number(at[1]);
+    const before = text.slice(0, offset);
+    return `unexpected character at offset ${offset} (line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')})`;
+  }
+  if (message.startsWith('Unexpected end')) return 'it ends before the value is complete';
+  const token = /^Unexpected token '(.)'/u.exec(message);
+  return token ? `unexpected character ${JSON.stringify(token[1])}` : 'it does not parse';
+}

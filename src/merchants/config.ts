@@ -3,7 +3,7 @@
 // secret lives in a private field, so neither logging nor JSON.stringify can print it.
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/config.ts';
-import { parseJsonExactly } from '../lib/json-parse.ts';
+import { parseJsonExactly, whereJsonBreaks } from '../lib/json-parse.ts';
 
 export const MERCHANT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type MerchantMethod = (typeof MERCHANT_METHODS)[number];
@@ -104,9 +104,10 @@ export function parseMerchants(doc: unknown, where = 'GAVEL_MERCHANTS_FILE'): Me
 /** Reads and validates the merchants file; no file configured means no merchants. */
 export function loadMerchants(path: string | undefined): MerchantRegistry {
   if (!path) return new MerchantRegistry();
+  let text: string;
+  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new ConfigError('GAVEL_MERCHANTS_FILE', `cannot read ${path} (${(e as Error).message})`); }
   let doc: unknown;
-  try { doc = parseJsonExactly(readFileSync(path, 'utf8')); } catch (e) {
-    throw new ConfigError('GAVEL_MERCHANTS_FILE', `cannot read ${path} as JSON (${(e as Error).message})`);
-  }
+  // Not V8's message: it quotes the text around the error, a secret's characters perhaps.
+  try { doc = parseJsonExactly(text); } catch (e) { throw new ConfigError('GAVEL_MERCHANTS_FILE', `cannot read ${path} as JSON (${whereJsonBreaks(text, e)})`); }
   return parseMerchants(doc, `GAVEL_MERCHANTS_FILE ${path}`);
 }

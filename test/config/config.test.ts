@@ -48,6 +48,10 @@ test('an unknown key in the config file is refused by name', () => {
   assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /prot: unknown key/);
   writeFileSync(file, '[1,2]');
   assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /JSON object/);
+  // Where the file breaks, never V8's excerpt of it, which would print a password written unquoted.
+  writeFileSync(file, '{"port": 7400, "database_url": postgres-pw-in-clear}');
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_CONFIG'
+    && /as JSON \(unexpected character "p"\)/.test(e.message) && !/pw-in/.test(e.message));
   // Values are strings or numbers, each given once: nothing is made a string of, nothing is last-wins.
   for (const [text, said] of [['{"port":[18720]}', /port: must be a string or a number, not an array/], ['{"host":{"a":1}}', /host: must be a string or a number, not object/],
     ['{"port":7400,"port":7401}', /port: is given more than once/], ['{"log_level":null}', /log_level: must be a string or a number, not null/]] as const) {
@@ -103,4 +107,34 @@ test('trusted proxies are listed by address or CIDR range; "true", hop counts an
 test('loopback listen addresses are told from the rest (serve warns when it listens beyond loopback without TLS)', () => {
   for (const h of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST']) assert.equal(isLoopbackHost(h), true, h);
   for (const h of ['0.0.0.0', '::', '192.0.2.10', 'gavel.example', '128.0.0.1']) assert.equal(isLoopbackHost(h), false, h);
+});
+
+test('every bound is held at its edge, and a bad file value is named by the file and its key', () => {
+  const refused = (env: Record<string, string>, key: string) =>
+    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.key === key, JSON.stringify(env));
+  refused({ GAVEL_PORT: '65536' }, 'GAVEL_PORT');
+  assert.equal(loadConfig({ GAVEL_PORT: '65535' }).port, 65535);
+  refused({ GAVEL_BODY_LIMIT_BYTES: '1023' }, 'GAVEL_BODY_LIMIT_BYTES');
+  refused({ GAVEL_BODY_LIMIT_BYTES: String(16 * 1024 * 1024 + 1) }, 'GAVEL_BODY_LIMIT_BYTES');
+  assert.equal(loadConfig({ GAVEL_BODY_LIMIT_BYTES: '1024' }).bodyLimitBytes, 1024);
+  // 0 would turn the request timeout off, and with it the bound on a stalled body.
+  refused({ GAVEL_REQUEST_TIMEOUT_MS: '0' }, 'GAVEL_REQUEST_TIMEOUT_MS');
+  refused({ GAVEL_REQUEST_TIMEOUT_MS: '99' }, 'GAVEL_REQUEST_TIMEOUT_MS');
+  // A user name alone is a credential too.
+  refused({ GAVEL_WITNESS_URL: 'http://someone@127.0.0.1:7402' }, 'GAVEL_WITNESS_URL');
+  // An IPv4 /7 spelt as an IPv6-mapped range: one bit wider than the narrowest IPv4 private range.
+  refused({ GAVEL_TRUST_PROXY: '::ffff:0.0.0.0/103' }, 'GAVEL_TRUST_PROXY');
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ port: 'eighty' }));
+  refused({ GAVEL_CONFIG: file }, `${file}: port`);
+  assert.equal(loadConfig({ GAVEL_DATA_DIR: 'relative/data' }).dataDir, join(process.cwd(), 'relative/data'));
+  for (const h of ['127.0.0.1.nip.io', '127.example']) assert.equal(isLoopbackHost(h), false, h);
+});
+
+test('a token in the witness URL\'s query is masked when printed, as the database URL\'s are', () => {
+  const c = { ...DEFAULTS, witnessUrl: 'http://127.0.0.1:7402/?token=W1tness-T0ken', databaseUrl: 'postgres://db/g?sslpassword=x&auth_token=Db-T0ken' };
+  const printed = JSON.stringify(redactConfig(c));
+  assert.ok(!/T0ken/.test(printed), printed);
+  assert.match(printed, /127\.0\.0\.1:7402/);
 });

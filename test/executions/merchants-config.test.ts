@@ -65,6 +65,9 @@ test('every bad key is named', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-m-'));
   writeFileSync(join(dir, 'm.json'), '{not json');
   assert.throws(() => loadMerchants(join(dir, 'm.json')), /GAVEL_MERCHANTS_FILE/);
+  // A secret written without its quotes: V8's message would quote the characters around the error.
+  writeFileSync(join(dir, 'm.json'), '{"merchants": {"acme": {"secret": whsec-4f9a8b7c6d5e}}}');
+  assert.throws(() => loadMerchants(join(dir, 'm.json')), (e: unknown) => e instanceof ConfigError && /GAVEL_MERCHANTS_FILE: cannot read .* as JSON \(unexpected character "w"\)/.test(e.message) && !/whsec-/.test(e.message));
 });
 
 test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execution id and body, verified by the merchant side', () => {
