@@ -1,4 +1,5 @@
 // RFC 9457 problem details with a `code` member carrying the spec's error code (DESIGN.md).
+import { STATUS_CODES } from 'node:http';
 export interface FieldError {
   /** JSON Pointer (RFC 6901) into the request part named by `in` (the body unless stated). */
   pointer: string;
@@ -32,12 +33,13 @@ const TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
   406: 'Not Acceptable', 408: 'Request Timeout', 409: 'Conflict', 413: 'Content Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type', 417: 'Expectation Failed',
   422: 'Unprocessable Content', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  505: 'HTTP Version Not Supported',
 };
 
 export function problemBody(p: Problem, requestId: string): Record<string, unknown> {
   return {
     type: `https://gavel.dev/problems/${p.code}`,
-    title: TITLES[p.status] ?? 'Error',
+    title: TITLES[p.status] ?? STATUS_CODES[p.status] ?? 'Error',
     status: p.status,
     code: p.code,
     detail: p.detail,

@@ -81,6 +81,7 @@ describe('requests answered before routing', () => {
     const two = responses(await exchange(port, `GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n${HEALTH}`));
     assert.equal(two.length, 1);
     assertRawProblem(two[0]!, 505, 'http_version_not_supported');
+    assert.equal(JSON.parse(two[0]!.body).title, 'HTTP Version Not Supported');
     assert.equal(two[0]!.headers.connection, 'close');
     // The body-reading route is refused the same way, before authentication.
     assertRawProblem(lastResponse(await exchange(port, 'POST /v1/authorize HTTP/2.0\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}')), 505, 'http_version_not_supported');
