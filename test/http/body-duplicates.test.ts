@@ -69,6 +69,8 @@ test('a body is refused as duplicate_member exactly when an object names a membe
     } catch (e) {
       assert.ok(e instanceof Problem && e.code === 'invalid_request', `${text}: ${String(e)}`);
       errors = (e.errors ?? []).map(({ pointer, code }) => ({ pointer, code }));
+      // A refusal names what it refuses: one without errors would pass for "no repeats" below.
+      assert.ok(errors.length > 0, `${text}: refused without an error`);
       refused++;
     }
     assert.deepEqual(errors, expected.map((pointer) => ({ pointer, code: 'duplicate_member' })), text);
@@ -80,4 +82,20 @@ test('a body\'s escaped member names are read as written, even after V8 has pars
   JSON.parse('{"h":[],"\\\\":0}'); // lib/json-parse.ts: after this, V8 reads {"h":1,"\"":2} with the key "\"
   assert.deepEqual(Object.keys(parseJson(Buffer.from('{"h":1,"\\"":2}')) as object), ['h', '"']);
   assert.deepEqual(parseJson(Buffer.from('{"h":{"\\r":1,"\\n":[{"\\f":"\\\\"}]}}')), { h: { '\r': 1, '\n': [{ '\f': '\\' }] } });
+});
+
+test('a body refused for a prototype member leaves nothing behind for the next body to be judged by', () => {
+  // Refused midway through the walk, with another object still waiting to be walked.
+  assert.throws(() => parseJson(Buffer.from('{"a":{"b":1,"c":2},"d":{"__proto__":1}}')), (e: unknown) => e instanceof Problem && e.errors?.[0]?.code === 'forbidden_member');
+  assert.deepEqual(parseJson(Buffer.from('{"x":{"y":1}}')), { x: { y: 1 } });
+});
+
+test('a repeated name is quoted in its error cut to 64 characters, so the answer stays small', () => {
+  const long = 'n'.repeat(10_000);
+  assert.throws(() => parseJson(Buffer.from(`{"${long}":1,"${long}":2}`)), (e: unknown) => {
+    assert.ok(e instanceof Problem && e.errors?.length === 1);
+    assert.equal(e.errors[0]!.code, 'duplicate_member');
+    assert.ok(e.errors[0]!.message.length < 200, e.errors[0]!.message.slice(0, 300));
+    return true;
+  });
 });

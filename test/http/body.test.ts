@@ -148,7 +148,7 @@ for (const backend of backends()) {
 
     test('a charset other than UTF-8 and a content coding other than identity are 415 on every route', async () => {
       for (const { method, url, credentials } of bodyRoutes) {
-        for (const type of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"', 'application/json; foo=bar; charset=latin1']) {
+        for (const type of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"', 'application/json; foo=bar; charset=latin1', 'application/json; Charset=latin1']) {
           assertProblem(await svc.app.inject({ method, url, headers: { ...credentials, 'content-type': type }, payload: '{}' }), 415, 'unsupported_media_type', `${method} ${url} ${type}`);
         }
         const gzip = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE, 'content-encoding': 'gzip' }, payload: gzipSync('{}') });
@@ -159,7 +159,10 @@ for (const backend of backends()) {
       for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'Application/JSON;Charset=utf8']) {
         assert.equal((await authorize(body, { 'content-type': type })).statusCode, 200, type);
       }
-      assert.equal((await authorize(await decisionBody('"i"'), { ...JSON_TYPE, 'content-encoding': 'identity' })).statusCode, 200);
+      // Content codings are case-insensitive (RFC 9110 §8.4.1).
+      for (const coding of ['identity', 'IDENTITY']) {
+        assert.equal((await authorize(await decisionBody('"i"'), { ...JSON_TYPE, 'content-encoding': coding })).statusCode, 200, coding);
+      }
     });
 
     /** Each body, sent to every route that takes one, is 400 invalid_request with `code` at exactly these pointers. */

@@ -26,6 +26,11 @@ test('brackets inside strings are not counted; real containers past the bound st
   const rules = Array.from({ length: 1_000 }, (_, i) => ({ id: `r${i}`, effect: 'DENY', when: { op: 'eq', input: 'action', value: text.slice(0, 64) } }));
   const body = Buffer.from(JSON.stringify({ note: text, policy: { spec_version: '1', rules }, pad: Array.from({ length: 1_000 }, () => `{"\\"[${text}`) }));
   assert.doesNotThrow(() => parseJson(body));
-  const flood = Buffer.from(`[${'{},'.repeat(MAX_JSON_CONTAINERS)}{}]`);
-  assert.throws(() => parseJson(flood), (e: { errors?: { code: string }[] }) => e.errors?.[0]?.code === 'too_many_values');
+  // A string that opens with an escaped quote is still a string: the brackets after it are text.
+  assert.doesNotThrow(() => parseJson(Buffer.from(`{"s":"\\"${'['.repeat(MAX_JSON_CONTAINERS + 1)}"}`)));
+  // Objects and arrays alike are counted.
+  for (const container of ['{}', '[]']) {
+    const flood = Buffer.from(`[${`${container},`.repeat(MAX_JSON_CONTAINERS)}${container}]`);
+    assert.throws(() => parseJson(flood), (e: { errors?: { code: string }[] }) => e.errors?.[0]?.code === 'too_many_values', container);
+  }
 });

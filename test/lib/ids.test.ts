@@ -9,6 +9,9 @@ test('ids are prefixed, opaque, unique and sort by creation time', () => {
   assert.ok(a < b);
   assert.ok(isId(a, 'dec'));
   assert.ok(!isId(a, 'aud'));
+  // Crockford base32 has no i, l, o or u; a prefix is matched whole, up to its underscore.
+  for (const c of 'ilou') assert.ok(!isId(`dec_${c.repeat(26)}`), c);
+  assert.ok(!isId(`prjx_${a.slice(4)}`, 'prj'));
   const many = new Set(Array.from({ length: 10_000 }, () => newId('aud')));
   assert.equal(many.size, 10_000);
 });

@@ -89,3 +89,27 @@ test('a data directory blocked by a file is one line and exit 2, not a stack tra
     assert.doesNotMatch(r.stderr, /\n\s+at /);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test('a bad configuration value stops serve and migrate with one line naming its key, exit 2, before anything is made', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-config-'));
+  try {
+    const data = join(dir, 'data');
+    const file = join(dir, 'gavel.json');
+    writeFileSync(file, JSON.stringify({ port: 7400, audit_tick_ms: 1 }));
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['serve'], { GAVEL_PORT: 'eighty' }, /^gavel: configuration GAVEL_PORT: must be an integer between 0 and 65535, got "eighty"\n$/],
+      [['up'], { GAVEL_DATABASE_URL: 'mysql://db/x' }, /^gavel: configuration GAVEL_DATABASE_URL: must use postgres: or postgresql:\n$/],
+      [['migrate'], { GAVEL_CONFIG: file }, new RegExp(`^gavel: configuration ${file.replace(/[.]/g, '\\.')}: audit_tick_ms: must be an integer between 5 and 60000, got 1\n$`)],
+    ];
+    for (const [args, env, message] of cases) {
+      const r = gavel(args, { GAVEL_DATA_DIR: data, ...env });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, message);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    }
+    const extra = gavel(['migrate', 'down'], { GAVEL_DATA_DIR: data });
+    assert.equal(extra.status, 2, extra.stderr);
+    assert.match(extra.stderr, /^gavel: gavel migrate takes no arguments \(got "down"\)/);
+    assert.throws(() => statSync(data), 'no data directory was made');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});

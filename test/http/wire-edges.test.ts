@@ -1,0 +1,79 @@
+// Edges of the wire conventions (decision 0001): the body limit (http/body.ts) however the body is
+// framed, a refusal that leaves a declared body unread, a 405 whose URL carries a query, and the
+// router's own refusals (decision 0700).
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import type { AddressInfo } from 'node:net';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { assertRawProblem, exchange, lastResponse } from '../support/raw-http.ts';
+import { DEFAULTS } from '../../src/config/config.ts';
+
+const LIMIT = DEFAULTS.bodyLimitBytes;
+/** Valid JSON of exactly `bytes` bytes. */
+const bodyOf = (bytes: number) => `{"x":"${'a'.repeat(bytes - 8)}"}`;
+
+for (const backend of backends()) {
+  describe(`wire edges on ${backend.name}`, () => {
+    let svc: TestService;
+    let port: number;
+    before(async () => {
+      svc = await startService(backend);
+      await svc.app.listen({ host: '127.0.0.1', port: 0 });
+      port = (svc.app.server.address() as AddressInfo).port;
+    });
+    after(async () => { await svc.stop(); });
+
+    // Without a key, a body that was read is 401 (authentication follows parsing); one refused for its size is 413.
+    const send = (payload: string | Readable) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { 'content-type': 'application/json' }, payload });
+    const chunked = (text: string) => Readable.from([text.slice(0, 1000), text.slice(1000)].map((s) => Buffer.from(s)));
+
+    test('a body of exactly the limit is read and one byte more is 413, with a Content-Length and chunked', async () => {
+      assert.equal(bodyOf(LIMIT).length, LIMIT);
+      assert.equal((await send(bodyOf(LIMIT))).statusCode, 401);
+      assert.equal((await send(chunked(bodyOf(LIMIT)))).statusCode, 401);
+      for (const res of [await send(bodyOf(LIMIT + 1)), await send(chunked(bodyOf(LIMIT + 1)))]) {
+        assert.equal(res.statusCode, 413, res.body);
+        assert.equal(res.json().code, 'payload_too_large');
+      }
+    });
+
+    test('a Content-Length past the limit is 413 before the body is sent, and the connection closes', async () => {
+      const raw = await exchange(port, `POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT + 1}\r\n\r\n`);
+      assertRawProblem(lastResponse(raw), 413, 'payload_too_large');
+    });
+
+    test('a body refused before it is read (415) closes the connection rather than wait for the rest, however it is framed', async () => {
+      for (const framing of ['Content-Length: 1000\r\n\r\nhello', 'Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n']) {
+        const res = lastResponse(await exchange(port, `POST /v1/authorize HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n${framing}`));
+        assertRawProblem(res, 415, 'unsupported_media_type');
+        assert.equal(res.headers.connection, 'close', framing);
+      }
+    });
+
+    test('a request with an Expect it cannot meet and a repeated Host is refused for the Host, as without the Expect', async () => {
+      const res = lastResponse(await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\nExpect: something-else\r\nConnection: close\r\n\r\n'));
+      assertRawProblem(res, 400, 'duplicate_header');
+    });
+
+    test('the router\'s refusals are problems: a path parameter past 2,048 characters is 414, a malformed escape 400 bad_url', async () => {
+      for (const [url, status, code] of [[`/v1/projects/${'p'.repeat(2049)}/executions`, 414, 'uri_too_long'], ['/v1/projects/%E0%A4%A/executions', 400, 'bad_url']] as const) {
+        const res = await svc.app.inject({ method: 'GET', url });
+        assert.equal(res.statusCode, status, res.body);
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+        assert.equal(res.json().code, code);
+        assert.equal(res.json().request_id, res.headers['x-request-id']);
+      }
+    });
+
+    test('a wrong method is 405 with Allow whether or not the URL carries a query', async () => {
+      for (const url of ['/healthz', '/healthz?x=1', '/openapi.json?a=b&c']) {
+        const res = await svc.app.inject({ method: 'DELETE', url });
+        assert.equal(res.statusCode, 405, `${url}: ${res.body}`);
+        assert.equal(res.json().code, 'method_not_allowed');
+        assert.match(String(res.headers.allow), /\bGET\b/);
+      }
+    });
+  });
+}

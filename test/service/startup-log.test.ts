@@ -1,0 +1,37 @@
+// What `gavel serve` writes at start: its configuration is logged with the database's credentials
+// masked (a password in the URL or in its query), and the first start's administrator password
+// appears once, in the line meant for the operator, never in a log line.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { databaseUrl, spawnGavel } from '../support/process.ts';
+
+for (const backend of backends()) {
+  test(`the start's log masks the database's credentials and holds no administrator password, on ${backend.name}`, async () => {
+    const ts = await backend.open({ migrate: false });
+    let url = databaseUrl(ts.options);
+    if (url) {
+      // PostgreSQL here trusts the test's connections, so a password in the URL is carried but not checked.
+      const u = new URL(url);
+      u.password = 'Pw-in-the-url-9';
+      u.searchParams.set('sslpassword', 'Pw-in-the-query-9');
+      url = u.toString();
+    }
+    const server = await spawnGavel({ GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: url, GAVEL_LOG_LEVEL: 'info' });
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const logged = server.lines.filter((l) => l.startsWith('{'));
+      const configuration = logged.find((l) => JSON.parse(l).msg === 'configuration');
+      assert.ok(configuration, server.lines.join('\n'));
+      assert.doesNotMatch(server.lines.join('\n'), /Pw-in-the-/);
+      const password = /printed this once and stored only as a hash; keep it:/.test(server.lines.join('\n'))
+        ? server.lines[server.lines.findIndex((l) => /keep it:$/.test(l)) + 1]!.trim() : undefined;
+      assert.ok(password, 'a first start prints the password');
+      assert.equal(server.lines.filter((l) => l.includes(password)).length, 1, 'printed once, in its own line');
+      assert.ok(!logged.some((l) => l.includes(password)));
+    } finally {
+      await server.kill('SIGTERM');
+      await ts.cleanup();
+    }
+  });
+}
