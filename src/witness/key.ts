@@ -1,7 +1,7 @@
 // The witness's own Ed25519 key: generated on first start into its data directory (PKCS#8 PEM,
 // mode 0600) and never shared with the log, so a compromised log cannot cosign for it.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
@@ -17,10 +17,18 @@ export class WitnessKeyDamaged extends Error {}
 
 /** Writes the new key durably: the witness's database is synchronous=FULL, and a database that
  * survives a power loss beside an empty key file would make the witness refuse to start, or sign
- * with a key the log does not pin. 'wx': never overwrite a key another starting process wrote first. */
+ * with a key the log does not pin. Written whole under a name of its own, then linked into place:
+ * a link never overwrites (EEXIST: another starting process won), and a process starting beside
+ * this one never reads the file half written (it read an empty one and refused to start). */
 function writeKeyFile(path: string, dataDir: string, pem: string): void {
-  const fd = openSync(path, 'wx', 0o600);
-  try { writeSync(fd, pem); fsyncSync(fd); } finally { closeSync(fd); }
+  const partial = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
+  const fd = openSync(partial, 'wx', 0o600);
+  try {
+    try { writeSync(fd, pem); fsyncSync(fd); } finally { closeSync(fd); }
+    linkSync(partial, path);
+  } finally {
+    rmSync(partial, { force: true });
+  }
   const dir = openSync(dataDir, 'r');
   try { fsyncSync(dir); } finally { closeSync(dir); }
 }

@@ -1,0 +1,50 @@
+// Witness processes starting together on a fresh data directory (gavel up's witness restarted
+// beside an operator's, two containers on one volume): each must come up with the one key, never
+// read the file another is still writing (it read an empty one, "holds no readable private key",
+// and exited: seen in CI) and never overwrite it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const script = `import { loadOrCreateWitnessKey } from ${JSON.stringify(new URL('../../src/witness/key.ts', import.meta.url).href)};
+process.stdout.write(Buffer.from(loadOrCreateWitnessKey(process.argv[1]).publicKey).toString('hex'));`;
+
+// Preloaded into the first process: its first write of the key pauses 1.5 s, after saying so.
+const PAUSE = `import fs from 'node:fs'; import { syncBuiltinESMExports } from 'node:module';
+const write = fs.writeSync; let paused = false;
+fs.writeSync = (...args) => { if (!paused) { paused = true; process.stderr.write('paused\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500); } return write(...args); };
+syncBuiltinESMExports();`;
+
+function start(dir: string, preload?: string): { done: Promise<{ code: number | null; out: string; err: string }>; paused: Promise<void> } {
+  const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), '--input-type=module', '-e', script, dir]);
+  let out = '';
+  let err = '';
+  let onPause = () => {};
+  const paused = new Promise<void>((resolve) => { onPause = resolve; });
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; if (err.includes('paused')) onPause(); });
+  return { done: new Promise((resolve) => child.on('close', (code) => resolve({ code, out, err }))), paused };
+}
+
+test('a process starting while another is still writing the new key reads the one key, whole, and both come up', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
+  try {
+    const preload = join(dir, '..', `${dir.split('/').pop()}-pause.mjs`);
+    writeFileSync(preload, PAUSE);
+    const first = start(join(dir, 'data'), preload);
+    await first.paused;
+    const second = start(join(dir, 'data'));
+    const [a, b] = await Promise.all([first.done, second.done]);
+    rmSync(preload, { force: true });
+    assert.equal(b.code, 0, `the second process: ${b.err}`);
+    assert.equal(a.code, 0, `the first process: ${a.err}`);
+    assert.match(a.out, /^[0-9a-f]{64}$/);
+    assert.equal(a.out, b.out, 'both hold the same key');
+    assert.deepEqual(readdirSync(join(dir, 'data')), ['witness-key.pem'], 'no partial file is left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
