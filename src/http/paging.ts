@@ -5,8 +5,8 @@ import { invalidRequest } from './problem.ts';
 import { parseJsonExactly } from '../lib/json-parse.ts';
 import type { IdPrefix } from '../lib/ids.ts';
 
+/** A page's size when the query names none; the largest (500) is the PageLimit pattern's (schemas/common.ts). */
 export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 500;
 
 export function encodeCursor(lastId: string): string {
   return Buffer.from(JSON.stringify({ b: lastId })).toString('base64url');
