@@ -33,13 +33,16 @@ export class Executions {
   readonly #merchants: MerchantRegistry;
   readonly instanceId: string;
   readonly #now: () => Date;
+  /** Freshens this instance's heartbeat if it went stale (InstanceKeeper.vouch), before a reservation. */
+  readonly #vouch: () => Promise<void>;
 
-  constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date }) {
+  constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date; vouch?: () => Promise<void> }) {
     this.#store = deps.store;
     this.#writer = deps.writer;
     this.#merchants = deps.merchants;
     this.instanceId = deps.instanceId;
     this.#now = deps.now;
+    this.#vouch = deps.vouch ?? (async () => {});
   }
 
   /** Merchant and operation must be configured; checked before any decision is spent. */
@@ -67,6 +70,7 @@ export class Executions {
       agent: input.agent, action: input.action, resource: input.resource,
     };
 
+    await this.#vouch();
     let record: DecisionRecord;
     try {
       record = await decide(reservation);

@@ -150,6 +150,19 @@ export class InstanceKeeper {
     return marked;
   }
 
+  /**
+   * Before this instance reserves a call: if its last beat is older than two heartbeats (the process
+   * or its VM was paused, a beat failed), it beats now. Others may have judged it dead meanwhile, and
+   * a call reserved under a stale heartbeat would be marked UNKNOWN by their next sweep while its
+   * merchant answers. The beat commits before the reservation, and a sweep reads the rows in flight
+   * before the live instances, so a sweep that sees the row sees the beat. `monotonicNow`: tests.
+   */
+  async vouch(monotonicNow = performance.now()): Promise<void> {
+    if (this.#timer === undefined) return;
+    if (this.#lastBeat !== undefined && monotonicNow - this.#lastBeat <= 2 * HEARTBEAT_MS) return;
+    await beat(this.#store, this.#instanceId, this.#now());
+  }
+
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
