@@ -22,15 +22,28 @@ export class WitnessKeyDamaged extends Error {}
  * this one never reads the file half written (it read an empty one and refused to start). */
 function writeKeyFile(path: string, dataDir: string, pem: string): void {
   const partial = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
-  const fd = openSync(partial, 'wx', 0o600);
   try {
-    try { writeSync(fd, pem); fsyncSync(fd); } finally { closeSync(fd); }
+    writeWhole(partial, pem);
     linkSync(partial, path);
+  } catch (e) {
+    // A file system without hard links (SMB and other network shares, FAT): the file is created
+    // in place, exclusively, as before links were used; only the half-written read can recur there.
+    if (!NO_LINKS.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+    writeWhole(path, pem);
   } finally {
     rmSync(partial, { force: true });
   }
   const dir = openSync(dataDir, 'r');
   try { fsyncSync(dir); } finally { closeSync(dir); }
+}
+
+/** What link(2) answers where the file system has no hard links. */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
+/** Creates `path` ('wx': never over another's file) holding `text`, flushed. */
+function writeWhole(path: string, text: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try { writeSync(fd, text); fsyncSync(fd); } finally { closeSync(fd); }
 }
 
 export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {

@@ -48,3 +48,25 @@ test('a process starting while another is still writing the new key reads the on
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Preloaded: link(2) fails as on a file system without hard links (SMB shares, FAT).
+const NO_LINKS = `import fs from 'node:fs'; import { syncBuiltinESMExports } from 'node:module';
+fs.linkSync = () => { throw Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' }); };
+syncBuiltinESMExports();`;
+
+test('on a file system without hard links the key is still created, in place, and read back the same on the next start', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
+  try {
+    const preload = join(dir, '..', `${dir.split('/').pop()}-nolinks.mjs`);
+    writeFileSync(preload, NO_LINKS);
+    const first = await start(join(dir, 'data'), preload).done;
+    const again = await start(join(dir, 'data'), preload).done;
+    rmSync(preload, { force: true });
+    assert.equal(first.code, 0, `the first start: ${first.err}`);
+    assert.match(first.out, /^[0-9a-f]{64}$/);
+    assert.equal(again.out, first.out, 'the next start reads the key it wrote');
+    assert.deepEqual(readdirSync(join(dir, 'data')), ['witness-key.pem'], 'no partial file is left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
