@@ -229,6 +229,13 @@ for (const backend of backends()) {
       assert.equal(revoked.json().status, 'withdrawn', 'the spec\'s name for a revoked approval (section 3)');
       assert.equal(revoked.json().approval.revoke_reason, 'changed my mind');
       const audits = await auditCount();
+      // Unknown or malformed obligations: clear 4xx problems, nothing written.
+      const unknown = await revoke({ approval_request_id: id.slice(0, -1) + (id.endsWith('0') ? '1' : '0') });
+      assert.equal(unknown.statusCode, 404, unknown.body);
+      assert.equal(unknown.json().code, 'not_found');
+      const malformed = await revoke({ approval_request_id: 'apr_nope' });
+      assert.equal(malformed.statusCode, 400, malformed.body);
+      assert.equal(malformed.json().code, 'invalid_request');
       const twice = await revoke({ approval_request_id: id });
       assert.equal(twice.statusCode, 409);
       assert.equal(twice.json().code, 'approval_withdrawn');
@@ -361,6 +368,13 @@ for (const backend of backends()) {
       const data = JSON.parse(event.data);
       assert.equal(data.reason_code, 'approval_granted');
       assert.equal(data.approval_request_id, id);
+      // A withdrawal is audited too, with the approval, obligation and reason it names.
+      const other = await opened();
+      const withdrawn = await approve(other.id);
+      assert.equal((await revoke({ approval_request_id: other.id, reason: 'not this one' })).statusCode, 200);
+      const revokedEvents = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('kind', '=', 'approval.revoked').execute();
+      const revokedEvent = revokedEvents.map((e) => JSON.parse(e.data)).find((d) => d.approval_request_id === other.id);
+      assert.deepEqual(revokedEvent, { approval_id: withdrawn.approval.id, approval_request_id: other.id, reason: 'not this one' });
     });
 
     test('50 concurrent authorizes racing for one approval: exactly one consumes it', async () => {
