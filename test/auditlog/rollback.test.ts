@@ -29,6 +29,21 @@ const proof = (svc: TestService, key: { authorization: string }, id: string) =>
 /** An auditor's session and an API key, made before the log is copied (each is an audit event of its own). */
 const callers = async (svc: TestService) => ({ member: await consoleMember(svc, ['AUDITOR']), key: await svc.keyHeader([]) });
 
+/**
+ * Two events checkpointed, the log copied as 'older', three more checkpointed, the service closed:
+ * the size of the checkpoint the older copy falls short of.
+ */
+async function olderCopyThenSigned(a: Awaited<ReturnType<typeof startAuditService>>): Promise<number> {
+  const { store } = a.svc.ts;
+  await addEvents(store, a.svc.projectId, 2);
+  await a.svc.auditLog.tick({ force: true });
+  await snapshotLog(store, 'older');
+  await addEvents(store, a.svc.projectId, 3);
+  const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+  await a.svc.close();
+  return signed;
+}
+
 for (const backend of backends()) {
   test(`a log restored from an older copy is noticed at start, before any new event, and cleared once the right copy is back (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
@@ -122,12 +137,7 @@ for (const backend of backends()) {
     const { store } = a.svc.ts;
     try {
       const { member } = await callers(a.svc);
-      await addEvents(store, a.svc.projectId, 2);
-      await a.svc.auditLog.tick({ force: true });
-      await snapshotLog(store, 'older');
-      await addEvents(store, a.svc.projectId, 3);
-      const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint;
-      await a.svc.close();
+      const signed = await olderCopyThenSigned(a);
       // The events and the tree from the older copy, the checkpoints as they were.
       await restoreLog(store, 'older', ['audit_events', 'audit_nodes', 'audit_log_state']);
       const b = await restartAuditService(a);
@@ -145,12 +155,7 @@ for (const backend of backends()) {
     const { store } = a.svc.ts;
     try {
       const { member } = await callers(a.svc);
-      await addEvents(store, a.svc.projectId, 2);
-      await a.svc.auditLog.tick({ force: true });
-      await snapshotLog(store, 'older');
-      await addEvents(store, a.svc.projectId, 3);
-      const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
-      await a.svc.close();
+      const signed = await olderCopyThenSigned(a);
       await snapshotLog(store, 'newest');
       // The older copy, then other events written past the checkpoint's size: as long, not the same history.
       await restoreLog(store, 'older', ['audit_events', 'audit_nodes', 'audit_log_state']);

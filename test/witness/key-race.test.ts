@@ -18,6 +18,13 @@ const write = fs.writeSync; let paused = false;
 fs.writeSync = (...args) => { if (!paused) { paused = true; process.stderr.write('paused\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500); } return write(...args); };
 syncBuiltinESMExports();`;
 
+/** A module to preload, written beside the data directory inside the test's own temporary one. */
+function preloadIn(dir: string, source: string): string {
+  const path = join(dir, 'preload.mjs');
+  writeFileSync(path, source);
+  return path;
+}
+
 function start(dir: string, preload?: string): { done: Promise<{ code: number | null; out: string; err: string }>; paused: Promise<void> } {
   const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), '--input-type=module', '-e', script, dir]);
   let out = '';
@@ -32,13 +39,11 @@ function start(dir: string, preload?: string): { done: Promise<{ code: number | 
 test('a process starting while another is still writing the new key reads the one key, whole, and both come up', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
   try {
-    const preload = join(dir, '..', `${dir.split('/').pop()}-pause.mjs`);
-    writeFileSync(preload, PAUSE);
+    const preload = preloadIn(dir, PAUSE);
     const first = start(join(dir, 'data'), preload);
     await first.paused;
     const second = start(join(dir, 'data'));
     const [a, b] = await Promise.all([first.done, second.done]);
-    rmSync(preload, { force: true });
     assert.equal(b.code, 0, `the second process: ${b.err}`);
     assert.equal(a.code, 0, `the first process: ${a.err}`);
     assert.match(a.out, /^[0-9a-f]{64}$/);
@@ -57,11 +62,9 @@ syncBuiltinESMExports();`;
 test('on a file system without hard links the key is still created, in place, and read back the same on the next start', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
   try {
-    const preload = join(dir, '..', `${dir.split('/').pop()}-nolinks.mjs`);
-    writeFileSync(preload, NO_LINKS);
+    const preload = preloadIn(dir, NO_LINKS);
     const first = await start(join(dir, 'data'), preload).done;
     const again = await start(join(dir, 'data'), preload).done;
-    rmSync(preload, { force: true });
     assert.equal(first.code, 0, `the first start: ${first.err}`);
     assert.match(first.out, /^[0-9a-f]{64}$/);
     assert.equal(again.out, first.out, 'the next start reads the key it wrote');
