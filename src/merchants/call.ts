@@ -1,10 +1,12 @@
 // One outbound call to a configured merchant, classified (docs/executions.md):
-// 2xx SUCCEEDED; 4xx FAILED (the merchant stated a refusal); a connection refused before anything
-// was sent FAILED (nothing was delivered); everything else (timeout, reset after sending, 5xx,
-// 3xx, any other error) UNKNOWN. Redirects are never followed: the call goes only where
+// 2xx SUCCEEDED; 4xx FAILED (the merchant stated a refusal); any failure before the connection was
+// established (refused, unresolved, unreachable, a certificate that does not verify, no connection
+// within the timeout) FAILED, since no byte of the request left; everything else (timeout or reset
+// once connected, 5xx, 3xx, any other error) UNKNOWN. Redirects are never followed: the call goes only where
 // configuration points.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Merchant, Operation } from './config.ts';
 import { signatureHeader, SIGNATURE_HEADER } from './signature.ts';
 
@@ -13,14 +15,16 @@ export interface CallOutcome { status: CallStatus; httpStatus: number | null; no
 
 export interface CallInput { merchant: Merchant; operation: Operation; payload: unknown; nonce: string; executionId: string; now: Date }
 
-/** Codes that mean the connection was never established, so no byte of the request left. */
-const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
 
 // node:http rather than fetch: the same call cost about a quarter of the HTTP thread's time
 // through fetch's web streams (docs/performance.md). Connections are kept alive per origin; an
 // idle one is closed before the merchant's announced keep-alive timeout (Node's Agent honours
 // the hint), so a call rarely meets a connection the merchant has just closed.
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
+/** Kept-alive sockets whose connection (for https, its TLS handshake) has completed. The agent hands
+ *  a freed socket to a queued request without marking it reused, so the socket is what is asked. */
+const established = new WeakSet<Socket>();
 
 export function callMerchant(input: CallInput): Promise<CallOutcome> {
   let text: string;
@@ -33,6 +37,9 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
   const https = url.protocol === 'https:';
   return new Promise((resolve) => {
     let settled = false;
+    // Node holds the request's bytes until the socket is connected (for https, until the TLS
+    // handshake has finished: no early data), so until then nothing can have reached the merchant.
+    let connected = false;
     const settle = (outcome: CallOutcome) => {
       if (settled) return;
       settled = true;
@@ -61,14 +68,20 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
         settle(classifyStatus(res.statusCode ?? 0));
       });
     } catch (error) {
-      resolve(classifyError(error));
+      resolve(classifyError(error, false));
       return;
     }
+    req.on('socket', (socket) => {
+      if (established.has(socket)) { connected = true; return; }
+      socket.once(https ? 'secureConnect' : 'connect', () => { established.add(socket); connected = true; });
+    });
     const timer = setTimeout(() => {
-      settle({ status: 'UNKNOWN', httpStatus: null, note: `no answer within ${timeoutMs} ms: the merchant may or may not have acted` });
+      settle(connected
+        ? { status: 'UNKNOWN', httpStatus: null, note: `no answer within ${timeoutMs} ms: the merchant may or may not have acted` }
+        : { status: 'FAILED', httpStatus: null, note: `not delivered: no connection within ${timeoutMs} ms` });
       req.destroy();
     }, timeoutMs);
-    req.on('error', (error) => settle(classifyError(error)));
+    req.on('error', (error) => settle(classifyError(error, connected)));
     req.end(body);
   });
 }
@@ -79,8 +92,8 @@ function classifyStatus(s: number): CallOutcome {
   return { status: 'UNKNOWN', httpStatus: s, note: s >= 500 ? `merchant answered ${s}: it may or may not have acted` : `merchant answered ${s} (not followed): outcome unknown` };
 }
 
-function classifyError(e: unknown): CallOutcome {
+function classifyError(e: unknown, connected: boolean): CallOutcome {
   const code = (e as { code?: string } | null)?.code;
-  if (code && NOT_DELIVERED.has(code)) return { status: 'FAILED', httpStatus: null, note: `not delivered: ${code}` };
+  if (!connected) return { status: 'FAILED', httpStatus: null, note: `not delivered: ${code ?? (e as { name?: string } | null)?.name ?? 'error'}` };
   return { status: 'UNKNOWN', httpStatus: null, note: `the call failed after it may have been sent (${code ?? (e as { name?: string } | null)?.name ?? 'error'}): outcome unknown` };
 }

@@ -1,12 +1,13 @@
 // One merchant call, below the execution flow (src/merchants/call.ts): what the flow's tests cannot
-// reach through a running merchant. A refused connection is FAILED (nothing was delivered);
+// reach through a running merchant. A failure before the connection (for https, its handshake) was
+// established is FAILED (nothing was delivered), one after it UNKNOWN;
 // connections are kept alive between calls; a body cut off after the status line neither crashes
 // the process nor changes the outcome the status decided.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { callMerchant } from '../../src/merchants/call.ts';
 import { parseMerchants } from '../../src/merchants/config.ts';
 import { MERCHANT_SECRET } from '../support/merchant.ts';
@@ -172,7 +173,7 @@ dmNp/VHJNo5kF8JBKtwQLQqPrfA=
 -----END CERTIFICATE-----`,
 };
 
-test('an https merchant is called over TLS, and a certificate that does not verify is refused: nothing reaches it', async () => {
+test('an https merchant is called over TLS, and a certificate that does not verify is refused: FAILED, nothing reached it', async () => {
   let connections = 0;
   let requests = 0;
   const server = createTlsServer(SELF_SIGNED, (req, res) => { requests++; req.resume(); res.end(); });
@@ -180,9 +181,44 @@ test('an https merchant is called over TLS, and a certificate that does not veri
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   try {
     const outcome = await call(`https://127.0.0.1:${(server.address() as AddressInfo).port}`, '/pay');
-    assert.equal(outcome.status, 'UNKNOWN');
-    assert.match(outcome.note, /SELF_SIGNED/);
+    assert.equal(outcome.status, 'FAILED', 'the handshake failed before any byte of the request left');
+    assert.equal(outcome.httpStatus, null);
+    assert.match(outcome.note, /^not delivered: DEPTH_ZERO_SELF_SIGNED_CERT$/);
     assert.equal(connections, 1, 'a TLS connection was opened');
     assert.equal(requests, 0, 'no request went to a merchant whose certificate did not verify');
   } finally { await close(server as unknown as Server); }
+});
+
+test('a TLS handshake that never finishes within the timeout is FAILED: the request never left', async () => {
+  // A TCP peer that reads the ClientHello and never answers it.
+  const received: Buffer[] = [];
+  const peer = createNetServer((socket) => { socket.on('data', (chunk) => received.push(chunk)); });
+  await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', () => resolve()));
+  try {
+    const outcome = await call(`https://127.0.0.1:${(peer.address() as AddressInfo).port}`, '/pay', 'n-hs', { timeoutMs: 300 });
+    assert.equal(outcome.status, 'FAILED');
+    assert.match(outcome.note, /^not delivered: no connection within 300 ms$/);
+    assert.ok(received.length > 0, 'the handshake began');
+    assert.ok(!Buffer.concat(received).includes('n-hs'), 'no byte of the request reached the peer');
+  } finally { await new Promise<void>((resolve) => peer.close(() => resolve())); }
+});
+
+test('a connection reset after the request was sent is UNKNOWN, on a fresh and on a kept-alive connection', async () => {
+  let calls = 0;
+  const server = createServer((req, res) => {
+    calls++;
+    req.resume();
+    // The first call is answered (its connection is kept alive); every later one is cut unanswered.
+    req.on('end', () => { if (calls === 1) res.end('{}'); else req.socket.destroy(); });
+  });
+  const url = await listen(server);
+  try {
+    assert.equal((await call(url, '/pay', 'n-first')).status, 'SUCCEEDED');
+    const reused = await call(url, '/pay', 'n-reused');
+    assert.equal(reused.status, 'UNKNOWN', 'the merchant read the request on the kept-alive connection before cutting it');
+    assert.match(reused.note, /may have been sent/);
+    const fresh = await call(url, '/pay', 'n-fresh');
+    assert.equal(fresh.status, 'UNKNOWN', 'the merchant read the request on a new connection before cutting it');
+    assert.equal(calls, 3);
+  } finally { await close(server); }
 });
