@@ -8,7 +8,7 @@ import { systemClock, type Clock } from './lib/time.ts';
 import { bootstrap, type AnnounceAdmin, type BootstrapResult } from './services/bootstrap.ts';
 import { LocalSigner } from './signer/local.ts';
 import { PinnedSigner } from './signer/pinned.ts';
-import { LOG_KEY } from './services/auditlog/log.ts';
+import { ensureLogState, LOG_KEY } from './services/auditlog/log.ts';
 import type { Signer } from './signer/signer.ts';
 import { migrateToLatest } from './store/migrate.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
@@ -95,6 +95,8 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const signer = new PinnedSigner(options.signer ?? new LocalSigner(join(config.dataDir, 'keys')), store.db);
   // Any instance may come to sign checkpoints (the sequencer's leader): refuse to start without the log's key.
   await signer.assertHeld(LOG_KEY);
+  // Nor over a log whose state row was lost (a partial restore): it would begin a second log.
+  await ensureLogState(store);
   let logError: (err: unknown) => void = () => {};
   const writer = createWriter(store, (err) => logError(err));
   const authorizer = new Authorizer({ store, signer, writer });

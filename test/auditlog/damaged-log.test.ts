@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
-import { addEvents, startAuditService } from './support.ts';
+import { addEvents, restartAuditService, startAuditService } from './support.ts';
+import { ensureLogState, LogStateMissing } from '../../src/services/auditlog/log.ts';
 
 for (const backend of backends()) {
   test(`a proof the damaged store cannot assemble is 500 log_damaged, not an anonymous fault (${backend.name})`, async () => {
@@ -25,6 +26,30 @@ for (const backend of backends()) {
       const auditor = await consoleMember(a.svc, ['AUDITOR']);
       const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids.find((id) => id !== first.id) } });
       assert.equal(v.json().verification, 'INVALID', v.body);
+    } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
+  test(`a log whose state row is lost refuses to start instead of beginning a second log under a new origin (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      const store = a.svc.ts.store;
+      await addEvents(store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      const before = await store.db.selectFrom('audit_log_state').selectAll().executeTakeFirstOrThrow();
+      await a.svc.close();
+      // A restore that left the state table out: events, nodes and checkpoints are there, the row is not.
+      await store.db.deleteFrom('audit_log_state').execute();
+      await assert.rejects(restartAuditService(a), (e: Error) => e instanceof LogStateMissing && /audit_log_state.*is missing while the log holds sequenced events/.test(e.message));
+      assert.equal(await store.db.selectFrom('audit_log_state').selectAll().executeTakeFirst(), undefined, 'no new origin was invented');
+      // Put back from the same copy, the log starts and keeps its name and size.
+      await store.db.insertInto('audit_log_state').values(before).execute();
+      const b = await restartAuditService(a);
+      try {
+        assert.equal((await ensureLogState(store)).origin, before.origin);
+        assert.equal((await ensureLogState(store)).size, Number(before.size));
+      } finally { await b.stop(); }
     } finally { await a.stop(); }
   });
 }

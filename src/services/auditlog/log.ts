@@ -26,13 +26,24 @@ export const blob = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffse
 /** A BLOB/BYTEA read back as a plain Uint8Array view. */
 export const fromBlob = plainView;
 
+/** The state row is gone while the log it describes is not (a partial restore, a deleted row). */
+export class LogStateMissing extends Error {}
+
 /**
  * The log's state row, created on first use with a fresh installation origin
  * `gavel.local/<16 hex>/log` (one log per installation; events carry their project_id).
+ * Only for a log that has never sequenced: a new origin over sequenced leaves would start a second
+ * log at index 0 beside them, under a name no witness or auditor knows.
  */
 export async function ensureLogState(store: Store): Promise<LogState> {
   const row = await store.db.selectFrom('audit_log_state').select(['origin', 'size', 'root']).where('id', '=', 1).executeTakeFirst();
   if (row) return { origin: row.origin, size: Number(row.size), root: fromBlob(row.root) };
+  const sequenced = await store.db.selectFrom('audit_events').select('leaf_index').where('leaf_index', 'is not', null).limit(1).executeTakeFirst()
+    ?? await store.db.selectFrom('audit_checkpoints').select('size').limit(1).executeTakeFirst();
+  if (sequenced) {
+    throw new LogStateMissing('the audit log\'s state row (audit_log_state) is missing while the log holds sequenced events or checkpoints: '
+      + 'the database was restored in part or the row was deleted; restore the row from the same backup as the rest of the log (docs/audit-log.md)');
+  }
   const origin = `gavel.local/${randomBytes(8).toString('hex')}/log`;
   await store.db.insertInto('audit_log_state')
     .values({ id: 1, origin, size: 0, root: blob(EMPTY_ROOT), updated_at: new Date().toISOString() })
