@@ -4,6 +4,11 @@
 // connections are kept alive between calls; a body cut off after the status line neither crashes
 // the process nor changes the outcome the status decided.
 import { test } from 'node:test';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
@@ -13,6 +18,7 @@ import { parseMerchants } from '../../src/merchants/config.ts';
 import { MERCHANT_SECRET } from '../support/merchant.ts';
 import { verifySignature } from '../../src/merchants/signature.ts';
 
+const execFileAsync = promisify(execFile);
 const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const close = (server: Server) => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
 
@@ -221,4 +227,37 @@ test('a connection reset after the request was sent is UNKNOWN, on a fresh and o
     assert.equal(fresh.status, 'UNKNOWN', 'the merchant read the request on a new connection before cutting it');
     assert.equal(calls, 3);
   } finally { await close(server); }
+});
+
+test('over TLS the request leaves once the handshake has finished: a reset then is UNKNOWN, a 200 SUCCEEDED', async () => {
+  // Node reads its trusted CAs once, at start: a child process trusts the test's certificate.
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-tls-'));
+  try {
+    writeFileSync(join(dir, 'ca.pem'), SELF_SIGNED.cert);
+    writeFileSync(join(dir, 'key.json'), JSON.stringify(SELF_SIGNED));
+    const script = `
+      import { createServer } from 'node:https';
+      import { readFileSync } from 'node:fs';
+      import { callMerchant } from ${JSON.stringify(new URL('../../src/merchants/call.ts', import.meta.url).href)};
+      import { parseMerchants } from ${JSON.stringify(new URL('../../src/merchants/config.ts', import.meta.url).href)};
+      let calls = 0;
+      const server = createServer(JSON.parse(readFileSync(${JSON.stringify(join(dir, 'key.json'))}, 'utf8')), (req, res) => {
+        calls++;
+        req.resume();
+        req.on('end', () => { if (calls === 1) res.end('{}'); else req.socket.destroy(); });
+      });
+      await new Promise((r) => server.listen(0, '127.0.0.1', r));
+      const merchant = parseMerchants({ merchants: { m: { base_url: 'https://127.0.0.1:' + server.address().port, secret: ${JSON.stringify(MERCHANT_SECRET)}, timeout_ms: 2000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m');
+      const call = (nonce) => callMerchant({ merchant, operation: merchant.operations.get('op'), payload: { a: 1 }, nonce, executionId: 'exe_test', now: new Date() });
+      const ok = await call('n-ok');
+      const cut = await call('n-cut');
+      server.closeAllConnections(); server.close();
+      console.log(JSON.stringify({ ok, cut, calls }));`;
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem') } });
+    const { ok, cut, calls } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { ok: { status: string }; cut: { status: string; note: string }; calls: number };
+    assert.equal(ok.status, 'SUCCEEDED', 'the certificate is trusted in the child');
+    assert.equal(cut.status, 'UNKNOWN', 'the merchant read the request before cutting the connection');
+    assert.match(cut.note, /may have been sent/);
+    assert.equal(calls, 2);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
