@@ -1,7 +1,7 @@
 // Validates an untrusted JSON value as a policy document. Returns every error at once,
 // each located by an RFC 6901 pointer; never throws. Work is bounded by POLICY_LIMITS:
 // recursion stops at maxDepth, lists and argument arrays are checked for length before
-// they are walked, and the whole walk stops after maxTotalNodes condition nodes.
+// they are walked, and the whole walk stops once condition nodes plus list values pass maxTotalNodes.
 import { checkMinor, isCurrencyCode, minorMessage } from '../money/money.ts';
 import { isAction, isDid, isRequestPattern, isRequestResource, isResourceUri, isSha256Hex, isToken, parseResourcePattern, parseTimestamp } from './formats.ts';
 import { INPUT_TYPES, OPERATORS_BY_TYPE, TYPE_DESCRIPTIONS, NOT_YET_SUPPLIED, UNAVAILABLE_INPUTS, isInputName, type InputType } from './inputs.ts';
@@ -218,7 +218,7 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
         report(walk, at('values'), 'list_too_long', `lists hold at most ${POLICY_LIMITS.maxListSize} values`);
         break;
       }
-      walk.nodes += values.length;
+      if (overBudget(walk, values.length, at('values'))) break;
       if (type === undefined) break;
       const out: Scalar[] = [];
       for (let i = 0; i < values.length; i++) {
@@ -269,19 +269,27 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
   return walk.errors.length === before ? built : undefined;
 }
 
+/**
+ * Counts `nodes` (a condition, or a list's values) against maxTotalNodes before they are walked;
+ * past it, reports document_too_large once and answers true.
+ */
+function overBudget(walk: Walk, nodes: number, pointer: string): boolean {
+  walk.nodes += nodes;
+  if (walk.nodes <= POLICY_LIMITS.maxTotalNodes) return false;
+  if (!walk.sizeReported) {
+    walk.sizeReported = true;
+    report(walk, pointer, 'document_too_large', `a document holds at most ${POLICY_LIMITS.maxTotalNodes} conditions and list values; validation stopped here`);
+  }
+  return true;
+}
+
 function checkCondition(walk: Walk, node: unknown, pointer: string, depth: number): Condition | undefined {
   if (walk.full) return undefined;
   if (depth > POLICY_LIMITS.maxDepth) {
     report(walk, pointer, 'too_deep', `conditions nest at most ${POLICY_LIMITS.maxDepth} levels`);
     return undefined;
   }
-  if (++walk.nodes > POLICY_LIMITS.maxTotalNodes) {
-    if (!walk.sizeReported) {
-      walk.sizeReported = true;
-      report(walk, pointer, 'document_too_large', `a document holds at most ${POLICY_LIMITS.maxTotalNodes} conditions and list values; validation stopped here`);
-    }
-    return undefined;
-  }
+  if (overBudget(walk, 1, pointer)) return undefined;
   if (!isObject(node)) {
     report(walk, pointer, 'invalid_type', `a condition must be an object with op, got ${kind(node)}`);
     return undefined;

@@ -38,6 +38,16 @@ test('every limit admits its bound and refuses one more', () => {
   assert.deepEqual(located(full(1)), ['/rules/201/when document_too_large']);
 });
 
+test('the node budget counts a list before accepting it, the last list of a document too', () => {
+  // 200 rules of one condition and 999 values fill the budget exactly; a last list of one value
+  // more is over it (its values were once counted after the check, so the last list escaped it).
+  const lists = (last: number) => ({ spec_version: '1', rules: Array.from({ length: POLICY_LIMITS.maxTotalNodes / 1_000 }, (_, i) => ({
+    id: `r${i}`, effect: 'ALLOW', when: { op: 'in', input: 'delegation_depth', values: Array.from({ length: i === 199 ? last : 999 }, (_, j) => j) },
+  })) });
+  assert.deepEqual(located(lists(999)), []);
+  assert.deepEqual(located(lists(1_000)), ['/rules/199/when/values document_too_large']);
+});
+
 test('refuses a malformed literal of every input type', () => {
   assert.deepEqual(located(eq('action', 'two words')), ['/rules/0/when/value invalid_value']);
   assert.deepEqual(located(eq('action', 'a'.repeat(64))), []);
