@@ -230,20 +230,21 @@ for (const backend of backends()) {
       assert.deepEqual([r.evaluated, r.unchanged, r.changed], [25, 25, 0]);
     });
 
-    test('a stored version that no longer matches its hash, or a pointer naming another hash, fails closed', async () => {
+    // Activating a damaged version is refused (activation-integrity.test.ts); one damaged once active fails closed.
+    test('an active version that no longer matches its hash or validates, or a pointer naming another hash, fails closed', async () => {
+      const tamper = async (version: number, document: string) => svc.ts.store.db.updateTable('policy_versions').set({ document })
+        .where('project_id', '=', svc.projectId).where('version', '=', version).execute();
       const v = await save('integrity');
-      await svc.ts.store.db.updateTable('policy_versions').set({ document: JSON.stringify(allow('tampered')) })
-        .where('project_id', '=', svc.projectId).where('version', '=', v).execute();
       assert.equal((await activate(v)).statusCode, 200);
+      await tamper(v, JSON.stringify(allow('tampered')));
       await assert.rejects(getActivePolicy(svc.ts.store.db, svc.projectId), PolicyIntegrityError);
       const w = await save('pointer');
       assert.equal((await activate(w)).statusCode, 200);
       await svc.ts.store.db.updateTable('policy_active').set({ hash: 'f'.repeat(64) }).where('project_id', '=', svc.projectId).execute();
       await assert.rejects(getActivePolicy(svc.ts.store.db, svc.projectId), PolicyIntegrityError);
       const x = await save('unvalidated');
-      await svc.ts.store.db.updateTable('policy_versions').set({ document: '{"spec_version":"1","rules":[{"id":"x","effect":"MAYBE"}]}' })
-        .where('project_id', '=', svc.projectId).where('version', '=', x).execute();
       assert.equal((await activate(x)).statusCode, 200);
+      await tamper(x, '{"spec_version":"1","rules":[{"id":"x","effect":"MAYBE"}]}');
       await assert.rejects(getActivePolicy(svc.ts.store.db, svc.projectId), PolicyIntegrityError);
     });
   });

@@ -62,7 +62,7 @@ export const ALLOW_PAYMENTS = {
 };
 
 /** The decision body of a POST /v1/authorize the route must answer with 200 (a decision, not a refusal). */
-export interface Decided { decision: string; reason_code: string; detail?: string; audit_id: string }
+export interface Decided { decision: string; reason_code: string; detail?: string; audit_id: string; policy_version: number | null }
 export async function decide(svc: TestService, headers: { authorization: string }, payload: Record<string, unknown>): Promise<Decided> {
   const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers, payload });
   assert.equal(res.statusCode, 200, res.body);

@@ -234,7 +234,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     },
     schema: {
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
-      params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses(write, { 403: ['four_eyes_required'], 404: ['policy_version_not_found'], 409: ['already_active'] }) },
+      params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses(write, { 403: ['four_eyes_required'], 404: ['policy_version_not_found'], 409: ['already_active'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => {
     const a = auth(request);

@@ -28,12 +28,29 @@ function remember(key: string, compiled: CompiledPolicy): void {
   if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
 }
 
-/** Compiles a stored version's document, checking it still validates and still has its hash. */
+/** Compiles a stored version's document, checking it still parses, validates and has its hash. */
 export function compileStored(document: string, hash: string): CompiledPolicy {
-  const result = validatePolicy(parseJsonExactly(document));
+  let parsed: unknown;
+  try {
+    parsed = parseJsonExactly(document);
+  } catch {
+    throw new PolicyIntegrityError('a stored policy version is no longer JSON');
+  }
+  const result = validatePolicy(parsed);
   if (!result.ok) throw new PolicyIntegrityError('a stored policy version no longer validates');
   if (policyHash(result.policy) !== hash) throw new PolicyIntegrityError('a stored policy version does not match its hash');
   return compilePolicy(result.policy);
+}
+
+/** Whether a stored version passes the checks every decision that loads it makes (compileStored). */
+export function storedIntact(document: string, hash: string): boolean {
+  try {
+    compileStored(document, hash);
+    return true;
+  } catch (error) {
+    if (error instanceof PolicyIntegrityError) return false;
+    throw error;
+  }
 }
 
 /** The compiled evaluator of one stored version, from the cache when possible. */
