@@ -3,9 +3,12 @@
 // goes on deciding. Before, it was activated and every decision after it failed closed.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
+import { policyLock } from '../../src/services/policy/save.ts';
 
 const DENY_ALL = { spec_version: '1', rules: [{ id: 'nothing', effect: 'DENY' }] };
 
@@ -91,6 +94,35 @@ for (const backend of backends()) {
       assert.equal((await activate(active)).statusCode, 200);
       await damage(retired, { document: JSON.stringify(DENY_ALL) });
       await assertRefused(retired, active);
+    });
+
+    // Only PostgreSQL shows where an activation waits (on the policy lock, after its check): the
+    // version is damaged there, so the check passed and the row read under the lock differs.
+    test('a version damaged after its check, while the activation waits for the lock, is refused', { skip: backend.name !== 'postgres' }, async () => {
+      const active = await save(ALLOW_PAYMENTS);
+      assert.equal((await activate(active)).statusCode, 200);
+      const v = await save(DENY_ALL);
+      const schema = (svc.ts.options as { schema: string }).schema;
+      const holder = new pg.Client({ connectionString: process.env.GAVEL_TEST_DATABASE_URL, options: `-c search_path=${schema}` });
+      await holder.connect();
+      try {
+        await holder.query('select pg_advisory_lock(hashtext($1))', [policyLock(svc.projectId)]);
+        const pending = activate(v);
+        let waiting = 0;
+        for (let i = 0; i < 250 && waiting === 0; i++) {
+          if (i > 0) await sleep(20);
+          waiting = (await holder.query(`select count(*)::int as n from pg_stat_activity where application_name = $1
+            and wait_event_type = 'Lock' and query like '%pg_advisory_xact_lock%'`, [`gavel/${schema}`])).rows[0].n;
+        }
+        assert.equal(waiting, 1, 'the activation waits on the policy lock');
+        await holder.query('update policy_versions set hash = $1 where project_id = $2 and version = $3', ['d'.repeat(64), svc.projectId, v]);
+        await holder.query('select pg_advisory_unlock(hashtext($1))', [policyLock(svc.projectId)]);
+        const res = await pending;
+        assert.deepEqual([res.statusCode, res.json().code], [500, 'policy_integrity'], res.body);
+      } finally {
+        await holder.end();
+      }
+      await assertRefused(v, active);
     });
   });
 }
