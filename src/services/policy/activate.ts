@@ -75,7 +75,7 @@ export async function activatePolicyVersion(store: Store, input: ActivateInput):
     const at = when.toISOString();
     const row = await trx.selectFrom('policy_versions').select(['version', 'document', 'hash', 'state', 'created_by'])
       .where('project_id', '=', input.projectId).where('version', '=', version).executeTakeFirst();
-    if (!row) return 'version_not_found';
+    if (!row || !checked) return 'version_not_found'; // not there when checked: saved since, by a guess
     const current = await trx.selectFrom('policy_active').select(['version']).where('project_id', '=', input.projectId).executeTakeFirst();
     const previous = current ? Number(current.version) : null;
     if (previous === version) return 'already_active';
