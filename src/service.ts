@@ -27,7 +27,7 @@ import { takeServingLock } from './store/sqlite/serving-lock.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
-    ? { kind: 'postgres', url: config.databaseUrl }
+    ? { kind: 'postgres', url: config.databaseUrl, replyTimeoutMs: config.databaseReplyTimeoutMs }
     : { kind: 'sqlite', file: join(config.dataDir, 'gavel.db') };
 }
 

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseJsonExactly, repeatedMembers, whereJsonBreaks } from '../lib/json-parse.ts';
 import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
+import { REPLY_TIMEOUT_MS } from '../store/postgres/dialect.ts';
 
 export interface Config {
   host: string;
@@ -12,6 +13,8 @@ export interface Config {
   dataDir: string;
   /** postgres://… selects PostgreSQL; unset means SQLite at `<dataDir>/gavel.db`. */
   databaseUrl: string | undefined;
+  /** PostgreSQL: how long a statement may go unanswered before its connection is taken for dead (store/postgres/dialect.ts). */
+  databaseReplyTimeoutMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   bodyLimitBytes: number;
   /**
@@ -108,6 +111,7 @@ const SPECS: Record<keyof Config, Spec> = {
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
   dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: text },
   databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: url(['postgres:', 'postgresql:']) },
+  databaseReplyTimeoutMs: { env: 'GAVEL_DATABASE_REPLY_TIMEOUT_MS', file: 'database_reply_timeout_ms', parse: integer(1_000, 3_600_000) },
   logLevel: {
     env: 'GAVEL_LOG_LEVEL', file: 'log_level',
     parse: (raw) => { if (!LOG_LEVELS.includes(raw)) throw new Error(`must be one of ${LOG_LEVELS.join(', ')}`); return raw; },
@@ -130,6 +134,7 @@ export const DEFAULTS: Config = {
   port: 7400,
   dataDir: './data',
   databaseUrl: undefined,
+  databaseReplyTimeoutMs: REPLY_TIMEOUT_MS,
   logLevel: 'info',
   bodyLimitBytes: 64 * 1024,
   requestTimeoutMs: 30_000,

@@ -4,6 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
 import type { Store } from './store.ts';
+import { withoutReplyTimeout } from './postgres/dialect.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
@@ -42,7 +43,8 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,
   });
-  const { error, results }: MigrationResultSet = await migrator.migrateToLatest();
+  // A migration may rewrite a large table, or wait for another instance's to finish.
+  const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
     throw new MigrationError(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? error}`);

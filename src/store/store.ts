@@ -49,7 +49,7 @@ export type StoreOptions =
     /** Open the reader connection (default true). */ reader?: boolean;
     /** Tests: stands in for the WalSync flush of `flush` durability. */ durable?: () => Promise<void>;
   }
-  | { kind: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; idleInTransactionMs?: number };
+  | { kind: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; idleInTransactionMs?: number; replyTimeoutMs?: number };
 
 export function openStore(options: StoreOptions): Store {
   let db: Db;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import { ConfigError, DEFAULTS, isLoopbackHost, loadConfig, redactConfig } from '../../src/config/config.ts';
+import { storeOptions } from '../../src/service.ts';
 
 test('defaults bind to loopback with SQLite under ./data', () => {
   const c = loadConfig({});
@@ -120,6 +121,10 @@ test('every bound is held at its edge, and a bad file value is named by the file
   // 0 would turn the request timeout off, and with it the bound on a stalled body.
   refused({ GAVEL_REQUEST_TIMEOUT_MS: '0' }, 'GAVEL_REQUEST_TIMEOUT_MS');
   refused({ GAVEL_REQUEST_TIMEOUT_MS: '99' }, 'GAVEL_REQUEST_TIMEOUT_MS');
+  // Under a second, ordinary statements of a loaded database would be cut as dead.
+  refused({ GAVEL_DATABASE_REPLY_TIMEOUT_MS: '999' }, 'GAVEL_DATABASE_REPLY_TIMEOUT_MS');
+  assert.deepEqual(storeOptions(loadConfig({ GAVEL_DATABASE_URL: 'postgres://db/g', GAVEL_DATABASE_REPLY_TIMEOUT_MS: '1000' })),
+    { kind: 'postgres', url: 'postgres://db/g', replyTimeoutMs: 1000 });
   // A user name alone is a credential too.
   refused({ GAVEL_WITNESS_URL: 'http://someone@127.0.0.1:7402' }, 'GAVEL_WITNESS_URL');
   // An IPv4 /7 spelt as an IPv6-mapped range: one bit wider than the narrowest IPv4 private range.

@@ -16,6 +16,8 @@ export interface TcpProxy {
    * in the sockets' buffers) until heal(); new connections wait too.
    */
   partition(): void;
+  /** Half a partition: what the service sends reaches the server, the server's answers wait (until heal()). */
+  deafen(): void;
   heal(): void;
   close(): Promise<void>;
 }
@@ -24,10 +26,13 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const target = new URL(targetUrl);
   const open = new Set<Socket>();
   let down = false;
-  let parted = false;
+  let silent: 'no' | 'both ways' | 'to the service' = 'no';
   const pairs = new Set<[Socket, Socket]>();
-  const join = ([a, b]: [Socket, Socket]) => { a.pipe(b); b.pipe(a); a.resume(); b.resume(); };
-  const part = ([a, b]: [Socket, Socket]) => { a.unpipe(b); b.unpipe(a); a.pause(); b.pause(); };
+  // Unpiped first: a direction still flowing (deafen) must not be piped twice.
+  const join = ([a, b]: [Socket, Socket]) => { a.unpipe(b); b.unpipe(a); a.pipe(b); b.pipe(a); a.resume(); b.resume(); };
+  const deaf = ([a, b]: [Socket, Socket]) => { b.unpipe(a); b.pause(); };
+  const part = ([a, b]: [Socket, Socket]) => { deaf([a, b]); a.unpipe(b); a.pause(); };
+  const quiet = (pair: [Socket, Socket]) => { if (silent === 'both ways') part(pair); else if (silent === 'to the service') deaf(pair); };
   const server = createServer((client) => {
     client.on('error', () => {});
     if (down) { client.resetAndDestroy(); return; }
@@ -37,7 +42,8 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     const pair: [Socket, Socket] = [client, upstream];
     for (const s of pair) { open.add(s); s.on('close', () => { open.delete(s); pairs.delete(pair); }); }
     pairs.add(pair);
-    if (parted) part(pair); else join(pair);
+    join(pair);
+    quiet(pair);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = new URL(targetUrl);
@@ -47,8 +53,9 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     url: url.toString(),
     cut() { down = true; for (const s of open) s.resetAndDestroy(); },
     restore() { down = false; },
-    partition() { parted = true; pairs.forEach(part); },
-    heal() { parted = false; pairs.forEach(join); },
+    partition() { silent = 'both ways'; pairs.forEach(quiet); },
+    deafen() { silent = 'to the service'; pairs.forEach(quiet); },
+    heal() { silent = 'no'; pairs.forEach(join); },
     async close() { down = true; for (const s of open) s.destroy(); await new Promise((resolve) => server.close(resolve)); },
   };
 }
@@ -57,7 +64,7 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
  * A PostgreSQL backend whose stores reach the database through a relay (`relay()` once opened):
  * migrated straight, then served through the relay, so a test can cut the service off its database.
  */
-export function relayed(backend: Backend, storeOptions: { idleInTransactionMs?: number } = {}): { backend: Backend; relay: () => TcpProxy } {
+export function relayed(backend: Backend, storeOptions: { idleInTransactionMs?: number; replyTimeoutMs?: number; connectTimeoutMs?: number } = {}): { backend: Backend; relay: () => TcpProxy } {
   let proxy: TcpProxy | undefined;
   return {
     relay: () => proxy!,

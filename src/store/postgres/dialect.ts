@@ -1,5 +1,6 @@
 // PostgreSQL through node-postgres. BIGINT (int8) comes back as a JS number: every stored integer
 // is bounded by 2^53-1 at the edge (money, counters), so the conversion is exact.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { PostgresDialect, sql, type DatabaseIntrospector, type Kysely, type SchemaMetadata, type TableMetadata } from 'kysely';
 import { preparedStatementName } from '../fixed-sql.ts';
@@ -21,8 +22,28 @@ export const CONNECT_TIMEOUT_MS = 10_000;
  */
 export const IDLE_IN_TRANSACTION_MS = 10_000;
 
-export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; idleInTransactionMs?: number }): PostgresDialect {
+/**
+ * How long a statement may go unanswered before its connection is taken for dead and destroyed
+ * (the statement fails: 503 database_unavailable for a request). A path that drops packets without
+ * a reset (a partition, a lost NAT entry) otherwise holds the statement, and the requests queued
+ * behind the pool, until the kernel gives up on the socket: with bytes unacknowledged,
+ * retransmission lasts about 15 minutes, and keepalive never fires. Every statement of a healthy
+ * instance answers within it: transactions are short and lock waits end when another instance's
+ * transaction does, or after IDLE_IN_TRANSACTION_MS for one cut off. Migrations are exempt
+ * (withoutReplyTimeout).
+ */
+export const REPLY_TIMEOUT_MS = 30_000;
+
+const unbounded = new AsyncLocalStorage<true>();
+/** Runs `fn` with its statements free of the reply timeout: for those that legitimately run long. */
+export const withoutReplyTimeout = <T>(fn: () => Promise<T>): Promise<T> => unbounded.run(true, fn);
+
+/** The error a statement fails with when its connection is destroyed for want of an answer. */
+const noReply = (ms: number) => Object.assign(new Error(`Connection timed out: the database did not answer within ${ms} ms`), { code: 'ETIMEDOUT' });
+
+export function createPostgresDialect(options: { url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; idleInTransactionMs?: number; replyTimeoutMs?: number }): PostgresDialect {
   const idleInTransactionMs = Math.max(1, Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS));
+  const replyTimeoutMs = options.replyTimeoutMs ?? REPLY_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
@@ -61,10 +82,24 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
       const name = typeof text === 'string' ? preparedStatementName(text) : undefined;
-      return name ? query({ name, text, values }, ...rest) : query(text, values, ...rest);
+      const answer = name ? query({ name, text, values }, ...rest) : query(text, values, ...rest);
+      // A callback-style call (none of ours) returns nothing to bound.
+      return answer instanceof Promise && !unbounded.getStore() ? bounded(client, answer, replyTimeoutMs) : answer;
     };
   });
   return new OwnSchemaDialect({ pool });
+}
+
+/**
+ * The statement's answer, unless none comes within `ms`: then the connection is destroyed (not
+ * node-postgres's query_timeout, which fails the query but leaves the connection, its reply still
+ * owed, to go back to the pool and hold every later query). The statement fails with the
+ * connection, as on any lost connection: a COMMIT whose answer never came is unconfirmed, not
+ * failed (decision 0013 addendum, session 34). The pool drops the broken client on release.
+ */
+function bounded(client: pg.PoolClient, answer: Promise<unknown>, ms: number): Promise<unknown> {
+  const timer = setTimeout(() => (client as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(noReply(ms)), ms);
+  return answer.finally(() => clearTimeout(timer));
 }
 
 /**
