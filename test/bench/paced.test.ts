@@ -104,16 +104,17 @@ test('pacedLoadFresh returns the figures of a loop run in another process, lead-
 });
 
 test('each part of the measured window has its own p99, beside the whole window\'s', async () => {
-  // 100/s for 2 s in parts of 1 s: requests 130-159 (all in the second part) are answered 200 ms
-  // late, far beyond any stall of the VM, which must not make the first part look late.
-  const server = await lateServer(30, 130, 200);
+  // 100/s for 2 s in parts of 1 s: requests 130-159 (all in the second part) are answered 1 s
+  // late, far beyond any stall of a loaded VM (one of 216 ms was seen while CI shared the machine
+  // with other test runs), which must not make the first part look late.
+  const server = await lateServer(30, 130, 1_000);
   try {
     const r = await pacedLoadFresh({ url: server.url, method: 'GET', rate: 100, duration: 2, connections: 8, partSeconds: 1 });
     assert.equal(server.seen(), 200);
     assert.equal(r.partP99s.length, 2, `two parts (${JSON.stringify(r.partP99s)})`);
-    assert.ok(r.partP99s[0]! < 200, `the first part holds no late answer (${r.partP99s[0]} ms)`);
-    assert.ok(r.partP99s[1]! >= 200, `the second holds them all (${r.partP99s[1]} ms)`);
-    assert.ok(r.p99 >= 200, 'and the whole window\'s p99 counts them too');
+    assert.ok(r.partP99s[0]! < 1_000, `the first part holds no late answer (${r.partP99s[0]} ms)`);
+    assert.ok(r.partP99s[1]! >= 1_000, `the second holds them all (${r.partP99s[1]} ms)`);
+    assert.ok(r.p99 >= 1_000, 'and the whole window\'s p99 counts them too');
     const whole = await pacedLoad({ url: server.url, method: 'GET', rate: 100, duration: 0.2, connections: 1 });
     assert.deepEqual(whole.partP99s, [], 'no parts unless asked for');
   } finally { server.close(); }
