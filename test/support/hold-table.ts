@@ -6,28 +6,44 @@ import pg from 'pg';
 import type { TcpProxy } from './tcp-proxy.ts';
 
 export interface HeldTable {
-  /** Resolves once a statement of the schema's service (`like`, a LIKE pattern of its text) waits on a lock; fails after 5 s. */
-  reached(like: string): Promise<void>;
+  /**
+   * Resolves once `statements` (default 1) statements of the schema's service (`like`, a LIKE
+   * pattern of their text) wait on a lock, any lock, or once `unless` settles; fails after 5 s.
+   */
+  reached(like: string, options?: { statements?: number; unless?: Promise<unknown> }): Promise<void>;
   release(): Promise<void>;
 }
 
-export async function holdTable(url: string, schema: string, table: string): Promise<HeldTable> {
+/**
+ * `mode` 'exclusive' still lets the service read the table: its writes alone wait, so a test can
+ * stop a transaction between what it read and what it writes.
+ */
+export async function holdTable(url: string, schema: string, table: string, mode: 'access exclusive' | 'exclusive' = 'access exclusive'): Promise<HeldTable> {
   const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
   await client.connect();
   await client.query('begin');
-  await client.query(`lock table ${table} in access exclusive mode`);
-  const release = async () => { await client.query('rollback').catch(() => {}); await client.end(); };
+  await client.query(`lock table ${table} in ${mode} mode`);
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await client.query('rollback').catch(() => {});
+    await client.end();
+  };
   return {
-    async reached(like) {
-      for (let i = 0; i < 250; i++) {
+    async reached(like, { statements = 1, unless } = {}) {
+      let settled = false;
+      unless?.then(() => { settled = true; }, () => { settled = true; });
+      for (let i = 0; i < 250 && !settled; i++) {
         // A transaction reads one snapshot of the activity unless told to drop it.
         const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
           where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
-        if (rows[0].n > 0) return;
+        if (rows[0].n >= statements) return;
         await sleep(20);
       }
+      if (settled) return;
       await release();
-      assert.fail(`no statement like ${like} waited on ${table}`);
+      assert.fail(`no ${statements} statements like ${like} waited on ${table}`);
     },
     release,
   };

@@ -1,0 +1,247 @@
+// The project's roles lock (services/identity/members.ts) orders every change of roles and
+// memberships, and every key minted or revoked in the console, one after another, so each reads
+// what the one before it committed. Each race below stops its first request between what it read
+// and what it writes (the test holds the written table in EXCLUSIVE mode from a session of its
+// own: reads go on, writes wait), sends the second from another instance, then lets both go. With
+// the lock the second waits for the first to commit; without it both act on what they read
+// before either wrote, and the check fails.
+// On SQLite lockFor does nothing: its one writer runs each transaction whole (BEGIN IMMEDIATE), so
+// the two never interleave. There each race runs one request after the other, in both orders,
+// under the same check.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { createService, type Service } from '../../src/service.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import type { Role } from '../../src/domain/access/roles.ts';
+import { backends } from '../support/backends.ts';
+import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { holdTable } from '../support/hold-table.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+type App = Service['app'];
+type Answer = LightMyRequestResponse;
+
+const post = (app: App, url: string, payload: unknown, headers: Record<string, string>) => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
+
+interface Race {
+  title: string;
+  /** The table the first request writes after its reads, and a LIKE pattern of that write. */
+  table: string;
+  write: string;
+  /** Sets up the project; the two requests, each given the instance to send it through; the check of both answers. */
+  prepare(svc: TestService, P: string): Promise<{ first(app: App): Promise<Answer>; second(app: App): Promise<Answer>; check(first: Answer, second: Answer): Promise<void> }>;
+}
+
+const rolesOf = async (svc: TestService, id: string) =>
+  (await svc.ts.store.db.selectFrom('role_grants').select('role').where('project_id', '=', svc.projectId).where('principal_id', '=', id).execute()).map((r) => r.role).sort();
+
+/** Removes the bootstrap ADMIN, so that the project's ADMINs are those the race made. */
+async function onlyAdmins(svc: TestService, P: string, count: number): Promise<ConsoleMember[]> {
+  const admins = await Promise.all(Array.from({ length: count }, () => consoleMember(svc, ['ADMIN'])));
+  const boot = (await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
+  const res = await svc.app.inject({ method: 'POST', url: `${P}/members/${boot}/revoke`, headers: admins[0]!.post, payload: {} });
+  assert.equal(res.statusCode, 200, res.body);
+  return admins;
+}
+
+/**
+ * Where `actor`'s event of `kind` and the loss of its ADMIN role (demotion or removal) stand in
+ * the audit log (-1: absent): an ADMIN acts as one only before it loses the role.
+ */
+async function actedBeforeLoss(svc: TestService, actor: string, kind: string): Promise<{ acted: number; lost: number }> {
+  const events = await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor', 'data']).where('project_id', '=', svc.projectId).orderBy('seq').execute();
+  const lost = events.findIndex((e) => ['role.revoked', 'member.revoked'].includes(e.kind) && JSON.parse(e.data).principal_id === actor);
+  return { acted: events.findIndex((e) => e.kind === kind && e.actor === actor), lost };
+}
+
+const lossUrl = (P: string, how: 'demoted' | 'removed', id: string) => (how === 'demoted' ? `${P}/members/${id}/roles/ADMIN/revoke` : `${P}/members/${id}/revoke`);
+
+/** An ADMIN mints a key for another principal while it loses ADMIN (`how`): no key of another it holds the secret of outlives that. */
+const mintWhileLosing = (how: 'demoted' | 'removed'): Race => ({
+  title: `an ADMIN ${how} while it mints a key for another keeps no live key of that other`,
+  table: 'api_keys',
+  write: 'insert into "api_keys"%',
+  async prepare(svc, P) {
+    const [minter, other] = await onlyAdmins(svc, P, 2);
+    const holder = await svc.member(['AUDITOR']);
+    return {
+      first: (app) => post(app, `${P}/api-keys`, { name: 'for another', roles: ['AUDITOR'], principal_id: holder.principalId }, minter!.post),
+      second: (app) => post(app, lossUrl(P, how, minter!.principalId), {}, other!.post),
+      async check(mint, loss) {
+        assert.equal(loss.statusCode, 200, loss.body);
+        // Minted before the loss (and revoked by it), or refused after it (403 once demoted, 401 once
+        // removed: its session ended): never minted by a former ADMIN.
+        assert.ok([201, 401, 403].includes(mint.statusCode), mint.body);
+        const live = await svc.ts.store.db.selectFrom('api_keys').select('id').where('project_id', '=', svc.projectId)
+          .where('created_by', '=', minter!.principalId).where('revoked_at', 'is', null).execute();
+        assert.deepEqual(live, [], `no live key minted by the ${how} ADMIN`);
+        if (mint.statusCode === 201) {
+          const use = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${mint.json().secret}` } });
+          assert.equal(use.statusCode, 401);
+        }
+      },
+    };
+  },
+});
+
+const RACES: Race[] = [
+  mintWhileLosing('demoted'),
+  mintWhileLosing('removed'),
+  {
+    title: 'two ADMINs demoting each other leave exactly one ADMIN',
+    table: 'role_grants',
+    write: 'delete from "role_grants"%',
+    async prepare(svc, P) {
+      const [a, b] = await onlyAdmins(svc, P, 2);
+      return {
+        first: (app) => post(app, `${P}/members/${b!.principalId}/roles/ADMIN/revoke`, {}, a!.post),
+        second: (app) => post(app, `${P}/members/${a!.principalId}/roles/ADMIN/revoke`, {}, b!.post),
+        async check(first, second) {
+          const statuses = [first.statusCode, second.statusCode].sort();
+          assert.equal(statuses[0], 200, `${first.body} ${second.body}`);
+          // Refused by the last-ADMIN rule (409), or because its actor is no longer ADMIN (403).
+          assert.ok([403, 409].includes(statuses[1]!), `${first.body} ${second.body}`);
+          const admins = await svc.ts.store.db.selectFrom('role_grants').select('principal_id').where('project_id', '=', svc.projectId).where('role', '=', 'ADMIN').execute();
+          assert.equal(admins.length, 1, 'exactly one ADMIN remains');
+        },
+      };
+    },
+  },
+  {
+    title: 'two grants of roles SoD keeps apart: the principal ends with one of them',
+    table: 'role_grants',
+    write: 'insert into "role_grants"%',
+    async prepare(svc, P) {
+      const [a, b] = await onlyAdmins(svc, P, 2);
+      const target = await svc.member(['AUDITOR']);
+      const grant = (role: Role, by: ConsoleMember) => (app: App) => post(app, `${P}/members/${target.principalId}/roles`, { role }, by.post);
+      return {
+        first: grant('ADMIN', a!),
+        second: grant('POLICY_AUTHOR', b!),
+        async check(first, second) {
+          const refused = [first, second].filter((r) => r.statusCode !== 200);
+          assert.equal(refused.length, 1, `${first.body} ${second.body}`);
+          assert.equal(refused[0]!.statusCode, 409);
+          assert.equal(refused[0]!.json().code, 'sod_conflict');
+          const held = await rolesOf(svc, target.principalId);
+          assert.ok(!(held.includes('ADMIN') && held.includes('POLICY_AUTHOR')), `holds ${held.join(', ')}`);
+        },
+      };
+    },
+  },
+  {
+    title: 'two ADMINs adding the same person: one adds it, the other is told it is already a member',
+    table: 'memberships',
+    write: 'insert into "memberships"%',
+    async prepare(svc, P) {
+      const [a, b] = await onlyAdmins(svc, P, 2);
+      const person = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'added-twice', password: 'a long enough passphrase' } });
+      assert.equal(person.statusCode, 201, person.body);
+      const add = (roles: Role[], by: ConsoleMember) => (app: App) => post(app, `${P}/members`, { name: 'added-twice', roles }, by.post);
+      return {
+        first: add(['AUDITOR'], a!),
+        second: add(['APPROVER'], b!),
+        async check(first, second) {
+          assert.deepEqual([first.statusCode, second.statusCode].sort(), [201, 409], `${first.body} ${second.body}`);
+          const refused = first.statusCode === 409 ? first : second;
+          assert.equal(refused.json().code, 'already_member');
+          const added = first.statusCode === 201 ? first : second;
+          assert.deepEqual(await rolesOf(svc, person.json().principal_id), added.json().roles, 'only the added roles are held');
+        },
+      };
+    },
+  },
+  {
+    title: 'an SoD document saved while a member is granted a pair it forbids: one of the two is refused',
+    table: 'sod_settings',
+    write: 'insert into "sod_settings"%',
+    async prepare(svc, P) {
+      const [admin] = await onlyAdmins(svc, P, 1);
+      const key = await svc.keyHeader(['ADMIN']);
+      const target = await svc.member(['AUDITOR']);
+      const document = { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'AUDITOR']], four_eyes_policy_activation: false };
+      return {
+        first: (app) => app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: key, payload: document }),
+        second: (app) => post(app, `${P}/members/${target.principalId}/roles`, { role: 'APPROVER' }, admin!.post),
+        async check(put, grant) {
+          const refused = [put, grant].filter((r) => r.statusCode !== 200);
+          assert.equal(refused.length, 1, `${put.body} ${grant.body}`);
+          assert.equal(refused[0]!.json().code, 'sod_conflict');
+          const held = await rolesOf(svc, target.principalId);
+          const saved = put.statusCode === 200;
+          assert.ok(!(saved && held.includes('APPROVER') && held.includes('AUDITOR')), `holds ${held.join(', ')} though the saved document forbids the pair`);
+        },
+      };
+    },
+  },
+  {
+    title: 'an ADMIN demoted while it revokes another\'s key: the audit log has the revocation before the demotion',
+    table: 'api_keys',
+    write: 'update "api_keys"%',
+    async prepare(svc, P) {
+      const [revoker, other] = await onlyAdmins(svc, P, 2);
+      const holder = await svc.member(['AUDITOR']);
+      return {
+        first: (app) => post(app, `${P}/api-keys/${holder.keyId}/revoke`, {}, revoker!.post),
+        second: (app) => post(app, `${P}/members/${revoker!.principalId}/roles/ADMIN/revoke`, {}, other!.post),
+        async check(revoke, demote) {
+          assert.equal(demote.statusCode, 200, demote.body);
+          // Revoked while still ADMIN, or refused once demoted (the key then stays live).
+          assert.ok([200, 403].includes(revoke.statusCode), revoke.body);
+          const { acted, lost } = await actedBeforeLoss(svc, revoker!.principalId, 'api_key.revoked');
+          assert.ok(lost >= 0);
+          assert.ok(revoke.statusCode === 200 ? acted >= 0 && acted < lost : acted === -1, `revoked at ${acted}, demoted at ${lost}`);
+        },
+      };
+    },
+  },
+];
+
+for (const backend of backends()) {
+  describe(`the roles lock orders changes of roles and key minting (${backend.name})`, () => {
+    for (const race of RACES) {
+      if (backend.name === 'postgres') {
+        test(`${race.title} (interleaved across two instances)`, async () => {
+          const svc = await startService(backend);
+          // A second instance on the same database, as a scaled-out deployment runs.
+          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
+          try {
+            const P = `/v1/console/projects/${svc.projectId}`;
+            const r = await race.prepare(svc, P);
+            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, race.table, 'exclusive');
+            try {
+              const first = r.first(svc.app);
+              await held.reached(race.write);
+              const second = r.second(twin.app);
+              // With the lock the second waits for it; without, it runs to its end or to the held write.
+              await held.reached('%', { statements: 2, unless: second });
+              await held.release();
+              await r.check(await first, await second);
+            } finally { await held.release(); }
+          } finally {
+            await twin.close();
+            await svc.stop();
+          }
+        });
+      } else {
+        for (const order of ['first then second', 'second then first'] as const) {
+          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
+            const svc = await startService(backend);
+            try {
+              const P = `/v1/console/projects/${svc.projectId}`;
+              const r = await race.prepare(svc, P);
+              if (order === 'first then second') {
+                const first = await r.first(svc.app);
+                await r.check(first, await r.second(svc.app));
+              } else {
+                const second = await r.second(svc.app);
+                await r.check(await r.first(svc.app), second);
+              }
+            } finally { await svc.stop(); }
+          });
+        }
+      }
+    }
+  });
+}
