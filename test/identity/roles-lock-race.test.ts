@@ -55,6 +55,12 @@ async function actedBeforeLoss(svc: TestService, actor: string, kind: string): P
   return { acted: events.findIndex((e) => e.kind === kind && e.actor === actor), lost };
 }
 
+/** The ADMIN whose loss races its own act, the ADMIN that takes it away, and an AUDITOR (with a key) it acts on. */
+async function loserAndTarget(svc: TestService, P: string) {
+  const [loser, other] = await onlyAdmins(svc, P, 2);
+  return { loser: loser!, other: other!, target: await svc.member(['AUDITOR']) };
+}
+
 const lossUrl = (P: string, how: 'demoted' | 'removed', id: string) => (how === 'demoted' ? `${P}/members/${id}/roles/ADMIN/revoke` : `${P}/members/${id}/revoke`);
 
 /** An ADMIN mints a key for another principal while it loses ADMIN (`how`): no key of another it holds the secret of outlives that. */
@@ -63,18 +69,17 @@ const mintWhileLosing = (how: 'demoted' | 'removed'): Race => ({
   table: 'api_keys',
   write: 'insert into "api_keys"%',
   async prepare(svc, P) {
-    const [minter, other] = await onlyAdmins(svc, P, 2);
-    const holder = await svc.member(['AUDITOR']);
+    const { loser: minter, other, target: holder } = await loserAndTarget(svc, P);
     return {
-      first: (app) => post(app, `${P}/api-keys`, { name: 'for another', roles: ['AUDITOR'], principal_id: holder.principalId }, minter!.post),
-      second: (app) => post(app, lossUrl(P, how, minter!.principalId), {}, other!.post),
+      first: (app) => post(app, `${P}/api-keys`, { name: 'for another', roles: ['AUDITOR'], principal_id: holder.principalId }, minter.post),
+      second: (app) => post(app, lossUrl(P, how, minter.principalId), {}, other.post),
       async check(mint, loss) {
         assert.equal(loss.statusCode, 200, loss.body);
         // Minted before the loss (and revoked by it), or refused after it (403 once demoted, 401 once
         // removed: its session ended): never minted by a former ADMIN.
         assert.ok([201, 401, 403].includes(mint.statusCode), mint.body);
         const live = await svc.ts.store.db.selectFrom('api_keys').select('id').where('project_id', '=', svc.projectId)
-          .where('created_by', '=', minter!.principalId).where('revoked_at', 'is', null).execute();
+          .where('created_by', '=', minter.principalId).where('revoked_at', 'is', null).execute();
         assert.deepEqual(live, [], `no live key minted by the ${how} ADMIN`);
         if (mint.statusCode === 201) {
           const use = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${mint.json().secret}` } });
@@ -85,9 +90,33 @@ const mintWhileLosing = (how: 'demoted' | 'removed'): Race => ({
   },
 });
 
+/** An ADMIN grants ADMIN to another while it loses ADMIN (`how`): the grant commits before the loss or not at all. */
+const grantWhileLosing = (how: 'demoted' | 'removed'): Race => ({
+  title: `an ADMIN ${how} while it grants ADMIN to another grants nothing after that`,
+  table: 'role_grants',
+  write: 'delete from "role_grants"%',
+  async prepare(svc, P) {
+    const { loser: granter, other, target: friend } = await loserAndTarget(svc, P);
+    return {
+      // The loss goes first and stops at its delete; the grant is authorized meanwhile, as the granter is still ADMIN.
+      first: (app) => post(app, lossUrl(P, how, granter.principalId), {}, other.post),
+      second: (app) => post(app, `${P}/members/${friend.principalId}/roles`, { role: 'ADMIN' }, granter.post),
+      async check(loss, grant) {
+        assert.equal(loss.statusCode, 200, loss.body);
+        assert.ok([200, 401, 403].includes(grant.statusCode), grant.body);
+        const { acted, lost } = await actedBeforeLoss(svc, granter.principalId, 'role.granted');
+        assert.ok(grant.statusCode === 200 ? acted >= 0 && acted < lost : acted === -1, `${grant.body}: granted at ${acted}, ${how} at ${lost}`);
+        assert.deepEqual(await rolesOf(svc, friend.principalId), grant.statusCode === 200 ? ['ADMIN', 'AUDITOR'] : ['AUDITOR']);
+      },
+    };
+  },
+});
+
 const RACES: Race[] = [
   mintWhileLosing('demoted'),
   mintWhileLosing('removed'),
+  grantWhileLosing('demoted'),
+  grantWhileLosing('removed'),
   {
     title: 'two ADMINs demoting each other leave exactly one ADMIN',
     table: 'role_grants',
@@ -180,16 +209,15 @@ const RACES: Race[] = [
     table: 'api_keys',
     write: 'update "api_keys"%',
     async prepare(svc, P) {
-      const [revoker, other] = await onlyAdmins(svc, P, 2);
-      const holder = await svc.member(['AUDITOR']);
+      const { loser: revoker, other, target: holder } = await loserAndTarget(svc, P);
       return {
-        first: (app) => post(app, `${P}/api-keys/${holder.keyId}/revoke`, {}, revoker!.post),
-        second: (app) => post(app, `${P}/members/${revoker!.principalId}/roles/ADMIN/revoke`, {}, other!.post),
+        first: (app) => post(app, `${P}/api-keys/${holder.keyId}/revoke`, {}, revoker.post),
+        second: (app) => post(app, `${P}/members/${revoker.principalId}/roles/ADMIN/revoke`, {}, other.post),
         async check(revoke, demote) {
           assert.equal(demote.statusCode, 200, demote.body);
           // Revoked while still ADMIN, or refused once demoted (the key then stays live).
           assert.ok([200, 403].includes(revoke.statusCode), revoke.body);
-          const { acted, lost } = await actedBeforeLoss(svc, revoker!.principalId, 'api_key.revoked');
+          const { acted, lost } = await actedBeforeLoss(svc, revoker.principalId, 'api_key.revoked');
           assert.ok(lost >= 0);
           assert.ok(revoke.statusCode === 200 ? acted >= 0 && acted < lost : acted === -1, `revoked at ${acted}, demoted at ${lost}`);
         },

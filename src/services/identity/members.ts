@@ -3,8 +3,8 @@
 import { sodConflict } from '../../domain/access/sod.ts';
 import { isRole, type Role } from '../../domain/access/roles.ts';
 import { normalizeName } from '../../domain/access/names.ts';
-import { newId } from '../../lib/ids.ts';
-import { conflict, notFound, Problem } from '../../http/problem.ts';
+import { isId, newId } from '../../lib/ids.ts';
+import { conflict, forbidden, notFound, Problem } from '../../http/problem.ts';
 import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { endSessionsOf } from './sessions.ts';
@@ -16,6 +16,19 @@ export const rolesLock = (projectId: string) => `roles:${projectId}`;
 export async function rolesOf(db: Db | Tx, projectId: string, principalId: string): Promise<Role[]> {
   const rows = await db.selectFrom('role_grants').select('role').where('project_id', '=', projectId).where('principal_id', '=', principalId).execute();
   return rows.map((r) => r.role).filter(isRole).sort();
+}
+
+/**
+ * Takes the roles lock and re-reads, under it, that a person acting from the console is still
+ * ADMIN: its request was authorized before the lock, and one demoted or removed meanwhile must
+ * change nothing after that, as minting a key re-reads the minter's roles. Other actors (keys,
+ * internal callers) are authorized by their callers.
+ */
+async function lockAsAdmin(trx: Tx, store: Store, projectId: string, actor: string): Promise<void> {
+  await lockFor(trx, store.dialect, rolesLock(projectId));
+  if (isId(actor, 'prn') && !(await rolesOf(trx, projectId, actor)).includes('ADMIN')) {
+    throw forbidden('you are no longer ADMIN of this project');
+  }
 }
 
 async function requirePrincipal(trx: Tx, principalId: string) {
@@ -61,7 +74,7 @@ async function grantLocked(trx: Tx, projectId: string, principalId: string, role
 /** Adds a principal (by id or by name) to the project with `roles`; re-adding a former member starts afresh. */
 export async function addMember(store: Store, input: { projectId: string; principalId?: string; name?: string; roles: Role[]; actor: string }, now: Date): Promise<MemberView> {
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     const p = input.principalId !== undefined
       ? await trx.selectFrom('principals').select(['id', 'disabled_at']).where('id', '=', input.principalId).executeTakeFirst()
       : await trx.selectFrom('principals').select(['id', 'disabled_at']).where('name', '=', normalizeName(input.name ?? '')).executeTakeFirst();
@@ -88,7 +101,7 @@ export async function addMember(store: Store, input: { projectId: string; princi
  */
 export async function revokeMember(store: Store, input: { projectId: string; principalId: string; actor: string }, now: Date): Promise<{ principal_id: string; revoked_at: string; sessions_ended: number; keys_revoked: number }> {
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     await requireMember(trx, input.projectId, input.principalId);
     const held = await rolesOf(trx, input.projectId, input.principalId);
     if (held.includes('ADMIN') && (await adminCount(trx, input.projectId)) <= 1) {
@@ -120,7 +133,7 @@ async function revokeKeys(trx: Tx, input: { projectId: string; principalId: stri
 /** Grants a role to a current member; idempotent (changed: false when already held). */
 export async function grantRole(store: Store, input: { projectId: string; principalId: string; role: Role; actor: string }, now: Date): Promise<{ member: MemberView; changed: boolean }> {
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     await requireMember(trx, input.projectId, input.principalId);
     const changed = await grantLocked(trx, input.projectId, input.principalId, input.role, input.actor, now);
     return { member: await view(trx, input.projectId, input.principalId), changed };
@@ -130,7 +143,7 @@ export async function grantRole(store: Store, input: { projectId: string; princi
 /** Revokes a role; idempotent. Refused (409 last_admin) when it would leave the project without an ADMIN. */
 export async function revokeRole(store: Store, input: { projectId: string; principalId: string; role: Role; actor: string }, now: Date): Promise<{ member: MemberView; changed: boolean }> {
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     await requireMember(trx, input.projectId, input.principalId);
     const held = await rolesOf(trx, input.projectId, input.principalId);
     if (!held.includes(input.role)) return { member: await view(trx, input.projectId, input.principalId), changed: false };
