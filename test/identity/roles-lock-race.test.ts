@@ -1,13 +1,15 @@
 // The project's roles lock (services/identity/members.ts) orders every change of roles and
-// memberships, and every key minted or revoked in the console, one after another, so each reads
-// what the one before it committed. Each race below stops its first request between what it read
+// memberships, every key minted or revoked in the console, and the machine plane's member creation
+// and SoD save, one after another, so each reads what the one before it committed (and an actor,
+// person or key, is authorized again under it). Each race below stops its first request between what it read
 // and what it writes (the test holds the written table in EXCLUSIVE mode from a session of its
 // own: reads go on, writes wait), sends the second from another instance, then lets both go. With
 // the lock the second waits for the first to commit; without it both act on what they read
 // before either wrote, and the check fails.
 // On SQLite lockFor does nothing: its one writer runs each transaction whole (BEGIN IMMEDIATE), so
 // the two never interleave. There each race runs one request after the other, in both orders,
-// under the same check.
+// under the same check. (A key's request can still be authenticated before a loss that commits
+// before its transaction begins; the re-check inside that transaction answers it as arriving after.)
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
@@ -112,11 +114,51 @@ const grantWhileLosing = (how: 'demoted' | 'removed'): Race => ({
   },
 });
 
+/**
+ * The ADMIN key acting on the machine plane loses its authority (`how`) from the console at the
+ * same moment: its request, authenticated as the loss waits at its write, commits before the loss
+ * or answers as it would after it (401 once the key is revoked or its holder removed, 403 once
+ * the holder is demoted).
+ */
+const keyActsWhileLosing = (how: 'revoked' | 'demoted' | 'removed', act: 'creates a member' | 'saves the SoD document'): Race => ({
+  title: `an ADMIN key ${how === 'revoked' ? 'revoked' : `whose holder is ${how}`} while it ${act} changes nothing after that`,
+  table: how === 'revoked' ? 'api_keys' : how === 'demoted' ? 'role_grants' : 'memberships',
+  write: how === 'revoked' ? 'update "api_keys"%' : how === 'demoted' ? 'delete from "role_grants"%' : 'update "memberships"%',
+  async prepare(svc, P) {
+    const [admin] = await onlyAdmins(svc, P, 1);
+    const holder = await svc.member(['ADMIN']);
+    const key = { authorization: `Bearer ${holder.key}`, 'content-type': 'application/json' };
+    const machine = `/v1/projects/${svc.projectId}`;
+    const kind = act === 'creates a member' ? 'principal.created' : 'sod.updated';
+    return {
+      first: (app) => post(app, how === 'revoked' ? `${P}/api-keys/${holder.keyId}/revoke` : lossUrl(P, how, holder.principalId), {}, admin!.post),
+      second: (app) => (act === 'creates a member'
+        ? post(app, `${machine}/principals`, { kind: 'service', name: 'made-by-key', roles: ['AUDITOR'] }, key)
+        : app.inject({ method: 'PUT', url: `${machine}/sod`, headers: key, payload: { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'AUDITOR']], four_eyes_policy_activation: false } })),
+      async check(loss, acted) {
+        assert.equal(loss.statusCode, 200, loss.body);
+        const events = await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor', 'data']).where('project_id', '=', svc.projectId).orderBy('seq').execute();
+        const lossOf = { revoked: ['api_key.revoked', 'key_id', holder.keyId], demoted: ['role.revoked', 'principal_id', holder.principalId], removed: ['member.revoked', 'principal_id', holder.principalId] }[how];
+        const lost = events.findIndex((e) => e.kind === lossOf[0] && JSON.parse(e.data)[lossOf[1]!] === lossOf[2]);
+        const at = events.findIndex((e) => e.kind === kind && e.actor === holder.keyId);
+        assert.ok(lost >= 0);
+        if (acted.statusCode === 200 || acted.statusCode === 201) {
+          assert.ok(at >= 0 && at < lost, `${act} at ${at} of the audit log, the key ${how} at ${lost}`);
+        } else {
+          assert.equal(acted.statusCode, how === 'demoted' ? 403 : 401, acted.body);
+          assert.equal(at, -1, 'a refused request wrote nothing');
+        }
+      },
+    };
+  },
+});
+
 const RACES: Race[] = [
   mintWhileLosing('demoted'),
   mintWhileLosing('removed'),
   grantWhileLosing('demoted'),
   grantWhileLosing('removed'),
+  ...(['revoked', 'demoted', 'removed'] as const).flatMap((how) => [keyActsWhileLosing(how, 'creates a member'), keyActsWhileLosing(how, 'saves the SoD document')]),
   {
     title: 'two ADMINs demoting each other leave exactly one ADMIN',
     table: 'role_grants',

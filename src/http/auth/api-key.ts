@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { permits, type Role } from '../../domain/access/roles.ts';
 import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
-import { fixedSql, readFixed } from '../../store/fixed-sql.ts';
+import { fixedSql, readFixed, runFixed, type FixedSql } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, readEpoch } from '../../store/read-epoch.ts';
-import type { Store } from '../../store/store.ts';
+import type { Dialect, Store, Tx } from '../../store/store.ts';
 import { bearerUnauthorized, forbidden } from '../problem.ts';
 import type { AuthContext } from '../deps.ts';
 
@@ -26,13 +26,18 @@ interface KeyRow {
 // The hot path's one query, as fixed SQL (building it with the query builder on every request cost
 // more than running it). Correlated subqueries, not joins: SQLite runs this form several times
 // faster (one index probe each), and PostgreSQL plans both alike.
-const KEY_LOOKUP = (agg: string) => `select k.id, k.project_id, k.principal_id, k.roles, k.revoked_at,
+const KEY_LOOKUP = (agg: string, by: 'k.secret_hash' | 'k.id') => `select k.id, k.project_id, k.principal_id, k.roles, k.revoked_at,
   (select m.revoked_at from memberships m where m.project_id = k.project_id and m.principal_id = k.principal_id) as membership_revoked_at,
   (select 1 from memberships m where m.project_id = k.project_id and m.principal_id = k.principal_id) as is_member,
   (select p.disabled_at from principals p where p.id = k.principal_id) as disabled_at,
   (select ${agg} from role_grants g where g.project_id = k.project_id and g.principal_id = k.principal_id and g.granted_at <= k.created_at) as held
-  from api_keys k where k.secret_hash = ?`;
-const KEY_LOOKUP_SQL = { sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')")).sqlite, postgres: fixedSql(KEY_LOOKUP("string_agg(g.role, ',')"), { prepared: true }).postgres };
+  from api_keys k where ${by} = ?`;
+const keyLookupSql = (by: 'k.secret_hash' | 'k.id'): FixedSql => ({
+  sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')", by)).sqlite,
+  postgres: fixedSql(KEY_LOOKUP("string_agg(g.role, ',')", by), { prepared: true }).postgres,
+});
+const KEY_LOOKUP_SQL = keyLookupSql('k.secret_hash');
+const KEY_BY_ID_SQL = keyLookupSql('k.id');
 
 async function keyLookup(store: Store, secretHash: string): Promise<KeyRow | undefined> {
   return (await readFixed<KeyRow>(store, KEY_LOOKUP_SQL, [secretHash]))[0];
@@ -95,7 +100,10 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
   // One or more spaces after the scheme (RFC 9110 §11.4, RFC 6750 §2.1: "Bearer" 1*SP b64token).
   const match = /^Bearer +([^\s]+)$/i.exec(header.trim());
   if (!match || !KEY_RE.test(match[1]!)) throw bearerUnauthorized('the authorization header does not carry a well-formed API key', match !== null);
-  const row = await keyLookup(store, hashSecret(match[1]!));
+  return keyContext(await keyLookup(store, hashSecret(match[1]!)));
+}
+
+function keyContext(row: KeyRow | undefined): AuthContext {
   // What makes a key valid. PostgreSQL decisions re-check the same rule in SQL at commit
   // (services/authorize/recheck.ts, KEY_VALID): a change here must be made there too.
   const keyRoles = row ? effectiveKeyRoles({
@@ -112,6 +120,27 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
   });
 }
 
+/** 403 unless the key belongs to `projectId` (when given) and carries one of `roles` (none: any key). */
+function requireKeyRoles(auth: AuthContext, projectId: string | undefined, roles: readonly Role[]): void {
+  if (projectId !== undefined && projectId !== auth.projectId) {
+    throw forbidden('this API key belongs to another project');
+  }
+  if (!permits(auth.roles, roles)) {
+    throw forbidden(`this route needs one of the roles ${roles.join(', ')}; the key carries ${[...auth.roles].join(', ') || 'none'}`);
+  }
+}
+
+/**
+ * Authorizes key `keyId` again inside `trx`, by the rule machineAuth applied when the request
+ * arrived, for a route whose transaction holds a lock that changes of keys and roles take too: a
+ * key revoked (401) or left without the role (403) while its request waited on that lock then
+ * changes nothing, as if the request had come after.
+ */
+export async function reauthorizeApiKey(trx: Tx, dialect: Dialect, keyId: string, projectId: string, roles: readonly Role[]): Promise<void> {
+  const [row] = await runFixed<KeyRow>(trx, dialect, KEY_BY_ID_SQL, [keyId]);
+  requireKeyRoles(keyContext(row), projectId, roles);
+}
+
 /**
  * preValidation hook for `/v1/projects/{projectId}/…` machine routes. `roles` empty means any valid key
  * of the project; otherwise the key must carry one of them (403 `forbidden` if it does not).
@@ -120,13 +149,7 @@ export function machineAuth(roles: readonly Role[] = []) {
   // requiredRoles: read by the OpenAPI document (http/openapi-roles.ts); the check uses `roles`.
   return Object.assign(async function requireApiKey(request: FastifyRequest): Promise<void> {
     const auth = await authenticateApiKey(request.server.gavel.store, request.headers.authorization);
-    const projectId = (request.params as { projectId?: string } | undefined)?.projectId;
-    if (projectId !== undefined && projectId !== auth.projectId) {
-      throw forbidden('this API key belongs to another project');
-    }
-    if (!permits(auth.roles, roles)) {
-      throw forbidden(`this route needs one of the roles ${roles.join(', ')}; the key carries ${[...auth.roles].join(', ') || 'none'}`);
-    }
+    requireKeyRoles(auth, (request.params as { projectId?: string } | undefined)?.projectId, roles);
     request.auth = auth;
   }, { requiredRoles: [...roles] as readonly Role[] });
 }

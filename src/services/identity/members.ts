@@ -10,6 +10,7 @@ import { recordAudit } from '../audit/record.ts';
 import { endSessionsOf } from './sessions.ts';
 import { nameTakenIfUnique } from './register.ts';
 import { getSod } from './sod.ts';
+import { reauthorizeApiKey } from '../../http/auth/api-key.ts';
 
 export const rolesLock = (projectId: string) => `roles:${projectId}`;
 
@@ -19,13 +20,15 @@ export async function rolesOf(db: Db | Tx, projectId: string, principalId: strin
 }
 
 /**
- * Takes the roles lock and re-reads, under it, that a person acting from the console is still
- * ADMIN: its request was authorized before the lock, and one demoted or removed meanwhile must
- * change nothing after that, as minting a key re-reads the minter's roles. Other actors (keys,
- * internal callers) are authorized by their callers.
+ * Takes the roles lock and re-reads, under it, that the actor is still ADMIN: its request was
+ * authorized before the lock, and one demoted, removed or (a key) revoked meanwhile must change
+ * nothing after that, as minting a key re-reads the minter's roles. A person acting from the
+ * console gets 403; an API key (the machine plane) the answer machineAuth would now give it (401
+ * revoked, 403 without ADMIN). Internal callers are authorized by their callers.
  */
-async function lockAsAdmin(trx: Tx, store: Store, projectId: string, actor: string): Promise<void> {
+export async function lockAsAdmin(trx: Tx, store: Store, projectId: string, actor: string): Promise<void> {
   await lockFor(trx, store.dialect, rolesLock(projectId));
+  if (isId(actor, 'key')) return reauthorizeApiKey(trx, store.dialect, actor, projectId, ['ADMIN']);
   if (isId(actor, 'prn') && !(await rolesOf(trx, projectId, actor)).includes('ADMIN')) {
     throw forbidden('you are no longer ADMIN of this project');
   }
@@ -191,9 +194,10 @@ export async function listMemberships(db: Db, projectId: string, options: { limi
 /** Used by the machine route: a new principal that is a member from the start. */
 export async function createMemberPrincipal(store: Store, input: { projectId: string; kind: 'person' | 'service'; name: string; passwordHash: string | null; roles: Role[]; actor: string }, now: Date): Promise<MemberView> {
   const name = normalizeName(input.name);
-  // The roles lock orders members made here, not self-registrations, which take no lock.
+  // The roles lock orders members made here, not self-registrations, which take no lock; the key
+  // that asks is authorized again under it.
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     const taken = await trx.selectFrom('principals').select('id').where('name', '=', name).executeTakeFirst();
     if (taken) throw conflict('that name is taken; choose another', 'name_taken');
     const id = newId('prn', now.getTime());

@@ -4,9 +4,9 @@ import canonicalize from 'canonicalize';
 import { DEFAULT_SOD, sodViolations, validateSod, validateStoredSod, type SodDocument } from '../../domain/access/sod.ts';
 import { isRole, type Role } from '../../domain/access/roles.ts';
 import { invalidRequest, Problem } from '../../http/problem.ts';
-import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
+import type { Db, Store, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
-import { rolesLock } from './members.ts';
+import { lockAsAdmin } from './members.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Thrown when a stored SoD document no longer validates (it was validated when saved). */
@@ -47,7 +47,7 @@ export async function putSod(store: Store, input: { projectId: string; document:
   const v = validateSod(input.document);
   if (!v.ok) throw invalidRequest(v.errors, 'the SoD document is not valid; see errors');
   return store.transaction(async (trx) => {
-    await lockFor(trx, store.dialect, rolesLock(input.projectId));
+    await lockAsAdmin(trx, store, input.projectId, input.actor);
     const grants = await trx.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', input.projectId).execute();
     const byPrincipal = new Map<string, Role[]>();
     for (const g of grants) if (isRole(g.role)) byPrincipal.set(g.principal_id, [...(byPrincipal.get(g.principal_id) ?? []), g.role]);
