@@ -120,6 +120,30 @@ test('the request a merchant receives: the operation\'s method and path, a JSON 
   } finally { await close(server); }
 });
 
+test('the signature is made at the time the call is given (the service clock), not read from the host', async () => {
+  let signature = '';
+  const server = createServer((req, res) => { signature = String(req.headers['gavel-signature']); req.resume(); req.on('end', () => res.end()); });
+  const url = await listen(server);
+  try {
+    const merchant = parseMerchants({ merchants: { m: { base_url: url, secret: MERCHANT_SECRET, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m')!;
+    const now = new Date('2030-01-01T00:00:00.900Z');
+    await callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: {}, nonce: 'n-clock', executionId: 'exe_test', now });
+    assert.match(signature, /^t=1893456000,v1=/);
+  } finally { await close(server); }
+});
+
+test('a request Node refuses to build (a header it cannot send) is FAILED: nothing left', async () => {
+  let requests = 0;
+  const server = createServer((req, res) => { requests++; req.resume(); res.end(); });
+  const url = await listen(server);
+  try {
+    const outcome = await call(url, '/pay', 'n-\nsplit');
+    assert.equal(outcome.status, 'FAILED');
+    assert.match(outcome.note, /^not delivered: ERR_INVALID_CHAR$/);
+    assert.equal(requests, 0);
+  } finally { await close(server); }
+});
+
 test('classification at every boundary: 2xx SUCCEEDED, 3xx UNKNOWN, 4xx FAILED (the merchant refused), 5xx UNKNOWN', async () => {
   const server = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(Number(req.url!.slice(1))).end()); });
   const url = await listen(server);
