@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
 import { startPayments, type Payments } from '../support/payments.ts';
-import { UNSENT_NOTE } from '../../src/services/executions/executions.ts';
+import { Executions, UNSENT_NOTE } from '../../src/services/executions/executions.ts';
 import type { Authorizer } from '../../src/services/authorize/authorize.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 10_000, currency: 'EUR' } };
@@ -67,6 +67,30 @@ for (const backend of backends()) {
       assert.equal(again.json().decision, 'REPLAY');
       assert.deepEqual(again.json().execution, { id: row.id, status: 'FAILED' });
       assert.equal(p.merchant.calls.get(nonce) ?? 0, 0, 'nor by the repeat');
+    });
+
+    test('committed while the database stays away: the 503 does not wait out the retries, and the row is left in flight for the sweep', async () => {
+      const nonce = randomUUID();
+      const { deps } = p.svc;
+      let attempts = 0;
+      const away = new Proxy(deps.writer, {
+        get: (target, prop, receiver) => (prop === 'call'
+          ? (name: string, args: unknown) => (name === 'executions.record' ? (attempts++, Promise.reject(lostConnection())) : target.call(name as never, args as never))
+          : Reflect.get(target, prop, receiver)),
+      });
+      const configured = deps.executions;
+      (deps as { executions: unknown }).executions = new Executions({ store: p.svc.ts.store, writer: away, merchants: deps.merchants, instanceId: configured.instanceId, now: () => new Date() });
+      try {
+        mode = 'commit-then-lose';
+        const res = await pay(nonce);
+        assert.equal(res.statusCode, 503, res.body);
+        const answeredAfter = attempts;
+        // Wait until the retries have ended: no new attempt for longer than the longest pause between two.
+        for (let seen = -1; seen !== attempts;) { seen = attempts; await new Promise((r) => setTimeout(r, 2_500)); }
+        assert.ok(answeredAfter < attempts, `the caller was answered after ${answeredAfter} of ${attempts} attempts to settle the row`);
+        assert.equal((await byNonce(nonce))?.status, 'IN_FLIGHT');
+        assert.equal(p.merchant.calls.get(nonce) ?? 0, 0);
+      } finally { (deps as { executions: unknown }).executions = configured; }
     });
 
     test('not committed: 503, nothing recorded for the nonce; a repeat decides afresh and calls once', async () => {
