@@ -152,6 +152,8 @@ test('classification at every boundary: 2xx SUCCEEDED, 3xx UNKNOWN, 4xx FAILED (
     for (const [code, status] of want) {
       const outcome = await call(url, `/${code}`, `n-${code}`);
       assert.deepEqual([outcome.status, outcome.httpStatus], [status, code], String(code));
+      // The note says why an UNKNOWN is one: a 5xx may have acted, a 3xx was not followed.
+      if (status === 'UNKNOWN') assert.match(outcome.note, code >= 500 ? /: it may or may not have acted$/ : /\(not followed\)/, String(code));
     }
   } finally { await close(server); }
 });
@@ -173,6 +175,29 @@ test('a merchant silent past its timeout: UNKNOWN at the timeout, and the reques
     const stillOpen = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('the connection was still open 2 s after the timeout')), 2_000); });
     try { await Promise.race([closed, stillOpen]); } finally { clearTimeout(timer); }
   } finally { await close(server); }
+});
+
+test('a merchant silent past its timeout is given up at timeout_ms, not later (the clock mocked)', async (t) => {
+  let arrived!: () => void;
+  const reached = new Promise<void>((resolve) => { arrived = resolve; });
+  const server = createServer((req) => { req.resume(); arrived(); });
+  const url = await listen(server);
+  try {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    let settled: Awaited<ReturnType<typeof call>> | undefined;
+    const outcome = () => settled; // a function: TypeScript would narrow the variable to undefined
+    const pending = call(url, '/pay', 'n-mocked', { timeoutMs: 1_000 }).then((o) => { settled = o; });
+    await reached;
+    t.mock.timers.tick(999);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(outcome(), undefined, 'still waiting 1 ms before the timeout');
+    t.mock.timers.tick(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    const given = outcome();
+    assert.ok(given, 'given up at the timeout');
+    await pending;
+    assert.deepEqual([given.status, given.note], ['UNKNOWN', 'no answer within 1000 ms: the merchant may or may not have acted']);
+  } finally { t.mock.timers.reset(); await close(server); }
 });
 
 test('a merchant whose name does not resolve is FAILED: nothing was delivered', async () => {
