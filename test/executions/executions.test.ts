@@ -54,6 +54,7 @@ for (const backend of backends()) {
       const stored = await row(body.execution.id);
       assert.equal(stored.status, 'SUCCEEDED');
       assert.equal(stored.http_status, 200);
+      assert.equal(stored.decision_audit_id, body.audit_id, 'the execution names the audit event of the decision that allowed it');
       const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').where('data', 'like', `%${body.execution.id}%`).execute()).map((e) => e.kind).sort();
       assert.deepEqual(kinds, ['execution.outcome', 'execution.started']);
 
@@ -68,6 +69,7 @@ for (const backend of backends()) {
       assert.notEqual(replay.audit_id, body.audit_id);
       const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', replay.audit_id).executeTakeFirstOrThrow();
       assert.equal(event.kind, 'execution.replay');
+      assert.equal(JSON.parse(event.data).decision_id, stored.decision_id, 'the replay names the decision whose call it replays');
       assert.equal(merchant.calls.get(nonce), 1, 'no second merchant call');
       assert.equal(await count('decisions'), decisionsBefore, 'no new decision');
     });

@@ -58,6 +58,10 @@ test('every bad key is named', () => {
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges?to=evil' } } } } }, /operations\.charge\.path/],
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges', url: 'http://evil/' } } } } }, /operations\.charge\.url: unknown key/],
     [{ merchants: { acme: { ...good, operations: { 'bad op!': { method: 'POST', path: '/charges' } } } } }, /operations\.bad op!/],
+    [{ merchants: { acme: { ...good, base_url: 'https://:p@pay.example/api' } } }, /merchants\.acme\.base_url/],
+    // Not objects where objects belong: refused by name, never a TypeError.
+    [{ merchants: { acme: null } }, /merchants\.acme: must be an object/],
+    [{ merchants: { acme: { ...good, operations: { charge: null } } } }, /operations\.charge: must be an object/],
   ];
   for (const [doc, re] of cases) {
     assert.throws(() => parseMerchants(doc), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes(good.secret), JSON.stringify(doc));
@@ -86,4 +90,7 @@ test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execu
   assert.equal(verifySignature('k'.repeat(20), r, keyShifted), false, 'the idempotency key and the execution id cannot trade characters either');
   assert.equal(verifySignature('x'.repeat(20), r, h), false);
   assert.equal(verifySignature('k'.repeat(20), r, 'garbage'), false);
+  // The time is signed: a captured request sent again under a fresh time does not verify.
+  assert.equal(verifySignature('k'.repeat(20), r, h.replace('t=1700000000', 't=1700000300')), false);
+  assert.equal(verifySignature('k'.repeat(20), r, `x${h}`), false, 'the header is exactly t=…,v1=…');
 });

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { seedInFlight } from '../support/executions.ts';
 import { startService } from '../support/service.ts';
+import { startPayments } from '../support/payments.ts';
+import { Executions } from '../../src/services/executions/executions.ts';
+import { randomUUID } from 'node:crypto';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 
 for (const backend of backends()) {
@@ -33,6 +36,30 @@ for (const backend of backends()) {
     } finally {
       await keeper.stop();
       await svc.stop();
+    }
+  });
+}
+
+for (const backend of backends()) {
+  test(`every new call is vouched for before its reservation; a replay reserves nothing and is not (${backend.name})`, async () => {
+    const p = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 10_000, currency: 'EUR' } }, { timeoutMs: 5_000 });
+    const { deps } = p.svc;
+    const nonce = randomUUID();
+    const reservedWhenVouched: boolean[] = [];
+    const configured = deps.executions;
+    (deps as { executions: unknown }).executions = new Executions({ store: p.svc.ts.store, writer: deps.writer, merchants: deps.merchants, instanceId: configured.instanceId, now: () => new Date(),
+      vouch: async () => { reservedWhenVouched.push((await p.svc.ts.store.db.selectFrom('executions').select('id').where('nonce', '=', nonce).executeTakeFirst()) !== undefined); } });
+    const pay = () => p.svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: p.key,
+      payload: { agent: p.agent.did, permit: p.permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 500, currency: 'EUR' },
+        execution: { merchant: 'shop', operation: 'ok', payload: {}, nonce } } });
+    try {
+      assert.equal((await pay()).json().decision, 'ALLOW');
+      assert.equal((await pay()).json().decision, 'REPLAY');
+      assert.deepEqual(reservedWhenVouched, [false]);
+    } finally {
+      (deps as { executions: unknown }).executions = configured;
+      await p.svc.stop();
+      await p.merchant.close();
     }
   });
 }
