@@ -71,6 +71,22 @@ for (const backend of backends()) {
       assert.equal(events.length, 1, 'the loser recorded nothing');
     });
 
+    test('a resolve body with a member it does not define is refused on both planes, and nothing is resolved', async () => {
+      const id = await unknown();
+      const person = await svc.member(['ADMIN'], undefined, 'person');
+      const admin = await consoleMember(svc, ['ADMIN']);
+      for (const res of [
+        await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/executions/resolve`, headers: { authorization: `Bearer ${person.key}` },
+          payload: { execution_id: id, outcome: 'FAILED', note: 'checked', resolved_by: 'someone else' } }),
+        await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/executions/${id}/resolve`, headers: admin.post,
+          payload: { outcome: 'FAILED', note: 'checked', resolved_by: 'someone else' } }),
+      ]) {
+        assert.equal(res.statusCode, 400, res.body);
+        assert.ok(res.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer === '/resolved_by'), res.body);
+      }
+      assert.equal((await stored(id)).status, 'UNKNOWN');
+    });
+
     test('a list holds its own project\'s executions only, on both planes', async () => {
       const mine = await seedInFlight(svc.ts.store, svc.projectId);
       const other = await anotherProject(svc.ts.store, ['ADMIN']);
