@@ -33,6 +33,9 @@ for (const backend of backends()) {
       // Another instance's sweep, judging others: the call's instance is alive.
       await sweepInFlight(svc.ts.store, { instanceId: 'other', now: new Date(), maxTimeoutMs: 60_000, startup: false });
       assert.equal((await db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status, 'IN_FLIGHT');
+      // A stopped instance retires its row: none is left for the others to judge.
+      await keeper.stop();
+      assert.equal(await db.selectFrom('execution_instances').select('id').where('id', '=', 'paused').executeTakeFirst(), undefined);
     } finally {
       await keeper.stop();
       await svc.stop();
