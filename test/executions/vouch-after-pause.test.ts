@@ -10,6 +10,8 @@ import { startService } from '../support/service.ts';
 import { startPayments } from '../support/payments.ts';
 import { Executions } from '../../src/services/executions/executions.ts';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Store } from '../../src/store/store.ts';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 
 for (const backend of backends()) {
@@ -63,6 +65,38 @@ for (const backend of backends()) {
       (deps as { executions: unknown }).executions = configured;
       await p.svc.stop();
       await p.merchant.close();
+    }
+  });
+}
+
+for (const backend of backends()) {
+  test(`after a failed beat an instance beats before it reserves, however recent its last good beat (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    let down = false;
+    let failures = 0;
+    // The keeper's view of the database: unreachable while `down` is set.
+    const flaky = new Proxy(svc.ts.store, {
+      get(target, prop, receiver) {
+        if (prop === 'db' && down) { failures++; throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }); }
+        return Reflect.get(target, prop, receiver);
+      },
+    }) as Store;
+    const keeper = new InstanceKeeper({ store: flaky, instanceId: 'cut', maxTimeoutMs: 60_000, now: () => new Date() });
+    const db = svc.ts.store.db;
+    const stale = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
+    try {
+      await keeper.start();
+      down = true;
+      while (failures === 0) await sleep(50); // a beat failed
+      await sleep(50);
+      await db.updateTable('execution_instances').set({ heartbeat_at: stale }).where('id', '=', 'cut').execute();
+      down = false;
+      await keeper.vouch();
+      assert.notEqual((await db.selectFrom('execution_instances').select('heartbeat_at').where('id', '=', 'cut').executeTakeFirstOrThrow()).heartbeat_at, stale);
+    } finally {
+      down = false;
+      await keeper.stop();
+      await svc.stop();
     }
   });
 }

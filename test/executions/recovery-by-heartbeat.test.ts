@@ -1,0 +1,37 @@
+// The keeper's own sweeps, end to end: a running instance that has beaten without a break for longer
+// than STALE_AFTER_MS takes an instance whose heartbeat went stale for dead, marks its calls in flight
+// UNKNOWN, and tells the service (which logs that a person must resolve them). Other tests call
+// sweepInFlight directly; this one lets the keeper's timer do it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backends } from '../support/backends.ts';
+import { seedInFlight } from '../support/executions.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, STOPPED_NOTE } from '../../src/services/executions/recovery.ts';
+
+for (const backend of backends()) {
+  test(`a running instance marks a dead one's calls UNKNOWN once it has beaten unbroken past the staleness window, and says so (${backend.name})`, { timeout: 60_000 }, async () => {
+    // A store with no service on it, so that only this keeper judges.
+    const ts = await backend.open();
+    const projectId = newId('prj');
+    await ts.store.db.insertInto('projects').values({ id: projectId, name: 'p', created_at: new Date().toISOString() }).execute();
+    const told: number[] = [];
+    const keeper = new InstanceKeeper({ store: ts.store, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date(), onMarked: (n) => told.push(n) });
+    try {
+      await keeper.start();
+      // Seeded after start: on SQLite the start itself takes every other instance for dead.
+      const staleAt = new Date(Date.now() - STALE_AFTER_MS - 5_000).toISOString();
+      await ts.store.db.insertInto('execution_instances').values({ id: 'dead', started_at: staleAt, heartbeat_at: staleAt }).execute();
+      const id = await seedInFlight(ts.store, projectId, 'dead');
+      const row = () => ts.store.db.selectFrom('executions').select(['status', 'note']).where('id', '=', id).executeTakeFirstOrThrow();
+      // Wait for it: the first judgement comes one staleness window after start (docs/executions.md, ~12 s).
+      for (let i = 0; i < (STALE_AFTER_MS / HEARTBEAT_MS + 6) * 4 && (await row()).status === 'IN_FLIGHT'; i++) await sleep(HEARTBEAT_MS / 4);
+      assert.deepEqual(await row(), { status: 'UNKNOWN', note: STOPPED_NOTE });
+      assert.deepEqual(told, [1], 'the service is told how many calls now wait for a person');
+    } finally {
+      await keeper.stop();
+      await ts.cleanup();
+    }
+  });
+}
