@@ -228,6 +228,12 @@ for (const backend of backends()) {
       assert.equal(revoked.statusCode, 200, revoked.body);
       assert.equal(revoked.json().status, 'withdrawn', 'the spec\'s name for a revoked approval (section 3)');
       assert.equal(revoked.json().approval.revoke_reason, 'changed my mind');
+      // Who withdrew it and when, in the answer and in every later view of it.
+      const withdrawal = revoked.json().approval;
+      assert.match(withdrawal.revoked_at, /^\d{4}-\d\d-\d\dT/);
+      assert.match(withdrawal.revoked_by, /^\S+$/);
+      const listedWithdrawal = (await obligation(id)).approval;
+      assert.deepEqual([listedWithdrawal.revoked_at, listedWithdrawal.revoked_by, listedWithdrawal.revoke_reason], [withdrawal.revoked_at, withdrawal.revoked_by, 'changed my mind']);
       const audits = await auditCount();
       // Unknown or malformed obligations: clear 4xx problems, nothing written.
       const unknown = await revoke({ approval_request_id: id.slice(0, -1) + (id.endsWith('0') ? '1' : '0') });

@@ -85,5 +85,21 @@ for (const backend of backends()) {
       const row = await svc.ts.store.db.selectFrom('approval_requests').select('project_id').where('id', '=', res.approval_request_id).executeTakeFirstOrThrow();
       assert.equal(row.project_id, projectId);
     });
+
+    test('another project\'s key can neither withdraw nor approve this project\'s obligation: 404, and ours is unchanged', async () => {
+      const signer = await newApprover(svc);
+      const approved = await opened();
+      await approve(approved.id, signer);
+      const pending = await opened();
+      const { projectId, secret } = await anotherProject(svc.ts.store, [], 'service');
+      const bKey = { authorization: `Bearer ${secret}` };
+      const revoke = await svc.app.inject({ method: 'POST', url: `/v1/projects/${projectId}/approvals/revoke`, headers: bKey, payload: { approval_request_id: approved.id } });
+      assert.equal(revoke.statusCode, 404, revoke.body);
+      assert.equal(revoke.json().code, 'not_found');
+      const record = await svc.app.inject({ method: 'POST', url: `/v1/projects/${projectId}/approvals`, headers: bKey, payload: { approval_request_id: pending.id, key_id: signer.keyId, signature: signer.sign((await obligation(pending.id)).statement) } });
+      assert.equal(record.statusCode, 404, record.body);
+      assert.equal(record.json().code, 'not_found');
+      assert.deepEqual([(await obligation(approved.id)).status, (await obligation(pending.id)).status], ['approved', 'pending']);
+    });
   });
 }
