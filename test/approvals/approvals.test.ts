@@ -82,6 +82,7 @@ for (const backend of backends()) {
       const approved = await approve(id);
       assert.equal(approved.status, 'approved');
       assert.equal(approved.approval.approver, approver.principalId);
+      assert.equal(approved.approval.recorded_by, approved.requested_by, 'recorded by the relaying API key, not the approver');
       const again = await authorize({ ...req, approval_request_id: id });
       const body = again.json();
       assert.equal(body.decision, 'ALLOW', again.body);
@@ -368,7 +369,11 @@ for (const backend of backends()) {
       const events = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('kind', 'like', 'approval%').execute();
       const recorded = events.find((e) => e.kind === 'approval.recorded' && JSON.parse(e.data).approval_request_id === id);
       assert.ok(recorded);
-      assert.equal(JSON.parse(recorded.data).approval_id, approved.approval.id);
+      // The event keeps what was signed and by which key, so the approval verifies from the log alone.
+      assert.deepEqual(JSON.parse(recorded.data), {
+        approval_id: approved.approval.id, approval_request_id: id, key_id: approver.keyId, approver: approver.principalId,
+        signature: approver.sign(approved.statement), statement: approved.statement,
+      });
       const allowed = (await authorize({ ...req, approval_request_id: id })).json();
       const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', allowed.audit_id).executeTakeFirstOrThrow();
       const data = JSON.parse(event.data);
@@ -402,6 +407,18 @@ for (const backend of backends()) {
       assert.equal(o.approval.consumed_by_decision, consuming.decision_id);
       const granted = (await recordedDecisions(svc.ts.store.db)).filter((d) => d.reason_code === 'approval_granted' && d.approval_request_id === id);
       assert.equal(granted.length, 1);
+    });
+
+    test('concurrent approvals of one obligation: exactly one is recorded, the others get 409 already_approved', async () => {
+      const { id } = await opened();
+      const statement = (await obligation(id)).statement;
+      const approvers = await Promise.all(Array.from({ length: 5 }, () => newApprover(svc)));
+      const audits = await auditCount();
+      const results = await Promise.all([...approvers, ...approvers].map((who) => record({ approval_request_id: id, key_id: who.keyId, signature: who.sign(statement) })));
+      assert.deepEqual(results.map((r) => r.statusCode).sort(), [201, ...Array(9).fill(409)], results.map((r) => r.body).join('\n'));
+      assert.ok(results.filter((r) => r.statusCode === 409).every((r) => r.json().code === 'already_approved'));
+      assert.equal(await auditCount(), audits + 1, 'one approval.recorded event');
+      assert.equal((await obligation(id)).approval.id, results.find((r) => r.statusCode === 201)!.json().approval.id);
     });
 
     test('a concurrent revoke and authorize: exactly one of them wins', async () => {
