@@ -1,16 +1,18 @@
-// Holds a table locked from a PostgreSQL session of its own, so that a service's statement on it
+// Holds a table (or one row) locked from a PostgreSQL session of its own, so that a service's statement on it
 // waits there: a test can then cut or partition the service (tcp-proxy.ts) at that statement.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { TcpProxy } from './tcp-proxy.ts';
 
+interface ReachedOptions { statements?: number; unless?: Promise<unknown> }
+
 export interface HeldTable {
   /**
    * Resolves once `statements` (default 1) statements of the schema's service (`like`, a LIKE
    * pattern of their text) wait on a lock, any lock, or once `unless` settles; fails after 5 s.
    */
-  reached(like: string, options?: { statements?: number; unless?: Promise<unknown> }): Promise<void>;
+  reached(like: string, options?: ReachedOptions): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -19,34 +21,58 @@ export interface HeldTable {
  * stop a transaction between what it read and what it writes.
  */
 export async function holdTable(url: string, schema: string, table: string, mode: 'access exclusive' | 'exclusive' = 'access exclusive'): Promise<HeldTable> {
+  const client = await connect(url, schema);
+  await client.query(`lock table ${table} in ${mode} mode`);
+  const release = releaser(client);
+  return { reached: (like, options) => reached(client, schema, table, like, release, options), release };
+}
+
+/**
+ * Holds one row (`id`) locked FOR UPDATE: the service still reads it, and its writes to the row wait.
+ * `commit` runs `sql` (the row's change that the waiting writer will then see) and commits.
+ */
+export async function holdRow(url: string, schema: string, table: string, id: string): Promise<HeldTable & { commit(sql: string, params: unknown[]): Promise<void> }> {
+  const client = await connect(url, schema);
+  await client.query(`select 1 from ${table} where id = $1 for update`, [id]);
+  const release = releaser(client);
+  return {
+    reached: (like, options) => reached(client, schema, table, like, release, options),
+    release,
+    async commit(sql, params) { await client.query(sql, params); await client.query('commit'); await client.end(); },
+  };
+}
+
+async function connect(url: string, schema: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
   await client.connect();
   await client.query('begin');
-  await client.query(`lock table ${table} in ${mode} mode`);
+  return client;
+}
+
+/** Rolls the holding transaction back and closes its session, once however often it is called. */
+function releaser(client: pg.Client): () => Promise<void> {
   let released = false;
-  const release = async () => {
+  return async () => {
     if (released) return;
     released = true;
     await client.query('rollback').catch(() => {});
     await client.end();
   };
-  return {
-    async reached(like, { statements = 1, unless } = {}) {
-      let settled = false;
-      unless?.then(() => { settled = true; }, () => { settled = true; });
-      for (let i = 0; i < 250 && !settled; i++) {
-        // A transaction reads one snapshot of the activity unless told to drop it.
-        const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
-          where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
-        if (rows[0].n >= statements) return;
-        await sleep(20);
-      }
-      if (settled) return;
-      await release();
-      assert.fail(`no ${statements} statements like ${like} waited on ${table}`);
-    },
-    release,
-  };
+}
+
+async function reached(client: pg.Client, schema: string, table: string, like: string, release: () => Promise<void>, { statements = 1, unless }: ReachedOptions = {}): Promise<void> {
+  let settled = false;
+  unless?.then(() => { settled = true; }, () => { settled = true; });
+  for (let i = 0; i < 250 && !settled; i++) {
+    // A transaction reads one snapshot of the activity unless told to drop it.
+    const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
+      where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
+    if (rows[0].n >= statements) return;
+    await sleep(20);
+  }
+  if (settled) return;
+  await release();
+  assert.fail(`no ${statements} statements like ${like} waited on ${table}`);
 }
 
 /**
