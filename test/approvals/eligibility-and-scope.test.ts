@@ -1,6 +1,6 @@
 // Checks a mutation audit found unguarded: an approval is usable only while its approver is an
-// enabled member holding APPROVER itself (another role does not do), and an obligation is named
-// only within its own project.
+// enabled member holding APPROVER itself (another role does not do, nor APPROVER in another
+// project), and obligations and approval keys are named only within their own project.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
@@ -9,6 +9,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { newApprover, type Approver } from '../support/approvals.ts';
 import { revokeRole } from '../../src/services/identity/members.ts';
+import { listApprovalKeys, registerApprovalKey, retireApprovalKey } from '../../src/services/approvals/keys.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
 const LARGE = { minor: 50_000, currency: 'EUR' };
@@ -100,6 +101,43 @@ for (const backend of backends()) {
       assert.equal(record.statusCode, 404, record.body);
       assert.equal(record.json().code, 'not_found');
       assert.deepEqual([(await obligation(approved.id)).status, (await obligation(pending.id)).status], ['approved', 'pending']);
+    });
+
+    test('approval keys and the APPROVER role count in their own project only', async () => {
+      const signer = await newApprover(svc);
+      const bystander = await newApprover(svc);
+      // The signer is an APPROVER of project B too, with the same public key registered there.
+      const { projectId: other } = await anotherProject(svc.ts.store, []);
+      const at = new Date(Date.now() - 1000).toISOString();
+      await svc.ts.store.db.insertInto('memberships').values({ project_id: other, principal_id: signer.principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+      await svc.ts.store.db.insertInto('role_grants').values({ project_id: other, principal_id: signer.principalId, role: 'APPROVER', granted_at: at, granted_by: null }).execute();
+      const inB = await registerApprovalKey(svc.deps.store, { projectId: other, principalId: signer.principalId, publicKey: signer.publicKey, actor: 'system' }, new Date());
+      // B's key does not sign in A; A's key is not retired from B; A's members are not listed from B.
+      const { req, id } = await opened();
+      const statement = (await obligation(id)).statement;
+      const byB = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: id, key_id: inB.id, signature: signer.sign(statement) } });
+      assert.equal(byB.statusCode, 422, byB.body);
+      assert.equal(byB.json().code, 'approval_key_unknown');
+      const notFound = (e: unknown) => (e as { status: number }).status === 404;
+      await assert.rejects(retireApprovalKey(svc.deps.store, { projectId: other, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date()), notFound);
+      await assert.rejects(listApprovalKeys(svc.ts.store.db, other, bystander.principalId, { limit: 10 }), notFound);
+      // Approved in A, then APPROVER revoked in A: holding it in B does not keep the approval usable.
+      await approve(id, signer);
+      await revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: signer.principalId, role: 'APPROVER', actor: 'system' }, new Date());
+      const res = await authorize({ ...req, approval_request_id: id });
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.detail, /does not hold APPROVER/);
+    });
+
+    test('an APPROVER grant recorded in the same millisecond as the approval is not after it: the approval counts', async () => {
+      const signer = await newApprover(svc);
+      const { req, id } = await opened();
+      await approve(id, signer);
+      const approval = await svc.ts.store.db.selectFrom('approvals').select('created_at').where('approval_request_id', '=', id).executeTakeFirstOrThrow();
+      await svc.ts.store.db.updateTable('role_grants').set({ granted_at: approval.created_at }).where('project_id', '=', svc.projectId).where('principal_id', '=', signer.principalId).execute();
+      assert.equal((await obligation(id)).status, 'approved');
+      const res = await authorize({ ...req, approval_request_id: id });
+      assert.equal(res.reason_code, 'approval_granted', JSON.stringify(res));
     });
   });
 }
