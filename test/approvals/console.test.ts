@@ -101,6 +101,9 @@ for (const backend of backends()) {
       assert.equal(unknown.statusCode, 403);
       const noKey = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/apk_00000000000000000000000000/retire`, headers: admin.post, payload: '{}' });
       assert.equal(noKey.statusCode, 404);
+      const notMember = await svc.app.inject({ method: 'GET', url: `${C()}/principals/prn_00000000000000000000000000/approval-keys`, headers: admin.get });
+      assert.equal(notMember.statusCode, 404, notMember.body);
+      assert.equal(notMember.json().code, 'not_found');
     });
 
     test('console views list obligations newest first with paging and status filter, and show one by request or approval id', async () => {
