@@ -6,6 +6,8 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { ed25519Pair, newApprover, seedObligation, signText } from '../support/approvals.ts';
+import { registerApprovalKey } from '../../src/services/approvals/keys.ts';
+import { revokeMember } from '../../src/services/identity/members.ts';
 
 for (const backend of backends()) {
   describe(`approval keys and console views on ${backend.name}`, () => {
@@ -27,7 +29,7 @@ for (const backend of backends()) {
       const raw = ed25519Pair();
       const created = await registerKey(approver, approver.principalId, { public_key: raw.publicKey, name: 'laptop' });
       assert.equal(created.statusCode, 201, created.body);
-      assert.equal(created.json().status, 'live');
+      assert.deepEqual([created.json().status, created.json().name, created.json().principal_id], ['live', 'laptop', approver.principalId]);
       const jwk = ed25519Pair();
       const viaJwk = await registerKey(approver, approver.principalId, { public_key: { kty: 'OKP', crv: 'Ed25519', x: jwk.publicKey } });
       assert.equal(viaJwk.statusCode, 201, viaJwk.body);
@@ -76,7 +78,17 @@ for (const backend of backends()) {
       assert.equal(byOther.statusCode, 403);
       const selfNotApprover = await registerKey(plain, plain.principalId, { public_key: ed25519Pair().publicKey });
       assert.equal(selfNotApprover.json().code, 'not_an_approver');
-      assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: auditor.get })).statusCode, 200);
+      // A principal's list holds its own keys only, not the others' of the project.
+      assert.equal((await registerKey(other, other.principalId, { public_key: ed25519Pair().publicKey })).statusCode, 201);
+      const approverKeys = await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys?limit=500`, headers: auditor.get });
+      assert.equal(approverKeys.statusCode, 200);
+      assert.ok(approverKeys.json().approval_keys.length > 0);
+      assert.ok(approverKeys.json().approval_keys.every((k: { principal_id: string }) => k.principal_id === approver.principalId), approverKeys.body);
+      // A member removed since registers nothing (the service refuses it whoever calls).
+      const removed = await consoleMember(svc, ['APPROVER']);
+      await revokeMember(svc.deps.store, { projectId: svc.projectId, principalId: removed.principalId, actor: 'system' }, new Date());
+      await assert.rejects(registerApprovalKey(svc.deps.store, { projectId: svc.projectId, principalId: removed.principalId, publicKey: ed25519Pair().publicKey, actor: 'system' }, new Date()),
+        (e: { status: number; code: string }) => e.status === 422 && e.code === 'not_a_member');
       assert.equal((await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: other.get })).statusCode, 403);
       const retireByOther = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${byAdmin.json().id}/retire`, headers: other.post, payload: '{}' });
       assert.equal(retireByOther.statusCode, 403);
