@@ -94,6 +94,7 @@ for (const backend of backends()) {
       assert.equal(retireByOther.statusCode, 403);
       const retireByAdmin = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${byAdmin.json().id}/retire`, headers: admin.post, payload: '{}' });
       assert.equal(retireByAdmin.statusCode, 200);
+      assert.equal(retireByAdmin.json().retired_by, admin.principalId, 'the retiring ADMIN, not the key\'s owner');
       const events = await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'approval_key.%').execute();
       assert.ok(events.some((e) => e.kind === 'approval_key.registered') && events.some((e) => e.kind === 'approval_key.retired'));
     });
