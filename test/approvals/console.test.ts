@@ -95,8 +95,10 @@ for (const backend of backends()) {
       const retireByAdmin = await svc.app.inject({ method: 'POST', url: `${C()}/approval-keys/${byAdmin.json().id}/retire`, headers: admin.post, payload: '{}' });
       assert.equal(retireByAdmin.statusCode, 200);
       assert.equal(retireByAdmin.json().retired_by, admin.principalId, 'the retiring ADMIN, not the key\'s owner');
-      const events = await svc.ts.store.db.selectFrom('audit_events').select('kind').where('kind', 'like', 'approval_key.%').execute();
-      assert.ok(events.some((e) => e.kind === 'approval_key.registered') && events.some((e) => e.kind === 'approval_key.retired'));
+      const events = await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor', 'data']).where('kind', 'like', 'approval_key.%').execute();
+      const about = (kind: string) => events.filter((e) => e.kind === kind).map((e) => ({ actor: e.actor, ...JSON.parse(e.data) })).find((d) => d.key_id === byAdmin.json().id);
+      assert.deepEqual(about('approval_key.registered'), { actor: approver.principalId, key_id: byAdmin.json().id, principal_id: approver.principalId, public_key: byAdmin.json().public_key });
+      assert.deepEqual(about('approval_key.retired'), { actor: admin.principalId, key_id: byAdmin.json().id, principal_id: approver.principalId });
     });
 
     test('malformed keys and unknown principals or keys are clear 4xx problems', async () => {
