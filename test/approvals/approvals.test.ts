@@ -91,6 +91,7 @@ for (const backend of backends()) {
       assert.equal(o.status, 'consumed');
       const decision = await recordedDecision(svc.ts.store.db, body.audit_id);
       assert.equal(o.approval.consumed_by_decision, decision.decision_id);
+      assert.equal(o.approval.consumed_at, decision.request_time, 'consumed at the time of the consuming decision');
       assert.equal(decision.approval_request_id, id);
       // Consumed: the same request again is not covered (REPLAY comes with executions; without a
       // nonce a repeat is a new decision, and it must not consume anything).
