@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { newApprover, type Approver } from '../support/approvals.ts';
+import { newApprover, seedObligation, type Approver } from '../support/approvals.ts';
 import { APPROVAL_STATUSES, type ApprovalStatus } from '../../src/domain/approval/index.ts';
 import { listObligations } from '../../src/services/approvals/approvals.ts';
 import { retireApprovalKey } from '../../src/services/approvals/keys.ts';
@@ -97,6 +97,14 @@ for (const backend of backends()) {
       const res = await listed(`agent=${encodeURIComponent(mine.agent)}`);
       assert.deepEqual(res.map((o) => o.id), [mine.id]);
       assert.ok(!res.some((o) => o.id === another.id));
+    });
+
+    test('without a limit a page holds 50 obligations and names the next', async () => {
+      for (let i = 0; i < 51; i++) await seedObligation(svc);
+      const res = await svc.app.inject({ method: 'GET', url: base(), headers: key });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().approvals.length, 50);
+      assert.notEqual(res.json().next_cursor, null);
     });
   });
 }
