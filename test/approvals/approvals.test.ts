@@ -158,6 +158,16 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).status, 'approved');
     });
 
+    test('a DENY keeps its own detail: a named obligation that does not apply is not what it reports', async () => {
+      const { req, id, permit } = await opened();
+      await approve(id);
+      await svc.ts.store.transaction((trx) => revokePermit(trx, { projectId: svc.projectId, commitment: permit.commitment, actor: 'system', now: new Date() }));
+      const res = (await authorize({ ...req, amount: { minor: 50_001, currency: 'EUR' }, approval_request_id: id })).json();
+      assert.deepEqual([res.decision, res.reason_code], ['DENY', 'permit_invalid'], JSON.stringify(res));
+      assert.match(res.detail, /revoked/);
+      assert.equal((await obligation(id)).status, 'approved');
+    });
+
     test('an approval does not cover the permit\'s spent budget: DENY, and the approval stays unconsumed', async () => {
       const agent = newAgent();
       const permit = await issue(svc, agent.did, { ...PAY, budget: { minor: 60_000, currency: 'EUR' } });
