@@ -59,9 +59,11 @@ for (const backend of backends()) {
     after(async () => { await svc.stop(); });
 
     test('the obligation states exactly what is to be approved, and its statement is RFC 8785 JSON of those facts', async () => {
-      const { agent, id } = await opened({ intent: 'invoice-42' });
+      const { agent, id, permit } = await opened({ intent: 'invoice-42' });
       const o = await obligation(id);
       assert.equal(o.status, 'pending');
+      assert.equal(o.permit_commitment, permit.commitment);
+      assert.equal(Date.parse(o.expires_at) - Date.parse(o.created_at), 24 * 3600_000, 'open for 24 hours');
       assert.deepEqual(o.matched_rules, ['pay-large-needs-person']);
       assert.equal(o.approval, null);
       const expected = canonicalize({
