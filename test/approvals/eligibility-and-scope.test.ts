@@ -1,15 +1,18 @@
 // Checks a mutation audit found unguarded: an approval is usable only while its approver is an
 // enabled member holding APPROVER itself (another role does not do, nor APPROVER in another
-// project), and obligations and approval keys are named only within their own project.
+// project), obligations and approval keys are named only within their own project, and the
+// obligations list filters by status (expiry included, at its very instant) and by agent.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { anotherProject } from '../support/projects.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
-import { newApprover, type Approver } from '../support/approvals.ts';
+import { newApprover, seedObligation, type Approver } from '../support/approvals.ts';
 import { revokeRole } from '../../src/services/identity/members.ts';
 import { listApprovalKeys, registerApprovalKey, retireApprovalKey } from '../../src/services/approvals/keys.ts';
+import { APPROVAL_STATUSES, type ApprovalStatus } from '../../src/domain/approval/index.ts';
+import { listObligations } from '../../src/services/approvals/approvals.ts';
 
 const PAY = { actions: ['pay'], resources: ['resource://shop/*'] };
 const LARGE = { minor: 50_000, currency: 'EUR' };
@@ -33,6 +36,18 @@ for (const backend of backends()) {
     async function approve(id: string, who: Approver) {
       const res = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: id, key_id: who.keyId, signature: who.sign((await obligation(id)).statement) } });
       assert.equal(res.statusCode, 201, res.body);
+    }
+
+    const listed = async (query: string) => {
+      const res = await svc.app.inject({ method: 'GET', url: `${base()}?limit=500&${query}`, headers: key });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json().approvals as { id: string; agent: string; status: ApprovalStatus }[];
+    };
+    const expire = (id: string) => svc.ts.store.db.updateTable('approval_requests').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', id).execute();
+    async function approved(who: Approver) {
+      const o = await opened();
+      await approve(o.id, who);
+      return o;
     }
 
     before(async () => {
@@ -89,18 +104,17 @@ for (const backend of backends()) {
 
     test('another project\'s key can neither withdraw nor approve this project\'s obligation: 404, and ours is unchanged', async () => {
       const signer = await newApprover(svc);
-      const approved = await opened();
-      await approve(approved.id, signer);
+      const ours = await approved(signer);
       const pending = await opened();
       const { projectId, secret } = await anotherProject(svc.ts.store, [], 'service');
       const bKey = { authorization: `Bearer ${secret}` };
-      const revoke = await svc.app.inject({ method: 'POST', url: `/v1/projects/${projectId}/approvals/revoke`, headers: bKey, payload: { approval_request_id: approved.id } });
+      const revoke = await svc.app.inject({ method: 'POST', url: `/v1/projects/${projectId}/approvals/revoke`, headers: bKey, payload: { approval_request_id: ours.id } });
       assert.equal(revoke.statusCode, 404, revoke.body);
       assert.equal(revoke.json().code, 'not_found');
       const record = await svc.app.inject({ method: 'POST', url: `/v1/projects/${projectId}/approvals`, headers: bKey, payload: { approval_request_id: pending.id, key_id: signer.keyId, signature: signer.sign((await obligation(pending.id)).statement) } });
       assert.equal(record.statusCode, 404, record.body);
       assert.equal(record.json().code, 'not_found');
-      assert.deepEqual([(await obligation(approved.id)).status, (await obligation(pending.id)).status], ['approved', 'pending']);
+      assert.deepEqual([(await obligation(ours.id)).status, (await obligation(pending.id)).status], ['approved', 'pending']);
     });
 
     test('approval keys and the APPROVER role count in their own project only', async () => {
@@ -138,6 +152,63 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).status, 'approved');
       const res = await authorize({ ...req, approval_request_id: id });
       assert.equal(res.reason_code, 'approval_granted', JSON.stringify(res));
+    });
+
+    test('each status filter lists exactly the obligations that read as that status; past expires_at only pending and approved read as expired', async () => {
+      const approver = await newApprover(svc);
+      const signer = await newApprover(svc);
+      const pending = await opened();
+      const approvedLive = await approved(approver);
+      const lapsed = await approved(signer);
+      const pendingExpired = await opened();
+      const approvedExpired = await approved(approver);
+      const consumedExpired = await approved(approver);
+      assert.equal((await authorize({ ...consumedExpired.req, approval_request_id: consumedExpired.id })).decision, 'ALLOW');
+      const withdrawnExpired = await approved(approver);
+      assert.equal((await svc.app.inject({ method: 'POST', url: `${base()}/revoke`, headers: key, payload: { approval_request_id: withdrawnExpired.id } })).statusCode, 200);
+      const lapsedExpired = await approved(signer);
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      for (const o of [pendingExpired, approvedExpired, consumedExpired, withdrawnExpired, lapsedExpired]) await expire(o.id);
+
+      const expected: Record<string, ApprovalStatus> = {
+        [pending.id]: 'pending', [approvedLive.id]: 'approved', [lapsed.id]: 'lapsed', [pendingExpired.id]: 'expired',
+        [approvedExpired.id]: 'expired', [consumedExpired.id]: 'consumed', [withdrawnExpired.id]: 'withdrawn', [lapsedExpired.id]: 'expired',
+      };
+      const all = await listed('');
+      assert.deepEqual(Object.fromEntries(all.filter((o) => o.id in expected).map((o) => [o.id, o.status])), expected);
+      for (const status of APPROVAL_STATUSES) {
+        const ours = (await listed(`status=${status}`)).filter((o) => o.id in expected).map((o) => o.id).sort();
+        assert.deepEqual(ours, Object.keys(expected).filter((id) => expected[id] === status).sort(), `status=${status}`);
+      }
+    });
+
+    test('at the instant an obligation expires it lists as expired, not as pending or approved', async () => {
+      const approver = await newApprover(svc);
+      const pending = await opened();
+      const live = await approved(approver);
+      const row = await svc.ts.store.db.selectFrom('approval_requests').select('expires_at').where('id', '=', pending.id).executeTakeFirstOrThrow();
+      await svc.ts.store.db.updateTable('approval_requests').set({ expires_at: row.expires_at }).where('id', '=', live.id).execute();
+      const at = new Date(row.expires_at);
+      const ids = async (status: ApprovalStatus) => (await listObligations(svc.ts.store.db, svc.projectId, { limit: 500, status }, at)).map((o) => o.id);
+      assert.ok((await ids('expired')).includes(pending.id) && (await ids('expired')).includes(live.id));
+      assert.ok(!(await ids('pending')).includes(pending.id));
+      assert.ok(!(await ids('approved')).includes(live.id));
+    });
+
+    test('the agent filter lists that agent\'s obligations only', async () => {
+      const mine = await opened();
+      const another = await opened();
+      const res = await listed(`agent=${encodeURIComponent(mine.agent.did)}`);
+      assert.deepEqual(res.map((o) => o.id), [mine.id]);
+      assert.ok(!res.some((o) => o.id === another.id));
+    });
+
+    test('without a limit a page holds 50 obligations and names the next', async () => {
+      for (let i = 0; i < 51; i++) await seedObligation(svc);
+      const res = await svc.app.inject({ method: 'GET', url: base(), headers: key });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().approvals.length, 50);
+      assert.notEqual(res.json().next_cursor, null);
     });
   });
 }

@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { holdRow } from '../support/hold-table.ts';
-import { newApprover, seedObligation } from '../support/approvals.ts';
-import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { approvedCallsFixture, newApprover, seedObligation } from '../support/approvals.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
 
@@ -39,21 +38,10 @@ test('a revoke that loses the row to a consumption answers 409 approval_consumed
 });
 
 test('an authorize that loses the row to a revoke asks again, with a new obligation, and says why', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
-  const svc = await startService(postgres!);
+  const { svc, req, authorize, obligation, approve, stop } = await approvedCallsFixture(postgres!);
   try {
-    const key = await svc.keyHeader([]);
-    await activatePolicy(svc, ALLOW_PAYMENTS);
-    const approver = await newApprover(svc);
-    const agent = newAgent();
-    const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
-    const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
-    const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
     const id = (await authorize(req)).approval_request_id as string;
-    const base = `/v1/projects/${svc.projectId}/approvals`;
-    const view = async () => (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
-    const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await view()).statement) } });
-    assert.equal(recorded.statusCode, 201, recorded.body);
-
+    await approve(id);
     const held = await holdRow(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'approval_requests', id);
     const pending = authorize({ ...req, approval_request_id: id });
     // The decision has found the approval usable and waits to consume it; a revoke commits first.
@@ -63,8 +51,9 @@ test('an authorize that loses the row to a revoke asks again, with a new obligat
     assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
     assert.notEqual(res.approval_request_id, id);
     assert.match(res.detail, /^approval_not_satisfied: the approval was consumed or revoked by a concurrent request/);
-    assert.deepEqual([(await view()).status, (await view()).approval.consumed_at], ['withdrawn', null]);
+    const after = await obligation(id);
+    assert.deepEqual([after.status, after.approval.consumed_at], ['withdrawn', null]);
   } finally {
-    await svc.stop();
+    await stop();
   }
 });
