@@ -54,12 +54,17 @@ export async function seedObligation(svc: TestService, over: { expiresAt?: Date 
  */
 export async function approvedCallsFixture(backend: Backend) {
   const merchant = await startMerchant();
-  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
-  const key = await svc.keyHeader([]);
-  await activatePolicy(svc, ALLOW_PAYMENTS);
-  const approver = await newApprover(svc);
-  const agent = newAgent();
-  const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
+  const stop = async () => { await svc.stop(); await merchant.close(); };
+  // A set-up step that fails stops what was started: left running, it kept the test process alive.
+  const { key, approver, agent, jws } = await (async () => {
+    const key = await svc.keyHeader([]);
+    await activatePolicy(svc, ALLOW_PAYMENTS);
+    const approver = await newApprover(svc);
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
+    return { key, approver, agent, jws };
+  })().catch(async (e: unknown) => { await stop(); throw e; });
   const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
   const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
   const obligation = async (id: string) => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
@@ -67,5 +72,5 @@ export async function approvedCallsFixture(backend: Backend) {
     const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) } });
     if (res.statusCode !== 201) throw new Error(`approving ${id}: ${res.body}`);
   };
-  return { svc, merchant, req, authorize, obligation, approve, stop: async () => { await svc.stop(); await merchant.close(); } };
+  return { svc, merchant, req, authorize, obligation, approve, stop };
 }
