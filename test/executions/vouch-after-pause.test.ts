@@ -100,3 +100,71 @@ for (const backend of backends()) {
     }
   });
 }
+
+/**
+ * The store as the keeper sees it: while held, its upserts into execution_instances wait before they
+ * run (a beat begun before stop() can be made to land after it), and `retired` settles once a
+ * delete from that table has run since.
+ */
+function watchedInstances(store: Store): { store: Store; hold(): { reached: Promise<void>; retired: Promise<void>; release(): void } } {
+  let gate: { reach(): void; opened: Promise<void> } | undefined;
+  let retire = () => {};
+  // Every builder of the chain is wrapped, so the `execute` at its end can be watched.
+  const wrap = <T extends object>(builder: T, around: (run: () => Promise<unknown>) => Promise<unknown>): T => new Proxy(builder, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      if (typeof value !== 'function') return value;
+      const fn = value as (...a: unknown[]) => unknown;
+      if (prop === 'execute') return (...args: unknown[]) => around(async () => fn.apply(target, args));
+      return (...args: unknown[]) => { const out = fn.apply(target, args); return typeof out === 'object' && out !== null ? wrap(out, around) : out; };
+    },
+  });
+  const beat = async (run: () => Promise<unknown>) => { if (gate) { gate.reach(); await gate.opened; } return run(); };
+  const remove = async (run: () => Promise<unknown>) => { const done = await run(); retire(); return done; };
+  const db = new Proxy(store.db, {
+    get(target, prop) {
+      if (prop === 'insertInto') return (table: 'execution_instances') => (table === 'execution_instances' ? wrap(target.insertInto(table), beat) : target.insertInto(table));
+      if (prop === 'deleteFrom') return (table: 'execution_instances') => (table === 'execution_instances' ? wrap(target.deleteFrom(table), remove) : target.deleteFrom(table));
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return {
+    store: new Proxy(store, { get: (target, prop, receiver) => (prop === 'db' ? db : Reflect.get(target, prop, receiver)) }),
+    hold() {
+      let reach!: () => void;
+      let open!: () => void;
+      const reached = new Promise<void>((resolve) => { reach = resolve; });
+      const retired = new Promise<void>((resolve) => { retire = resolve; });
+      gate = { reach, opened: new Promise<void>((resolve) => { open = resolve; }) };
+      return { reached, retired, release: () => { gate = undefined; open(); } };
+    },
+  };
+}
+
+for (const backend of backends()) {
+  test(`a beat vouch() began before stop() lands before the row is retired, not after it (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    const watched = watchedInstances(svc.ts.store);
+    const keeper = new InstanceKeeper({ store: watched.store, instanceId: 'stopping', maxTimeoutMs: 60_000, now: () => new Date() });
+    const row = () => svc.ts.store.db.selectFrom('execution_instances').select('id').where('id', '=', 'stopping').executeTakeFirst();
+    try {
+      await keeper.start();
+      const held = watched.hold();
+      // Woken after a pause by its own clock: it beats before reserving, and the beat is held.
+      const vouched = keeper.vouch(performance.now() + STALE_AFTER_MS + 5_000);
+      await held.reached;
+      const stopped = keeper.stop();
+      // A stop that does not wait for the beat retires the row now; one that does waits for ever
+      // unless the beat goes on, so it goes on once the row is retired or after a while, whichever
+      // comes first (the order of the two writes, not the wait, is what is checked).
+      await Promise.race([held.retired, sleep(1_000)]);
+      held.release();
+      await Promise.all([vouched, stopped]);
+      assert.equal(await row(), undefined, 'the stopped instance left a heartbeat row behind');
+    } finally {
+      await keeper.stop();
+      await svc.stop();
+    }
+  });
+}

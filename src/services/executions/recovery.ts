@@ -99,6 +99,8 @@ export class InstanceKeeper {
   #lastBeat: number | undefined;
   /** A tick is running: the next one is skipped rather than queued behind it (see start). */
   #busy = false;
+  /** Beats vouch() has begun: stop() waits for them, or one landing after retire() would bring the row back. */
+  readonly #vouching = new Set<Promise<void>>();
 
   /** onMarked: told how many rows a sweep after start marked UNKNOWN (start() returns its own count). */
   constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date; onMarked?: (n: number) => void }) {
@@ -160,13 +162,16 @@ export class InstanceKeeper {
   async vouch(monotonicNow = performance.now()): Promise<void> {
     if (this.#timer === undefined) return;
     if (this.#lastBeat !== undefined && monotonicNow - this.#lastBeat <= 2 * HEARTBEAT_MS) return;
-    await beat(this.#store, this.#instanceId, this.#now());
+    const beating = beat(this.#store, this.#instanceId, this.#now());
+    this.#vouching.add(beating);
+    try { await beating; } finally { this.#vouching.delete(beating); }
   }
 
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#tick;
+    await Promise.allSettled(this.#vouching);
     try { await retire(this.#store, this.#instanceId); } catch { /* closing anyway */ }
   }
 }
