@@ -29,6 +29,8 @@ export const DECISION_REASONS = {
   frozen: 'agent_frozen',
   permitInvalid: 'permit_invalid',
   noActivePolicy: 'no_active_policy',
+  /** The active version is damaged in storage: the policy conjunct fails closed (decision 0152, addendum). */
+  policyIntegrity: 'policy_integrity',
   approvalGranted: 'approval_granted',
 } as const;
 

@@ -253,7 +253,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
-      params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'] }) },
+      params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => {
     refuseInvalidBody(request);
@@ -266,7 +266,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     schema: {
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
-      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'] }) },
+      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
 

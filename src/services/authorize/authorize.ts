@@ -11,7 +11,8 @@ import type { Store } from '../../store/store.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
 import type { ExecutionReservation } from '../executions/reserve.ts';
 import { permitKeyName, recordDelegatedLinks } from '../permits/permits.ts';
-import { cachedActivePolicy, forgetActivePolicy, getActivePolicy } from '../policy/active.ts';
+import { ActivePolicyDamaged, cachedActivePolicy, forgetActivePolicy, getActivePolicy, type ActivePolicy } from '../policy/active.ts';
+import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import { PermitVerificationCache } from './permit-cache.ts';
 import type { DecisionPlan } from './commit.ts';
@@ -47,6 +48,18 @@ function policyOutcome(result: PolicyResult): DecisionPlan['policy'] {
   const detail = result.indeterminate_rules.length > 0 ? indeterminateDetail(result) : undefined;
   return { decision: result.decision, reason_code: result.reason_code, matched_rules: result.matched_rules, ...(detail ? { detail } : {}) };
 }
+
+/**
+ * An active version damaged in storage (ActivePolicyDamaged): it evaluates nothing, and the policy
+ * conjunct is a DENY `policy_integrity` under its number, so the decision fails closed, is recorded
+ * like any other DENY, and a frozen agent or an invalid permit still comes first (combine.ts).
+ */
+interface DamagedActive { version: number; compiled: null; outcome: NonNullable<DecisionPlan['policy']> }
+
+const failedClosed = (damaged: ActivePolicyDamaged): DamagedActive => ({
+  version: damaged.version, compiled: null,
+  outcome: { decision: 'DENY', reason_code: DECISION_REASONS.policyIntegrity, matched_rules: [], detail: damaged.message },
+});
 
 /** `presented`: the commitment a permit that did not verify is recorded by (presentedCommitment). */
 type PermitCheck = { permit: VerifiedPermit | null; failure: { check: string; detail: string; presented?: string } | null };
@@ -112,12 +125,22 @@ export class Authorizer {
     return { permit, failure: null };
   }
 
+  /** The active policy when the cache does not hold it: read (and compiled) afresh, or found damaged. */
+  async #activePolicy(projectId: string, epoch: ReadTag | undefined): Promise<ActivePolicy | DamagedActive | null> {
+    try {
+      return await getActivePolicy(this.#store.db, projectId, this.#store, epoch);
+    } catch (error) {
+      if (error instanceof ActivePolicyDamaged) return failedClosed(error);
+      throw error;
+    }
+  }
+
   async decide(ctx: { projectId: string; actor: string; requestId: string; now: Date; epoch?: ReadTag | undefined }, input: AuthorizeInput, execution?: ExecutionReservation): Promise<DecisionRecord> {
     const { projectId, now } = ctx;
     const checked = this.#checkPermit(projectId, input, now);
     const { permit, failure } = checked instanceof Promise ? await checked : checked;
-    const active = cachedActivePolicy(this.#store, projectId, ctx.epoch) ?? await getActivePolicy(this.#store.db, projectId, this.#store, ctx.epoch);
-    const policy = active
+    const active = cachedActivePolicy(this.#store, projectId, ctx.epoch) ?? await this.#activePolicy(projectId, ctx.epoch);
+    const policy = active?.compiled
       ? evaluate(active.compiled, {
         action: input.action, resource: input.resource, agent: input.agent,
         ...(input.amount ? { amount: input.amount } : {}),
@@ -130,7 +153,7 @@ export class Authorizer {
     const plan: DecisionPlan = {
       projectId, actor: ctx.actor, requestId: ctx.requestId, at: toIso(now), input: request, failure,
       permit: permit ? { commitment: permit.commitment, chain: permit.chain, delegation_depth: permit.delegation_depth, delegators: delegatorsOf(permit), counters: liveLimits(permit).counters } : null,
-      policy: policy ? policyOutcome(policy) : null,
+      policy: policy ? policyOutcome(policy) : active && 'outcome' in active ? active.outcome : null,
       policyVersion: active?.version ?? null,
       ...(execution ? { execution } : {}),
       ...(ctx.epoch !== undefined ? { epoch: ctx.epoch } : {}),

@@ -2,7 +2,8 @@
 // unless the caller may use a cached one (SQLite: the read epoch shows it unchanged since it was
 // read; PostgreSQL: the decision's transaction checks it, CHECKED_AT_COMMIT), so an activation
 // committed anywhere decides the next request everywhere; the compiled evaluator is cached, keyed by
-// (project, version, hash), so each version compiles once.
+// (project, version, hash), so each version compiles once. A damaged active version throws
+// ActivePolicyDamaged, which the decision turns into DENY policy_integrity (fail closed).
 import { compilePolicy, policyHash, validatePolicy, type CompiledPolicy } from '../../domain/policy/index.ts';
 import type { Db, Store } from '../../store/store.ts';
 import { fixedSql, queryFixed, readFixed } from '../../store/fixed-sql.ts';
@@ -20,8 +21,35 @@ export class PolicyIntegrityError extends Error {
   readonly code = 'policy_integrity';
 }
 
+/**
+ * The project's active version is damaged (or its pointer names no version with its hash): every
+ * decision under it fails closed as DENY `policy_integrity` (decision 0152, addendum of session 36).
+ * The message says so without quoting the stored document.
+ */
+export class ActivePolicyDamaged extends PolicyIntegrityError {
+  readonly version: number;
+  readonly hash: string;
+  constructor(version: number, hash: string) {
+    super(`the active policy version ${version} no longer matches what was saved (its stored document does not parse, validate or match its hash); decisions fail closed until a sound version is activated`);
+    this.version = version;
+    this.hash = hash;
+  }
+}
+
 const CACHE_SIZE = 256;
 const cache = new Map<string, CompiledPolicy>();
+/** Damaged versions already reported, by (project, version, hash): each is warned about once. */
+const reported = new Set<string>();
+
+/** Tells the operator, once per damaged (project, version, hash), that decisions under it fail closed. */
+function reportDamaged(key: string, projectId: string, version: number, why: string): void {
+  if (reported.has(key)) return;
+  reported.add(key);
+  if (reported.size > CACHE_SIZE) reported.delete(reported.keys().next().value as string);
+  process.emitWarning(`policy version ${version} of project ${projectId} is damaged in storage (${why}); while it is active every decision is DENY policy_integrity. Save its document again as a new version and activate it`, { code: 'GAVEL_POLICY_INTEGRITY' });
+}
+
+const versionKey = (projectId: string, version: number, hash: string) => `${projectId}\u0000${version}\u0000${hash}`;
 
 function remember(key: string, compiled: CompiledPolicy): void {
   cache.set(key, compiled);
@@ -55,7 +83,7 @@ export function storedIntact(document: string, hash: string): boolean {
 
 /** The compiled evaluator of one stored version, from the cache when possible. */
 export async function compiledVersion(db: Db, projectId: string, version: number, hash: string): Promise<CompiledPolicy | null> {
-  const key = `${projectId}\u0000${version}\u0000${hash}`;
+  const key = versionKey(projectId, version, hash);
   const hit = cache.get(key);
   if (hit !== undefined) {
     cache.delete(key); // most recently used goes last
@@ -65,7 +93,13 @@ export async function compiledVersion(db: Db, projectId: string, version: number
   const row = await db.selectFrom('policy_versions').select(['document', 'hash'])
     .where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
   if (!row || row.hash !== hash) return null;
-  const compiled = compileStored(row.document, row.hash);
+  let compiled: CompiledPolicy;
+  try {
+    compiled = compileStored(row.document, row.hash);
+  } catch (error) {
+    if (error instanceof PolicyIntegrityError) reportDamaged(key, projectId, version, error.message);
+    throw error;
+  }
   remember(key, compiled);
   return compiled;
 }
@@ -76,9 +110,11 @@ const POINTER = fixedSql('select version, hash from policy_active where project_
 // under: an activation anywhere bumps it, so a tagged pointer is current while the epoch is. On
 // PostgreSQL they are tagged CHECKED_AT_COMMIT, and a decision that finds its pointer moved on
 // forgets it (forgetActivePolicy) before it is redone.
-// The entry also keeps the compiled version once resolved, so a hit costs one map lookup.
+// The entry also keeps the compiled version once resolved, so a hit costs one map lookup, or the
+// damage found, so a damaged version is not read and checked again by every decision under it.
 type Active = { version: number; hash: string; compiled: CompiledPolicy };
-const pointers = new WeakMap<object, Map<string, { epoch: ReadTag; pointer: { version: number; hash: string } | undefined; active?: Active }>>();
+type Pointer = { version: number; hash: string };
+const pointers = new WeakMap<object, Map<string, { epoch: ReadTag; pointer: Pointer | undefined; active?: Active; damaged?: ActivePolicyDamaged }>>();
 
 /**
  * `store`: read the pointer on its reader connection (the decision's hot path). `epoch`: the read
@@ -89,9 +125,10 @@ export async function getActivePolicy(db: Db, projectId: string, store?: Pick<St
   let byProject = store && epoch !== undefined ? pointers.get(store) : undefined;
   if (store && epoch !== undefined && !byProject) pointers.set(store, byProject = new Map());
   let hit = byProject?.get(projectId);
-  let pointer: { version: number; hash: string } | undefined;
+  let pointer: Pointer | undefined;
   if (hit && hit.epoch === epoch) {
     if (hit.active) return hit.active;
+    if (hit.damaged) throw hit.damaged;
     pointer = hit.pointer;
   } else {
     hit = undefined;
@@ -106,12 +143,28 @@ export async function getActivePolicy(db: Db, projectId: string, store?: Pick<St
   }
   if (!pointer) return null;
   const version = Number(pointer.version);
-  const compiled = await compiledVersion(db, projectId, version, pointer.hash);
-  if (compiled === null) throw new PolicyIntegrityError('the active policy pointer names a version that does not exist');
+  let compiled: CompiledPolicy;
+  try {
+    compiled = await compiledActive(db, projectId, version, pointer.hash);
+  } catch (error) {
+    if (!(error instanceof PolicyIntegrityError)) throw error;
+    const damaged = new ActivePolicyDamaged(version, pointer.hash);
+    if (hit) hit.damaged = damaged;
+    throw damaged;
+  }
   const active = { version, hash: pointer.hash, compiled };
   // A version's document never changes (its hash is checked), so its compiled form may stay with the pointer.
   if (hit) hit.active = active;
   return active;
+}
+
+/** The active version compiled; PolicyIntegrityError when the pointer names no version with its hash. */
+async function compiledActive(db: Db, projectId: string, version: number, hash: string): Promise<CompiledPolicy> {
+  const compiled = await compiledVersion(db, projectId, version, hash);
+  if (compiled !== null) return compiled;
+  const why = 'the active policy pointer names a version that does not exist or has another hash';
+  reportDamaged(versionKey(projectId, version, hash), projectId, version, why);
+  throw new PolicyIntegrityError(why);
 }
 
 /**

@@ -6,10 +6,10 @@
 // events' data, newest first by id (ids are time-ordered), through the (project_id, id) index.
 import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { parseTimestamp } from '../../domain/policy/index.ts';
-import { invalidRequest } from '../../http/problem.ts';
+import { invalidRequest, Problem } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { DecisionEventData } from '../../domain/decision/event.ts';
-import { compiledVersion } from './active.ts';
+import { compiledVersion, PolicyIntegrityError } from './active.ts';
 import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
@@ -96,7 +96,10 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
     candidate = { version: null, hash: policyHash(policy) };
   } else {
     const stored = await readVersion(db, projectId, body.version as number);
-    compiled = await compiledVersion(db, projectId, stored.version, stored.hash);
+    compiled = await compiledVersion(db, projectId, stored.version, stored.hash).catch((error: unknown) => {
+      if (!(error instanceof PolicyIntegrityError)) throw error;
+      throw new Problem(500, 'policy_integrity', `stored policy version ${stored.version} no longer matches what was saved (its stored document does not parse, validate or match its hash), so it cannot be replayed; save the document again as a new version`);
+    });
     candidate = { version: stored.version, hash: stored.hash };
   }
   if (compiled === null) throw new Error('a stored policy version vanished while replaying');

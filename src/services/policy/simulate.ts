@@ -4,7 +4,7 @@ import { compilePolicy, evaluate, policyHash, type CompiledPolicy, type PolicyIn
 import { isAction, isDid, isRequestResource, isSha256Hex, parseTimestamp } from '../../domain/policy/formats.ts';
 import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
-import { getActivePolicy } from './active.ts';
+import { ActivePolicyDamaged, getActivePolicy } from './active.ts';
 import { policyErrors, requireValidPolicy } from './document.ts';
 import { noActivePolicy } from './read.ts';
 
@@ -85,7 +85,10 @@ export async function simulatePolicy(db: Db, projectId: string, body: { request:
     version = null;
     hash = policyHash(policy);
   } else {
-    const active = await getActivePolicy(db, projectId);
+    const active = await getActivePolicy(db, projectId).catch((error: unknown) => {
+      // The service's own stored data is wrong, not the request: a 500 that says so (decision 0152, addendum).
+      throw error instanceof ActivePolicyDamaged ? new Problem(500, 'policy_integrity', error.message) : error;
+    });
     if (active === null) throw noActivePolicy();
     ({ compiled, version, hash } = active);
   }
