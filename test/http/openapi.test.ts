@@ -159,9 +159,9 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
         assert.equal(codes(401).includes('unauthorized'), o.security !== undefined, `${label}: unauthorized where a credential is needed`);
         assert.equal(codes(403).includes('forbidden'), o.security !== undefined && path.includes('{projectId}'), `${label}: forbidden where the credential must be of the path's project`);
         // A fault of the service is internal_error; the proof route names a damaged log's own (log_damaged),
-        // activation, simulation and replay a damaged stored version's (policy_integrity).
+        // reading the active policy, activation, simulation and replay a damaged stored version's (policy_integrity).
         const damaged = label === 'GET /v1/projects/{projectId}/audit/{auditId}/proof' ? ['log_damaged']
-          : /\/policy\/(activate|simulate|replay)$/.test(label) ? ['policy_integrity'] : [];
+          : /^GET \/v1\/(console\/)?projects\/\{projectId\}\/policy$/.test(label) || /\/policy\/(activate|simulate|replay)$/.test(label) ? ['policy_integrity'] : [];
         assert.deepEqual(codes(500), ['internal_error', ...damaged], label);
         assert.ok(codes(503).includes('shutting_down'), label);
       }

@@ -1,7 +1,7 @@
 // An active policy version damaged in storage (decision 0152, addendum of session 36): every decision
 // under it is a recorded DENY policy_integrity naming that version, with nothing spent, opened or
 // run; a frozen agent and an invalid permit keep their own reasons; simulation and replay answer
-// 500 policy_integrity; the process warns once; activating a sound version ends it.
+// 500 policy_integrity, and so does reading it; the process warns once; activating a sound version ends it.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -84,6 +84,11 @@ for (const backend of backends()) {
         await assertFailedClosed(await decide(svc, key, pay()), version);
         // Again, from the damage remembered with the pointer: the same answer.
         await assertFailedClosed(await decide(svc, key, pay()), version);
+        // Its document is not served as the policy in force.
+        const read = await svc.app.inject({ method: 'GET', url: url(), headers: author });
+        assert.equal(read.statusCode, 500, read.body);
+        assert.equal(read.json().code, 'policy_integrity');
+        assertDamagedDetail(read.json().detail, version);
       });
     }
 

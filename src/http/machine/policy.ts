@@ -186,8 +186,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.get(base, {
     preValidation: authenticate([]),
     schema: {
-      tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none)',
-      params: ProjectParams, response: { 200: ActiveBody, ...errorResponses(read, { 404: ['no_active_policy'] }) },
+      tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none; 500 policy_integrity when it is damaged in storage)',
+      params: ProjectParams, response: { 200: ActiveBody, ...errorResponses(read, { 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
 

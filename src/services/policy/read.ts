@@ -3,6 +3,7 @@ import { Problem } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { PolicyVersionState } from '../../store/schema/policy.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
+import { ActivePolicyDamaged, storedIntact } from './active.ts';
 
 export interface VersionSummary {
   version: number;
@@ -27,14 +28,21 @@ const summary = (r: VersionSummary): VersionSummary => ({ ...r, version: Number(
 
 export const noActivePolicy = () => new Problem(404, 'no_active_policy', 'this project has no active policy; save a version and activate it');
 
-/** The active version and its document; 404 `no_active_policy` when there is none. */
+/**
+ * The active version and its document; 404 `no_active_policy` when there is none, 500
+ * `policy_integrity` when it is damaged in storage: a document that is not what was saved (and
+ * hashed) is not served as the policy in force (decision 0152, addendum of session 36).
+ */
 export async function readActiveVersion(db: Db, projectId: string): Promise<ActiveVersion> {
   const row = await db.selectFrom('policy_active as a')
     .innerJoin('policy_versions as v', (j) => j.onRef('v.project_id', '=', 'a.project_id').onRef('v.version', '=', 'a.version'))
-    .select(SUMMARY.map((c) => `v.${c}` as const)).select('v.document')
+    .select(SUMMARY.map((c) => `v.${c}` as const)).select(['v.document', 'a.hash as pointer_hash'])
     .where('a.project_id', '=', projectId).executeTakeFirst();
   if (!row) throw noActivePolicy();
-  const { document, ...rest } = row;
+  const { document, pointer_hash, ...rest } = row;
+  if (pointer_hash !== rest.hash || !storedIntact(document, rest.hash)) {
+    throw new Problem(500, 'policy_integrity', new ActivePolicyDamaged(Number(rest.version), pointer_hash).message);
+  }
   return { ...summary(rest), policy: parseJsonExactly(document) };
 }
 
