@@ -133,6 +133,17 @@ for (const backend of backends()) {
       assert.equal(list.json().errors[0].pointer, '/agent');
     });
 
+    test('a permit longer than any decision accepts is refused at issuance (422), not issued to be DENY too_large on every use', async () => {
+      const agent = newAgent().did;
+      // 40 patterns of about 500 characters: a body well inside the limit, a JWS of some 27,000 characters.
+      const resources = Array.from({ length: 40 }, (_, i) => `resource://shop/${String(i).padStart(2, '0')}${'a'.repeat(480)}/*`);
+      const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['pay'], resources, expires_at: new Date(Date.now() + 60_000).toISOString() } });
+      assert.deepEqual([res.statusCode, res.json().code], [422, 'invalid_permit_claims'], res.body);
+      assert.match(res.json().detail, /at most 16384/);
+      const listed = await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(agent)}`, headers: auditor.get });
+      assert.deepEqual(listed.json().permits, [], 'nothing was recorded');
+    });
+
     test('a permit view says when it is not yet valid and what allowed decisions spent through it', async () => {
       const agent = newAgent();
       const later = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {

@@ -4,6 +4,7 @@ import { base64urlDecode, base64urlEncode } from './base64url.ts';
 import { validateClaims } from './claims.ts';
 import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
 import { PermitError, fail, shownName } from './types.ts';
+import { MAX_PRESENTED_LENGTH } from './limits.ts';
 import { parseJsonExactly, repeatedMembers } from '../../lib/json-parse.ts';
 
 export const PERMIT_TYP = 'gavel-permit+jwt';
@@ -76,13 +77,24 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   };
 }
 
-/** Validates claims, then signs them as one compact JWS. Throws PermitError on bad claims. */
+/** Characters of an Ed25519 signature in base64url (64 bytes, unpadded). */
+const SIGNATURE_CHARS = 86;
+
+/**
+ * Validates claims, then signs them as one compact JWS. Throws PermitError on bad claims, and
+ * (`too_large`, before signing) for a link longer than any presented permit may be: verification
+ * would refuse it on every use.
+ */
 export async function signPermitClaims(claims: PermitClaims, kid: string, sign: SignFunction): Promise<string> {
   const checked = validateClaims(claims);
   if (!checked.ok) throw new PermitError(checked.check, checked.detail);
   const header: PermitHeader = { alg: 'EdDSA', typ: PERMIT_TYP, kid };
   const h = base64urlEncode(ascii.encode(JSON.stringify(header)));
   const p = base64urlEncode(ascii.encode(JSON.stringify(checked.value)));
+  const length = h.length + p.length + 2 + SIGNATURE_CHARS;
+  if (length > MAX_PRESENTED_LENGTH) {
+    throw new PermitError('too_large', `the permit would be ${length} characters; a presented permit may have at most ${MAX_PRESENTED_LENGTH}`);
+  }
   const signature = await sign(ascii.encode(`${h}.${p}`));
   if (!(signature instanceof Uint8Array) || signature.length !== 64) {
     throw new PermitError('signature', 'the signer did not return a 64-byte Ed25519 signature');

@@ -98,3 +98,21 @@ test('a delegated link names its issuer\'s key as a DID URL, and delegation refu
   await assert.rejects(delegatePermit(wide, { sub: f.bob.did, jti: 'pmt_child', iat: T0 + 10, gavel: { ...gavel, resources: long } }, f.alice.sign),
     (e: unknown) => e instanceof PermitError && e.code === 'too_large');
 });
+
+test('issuance refuses, before signing, a root permit longer than a presented permit may be: it would never verify', async () => {
+  const f = await fixture();
+  let signed = 0;
+  const counting: typeof f.signer = { publicKey: (name) => f.signer.publicKey(name), sign: (name, m) => { signed++; return f.signer.sign(name, m); } };
+  // 27 patterns of about 430 characters, and one more whose length the loop below grows a character at a time.
+  const fixed = Array.from({ length: 27 }, (_, i) => `resource://payments/${String(i).padStart(2, '0')}/${'p'.repeat(400)}*`);
+  const issue = (tail: number) => issuePermit(counting, KEY, rootInput(f.alice.did, { gavel: { actions: ['payments.create'], resources: [...fixed, `resource://tail/${'t'.repeat(tail)}`] } }));
+  await assert.rejects(issue(480), (e: unknown) => e instanceof PermitError && e.code === 'too_large' && /at most 16384/.test(e.message));
+  assert.equal(signed, 0, 'nothing is signed');
+  // The largest that is issued verifies, and one character more is refused: the bound is the verifier's.
+  let largest = '';
+  for (let tail = 1; tail < 480; tail++) {
+    try { largest = await issue(tail); } catch (e) { assert.ok(e instanceof PermitError && e.code === 'too_large'); break; }
+  }
+  assert.ok(largest.length <= MAX_PRESENTED_LENGTH && largest.length > MAX_PRESENTED_LENGTH - 4, `${largest.length} characters`);
+  assert.equal((await verifyPermit(largest, f.ctx(f.alice.did))).ok, true);
+});
