@@ -130,10 +130,14 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     }
   });
 
-  test('permit and agent routes name their own 409 and 422 codes', () => {
+  test('permit and agent routes name their own 409, 422 and 503 codes', () => {
     const codes = (method: string, path: string, status: number) => codesIn(op(method, path).responses[status].description);
     assert.deepEqual(codes('POST', `${C}/permits`, 422), ['invalid_permit_claims']);
     assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 409), ['already_revoked']);
+    // Issuing signs with the permit key (signer/pinned.ts); revoking only verifies a chain sent with
+    // it, against the recorded key, so it never answers signing_key_mismatch.
+    assert.deepEqual(codes('POST', `${C}/permits`, 503), ['shutting_down', 'database_unavailable', 'signing_key_mismatch']);
+    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 503), ['shutting_down', 'database_unavailable']);
     assert.deepEqual(codes('POST', `${C}/agents`, 409), ['agent_exists']);
     for (const base of [C, M]) {
       assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);

@@ -119,7 +119,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(`${P}/:commitment/revoke`, {
     schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
-      body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'], 503: ['signing_key_mismatch'] }) } },
+      body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'] }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };
