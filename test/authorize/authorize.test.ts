@@ -303,6 +303,13 @@ for (const backend of backends()) {
       assert.equal(results.filter((r) => r.json().decision === 'ALLOW').length, 3);
       const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', commitment).executeTakeFirstOrThrow();
       assert.equal(usage.uses, 3);
+      // Spent out, the permit is permit_invalid uses_exhausted where it would have allowed; where the
+      // policy denies, the counters are not read (a DENY spends nothing): the policy's reason stands
+      // (docs/reason-codes.md, precedence).
+      const out = (await authorize({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' })).json();
+      assert.deepEqual([out.reason_code, out.detail?.split(':')[0]], ['permit_invalid', 'uses_exhausted']);
+      const denied = (await authorize({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/secret/a' })).json();
+      assert.deepEqual([denied.decision, denied.reason_code], ['DENY', 'policy_deny']);
     });
 
     test('a spend that one link of the chain refuses spends no link: the ancestors it passed first are given back', async () => {
