@@ -13,7 +13,8 @@ import { PinnedSigner, SigningKeyMismatch } from '../../src/signer/pinned.ts';
 import { createService } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { LOG_KEY } from '../../src/services/auditlog/log.ts';
-import { permitKeyName } from '../../src/services/permits/permits.ts';
+import { chainHoldingLink, permitKeyName } from '../../src/services/permits/permits.ts';
+import { permitCommitment } from '../../src/domain/permit/index.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 
 const keysDir = () => mkdtempSync(join(tmpdir(), 'gavel-keys-'));
@@ -76,6 +77,10 @@ describe('a second instance on one PostgreSQL database', { skip: !pg && 'Postgre
       const res = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: key }, payload: { agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' } });
       assert.equal(res.json().decision, 'ALLOW', res.body);
       await assert.rejects(svc.deps.signer.sign(permitKeyName(first.projectId), new Uint8Array([1])), SigningKeyMismatch);
+      // Revoking by a chain sent with the request only verifies it, against the record: no 503 there
+      // (the revoke route declares none).
+      const verified = await chainHoldingLink(svc.deps.signer, first.projectId, jws, permitCommitment(jws));
+      assert.equal(verified.links[0]!.commitment, permitCommitment(jws));
     } finally {
       await svc.close();
     }
