@@ -2,6 +2,7 @@
 // mints a first API key, and calls a machine route with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 
@@ -30,3 +31,12 @@ for (const backend of backends()) {
     } finally { await svc.stop(); }
   });
 }
+
+test('every file the walk-through of docs/getting-started.md writes in the checkout is ignored by git (two of them are private keys)', () => {
+  const doc = readFileSync('docs/getting-started.md', 'utf8');
+  // Cookie jars (curl -c), redirections, heredocs and files node writes.
+  const written = new Set([...doc.matchAll(/(?:-c |> |cat > |writeFileSync\(')([a-z][a-z0-9.-]*\.(?:txt|pem|json))/g)].map((m) => m[1]!));
+  assert.ok(written.has('jar.txt') && written.has('approver-key.pem') && written.has('proof.json'), 'the walk-through is read');
+  const ignored = new Set(readFileSync('.gitignore', 'utf8').split('\n').map((l) => l.trim().replace(/^\//, '')));
+  assert.deepEqual([...written].filter((f) => !ignored.has(f)), []);
+});
