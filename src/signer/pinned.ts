@@ -48,8 +48,12 @@ export class PinnedSigner implements Signer {
   assertHeld(name: KeyName): Promise<void> {
     let held = this.#held.get(name);
     if (!held) {
-      held = this.#check(name);
-      this.#held.set(name, held);
+      const checking = this.#check(name);
+      this.#held.set(name, checking);
+      // A mismatch stands until a restart (the inner signer keeps its key); a failure to read the
+      // record (a database outage) is tried again at the next signature, not for ever after.
+      checking.catch((e: unknown) => { if (!(e instanceof SigningKeyMismatch) && this.#held.get(name) === checking) this.#held.delete(name); });
+      held = checking;
     }
     return held;
   }

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
@@ -47,6 +48,19 @@ for (const backend of backends()) {
       for (const k of keys) assert.deepEqual(k, keys[0]);
       const held = await Promise.all(signers.map((s) => s.assertHeld('permit-race').then(() => true, () => false)));
       assert.equal(held.filter(Boolean).length, 1, 'exactly one instance holds the recorded key');
+    });
+
+    test('a database failure at a key\'s first use is not remembered: the next signature tries again', async () => {
+      const signer = new PinnedSigner(new LocalSigner(keysDir()), ts.store.db);
+      await sql`alter table signer_keys rename to signer_keys_away`.execute(ts.store.db);
+      try {
+        const failed = await signer.sign('permit-blip', new Uint8Array([1])).catch((e: unknown) => e);
+        assert.ok(failed instanceof Error && !(failed instanceof SigningKeyMismatch), String(failed));
+      } finally {
+        await sql`alter table signer_keys_away rename to signer_keys`.execute(ts.store.db);
+      }
+      assert.equal((await signer.sign('permit-blip', new Uint8Array([1]))).length, 64);
+      assert.equal((await signer.publicKey('permit-blip')).length, 32);
     });
   });
 }
