@@ -1,8 +1,9 @@
 // Local Signer: Ed25519 keys as PKCS#8 PEM files (mode 0600) under `<dataDir>/keys`, created on
 // first use. For development and single-machine deployments; the custody component replaces it.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, openSync, closeSync, fsyncSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createKeyFile } from '../lib/key-file.ts';
 import type { Signer } from './signer.ts';
 
 const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,100}$/;
@@ -26,23 +27,23 @@ export class LocalSigner implements Signer {
       key = createPrivateKey(readFileSync(file));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      const { privateKey } = generateKeyPairSync('ed25519');
-      const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
-      try {
-        // 'wx': two processes racing to create the key must not overwrite each other.
-        writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
-        const fd = openSync(file, 'r');
-        fsyncSync(fd);
-        closeSync(fd);
-        key = privateKey;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        key = createPrivateKey(readFileSync(file));
-      }
+      key = this.#create(file);
     }
     if (key.asymmetricKeyType !== 'ed25519') throw new Error(`key ${name} is not Ed25519`);
     this.#keys.set(name, key);
     return key;
+  }
+
+  /** A new key, created whole and durably; if another process created it first, that one. */
+  #create(file: string): KeyObject {
+    const { privateKey } = generateKeyPairSync('ed25519');
+    try {
+      createKeyFile(file, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      return createPrivateKey(readFileSync(file));
+    }
+    return privateKey;
   }
 
   async sign(name: string, message: Uint8Array): Promise<Uint8Array> {

@@ -1,8 +1,9 @@
 // The witness's own Ed25519 key: generated on first start into its data directory (PKCS#8 PEM,
 // mode 0600) and never shared with the log, so a compromised log cannot cosign for it.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createKeyFile } from '../lib/key-file.ts';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
 
@@ -15,37 +16,6 @@ export interface WitnessKey {
 /** A key file that exists but holds no usable key: said in one line (the operator restores it), never a stack. */
 export class WitnessKeyDamaged extends Error {}
 
-/** Writes the new key durably: the witness's database is synchronous=FULL, and a database that
- * survives a power loss beside an empty key file would make the witness refuse to start, or sign
- * with a key the log does not pin. Written whole under a name of its own, then linked into place:
- * a link never overwrites (EEXIST: another starting process won), and a process starting beside
- * this one never reads the file half written (it read an empty one and refused to start). */
-function writeKeyFile(path: string, dataDir: string, pem: string): void {
-  const partial = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
-  try {
-    writeWhole(partial, pem);
-    linkSync(partial, path);
-  } catch (e) {
-    // A file system without hard links (SMB and other network shares, FAT): the file is created
-    // in place, exclusively, as before links were used; only the half-written read can recur there.
-    if (!NO_LINKS.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
-    writeWhole(path, pem);
-  } finally {
-    rmSync(partial, { force: true });
-  }
-  const dir = openSync(dataDir, 'r');
-  try { fsyncSync(dir); } finally { closeSync(dir); }
-}
-
-/** What link(2) answers where the file system has no hard links. */
-const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
-
-/** Creates `path` ('wx': never over another's file) holding `text`, flushed. */
-function writeWhole(path: string, text: string): void {
-  const fd = openSync(path, 'wx', 0o600);
-  try { writeSync(fd, text); fsyncSync(fd); } finally { closeSync(fd); }
-}
-
 export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, WITNESS_KEY_FILE);
@@ -57,7 +27,10 @@ export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
     const { privateKey } = generateKeyPairSync('ed25519');
     pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
     try {
-      writeKeyFile(path, dataDir, pem);
+      // Durably: the witness's database is synchronous=FULL, and a database that survived a power
+      // loss beside an empty key file would make the witness refuse to start, or sign with a key
+      // the log does not pin.
+      createKeyFile(path, pem);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       pem = readFileSync(path, 'utf8');

@@ -1,7 +1,8 @@
-import { test } from 'node:test';
+import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPublicKey, verify } from 'node:crypto';
-import { mkdtempSync, statSync } from 'node:fs';
+import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
+import fs, { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalSigner } from '../../src/signer/local.ts';
@@ -27,4 +28,56 @@ test('signs with a persistent Ed25519 key kept private on disk', async () => {
 test('refuses key names that could escape the directory', async () => {
   const signer = new LocalSigner(mkdtempSync(join(tmpdir(), 'gavel-keys-')));
   await assert.rejects(signer.sign('../x', new Uint8Array()), /invalid key name/);
+});
+
+/** Runs `body` with fs.writeSync, which writes a new key file's text, replaced (imported by name, hence the sync). */
+async function withWriteSync(replacement: (fd: number, text: string) => number, body: () => Promise<void>): Promise<void> {
+  mock.method(fs, 'writeSync', replacement as typeof fs.writeSync);
+  syncBuiltinESMExports();
+  try { await body(); } finally { mock.restoreAll(); syncBuiltinESMExports(); }
+}
+
+test('a key write that fails midway leaves no key file behind: the next use makes a whole key', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
+  const realWrite = fs.writeSync;
+  // A full disk (or a crash) after part of the PEM reached the file.
+  await withWriteSync((fd: number, data: string) => {
+    realWrite(fd, data.slice(0, 40));
+    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  }, async () => {
+    await assert.rejects(new LocalSigner(dir).publicKey('permits'), /ENOSPC/);
+  });
+  assert.deepEqual(readdirSync(dir), [], 'neither half a key nor a temporary file remains');
+  assert.equal((await new LocalSigner(dir).publicKey('permits')).length, 32);
+});
+
+test('two signers creating one key at once agree on it: the later one takes the key the first wrote', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
+  const realWrite = fs.writeSync;
+  let other: Promise<Uint8Array> | undefined;
+  let raced = false;
+  // Another process creates the key while this one is writing its own.
+  await withWriteSync((fd: number, data: string) => {
+    if (!raced) {
+      raced = true;
+      other = new LocalSigner(dir).publicKey('permits');
+    }
+    return realWrite(fd, data);
+  }, async () => {
+    const mine = await new LocalSigner(dir).publicKey('permits');
+    assert.deepEqual(mine, await other);
+  });
+  assert.deepEqual(await new LocalSigner(dir).publicKey('permits'), await other, 'the file holds the key both use');
+  assert.deepEqual(readdirSync(dir), ['permits.pem']);
+});
+
+test('a key file that holds another kind of key, or names a path, is refused', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  writeFileSync(join(dir, 'permits.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  await assert.rejects(new LocalSigner(dir).sign('permits', new Uint8Array([1])), /key permits is not Ed25519/);
+  for (const name of ['a/../../x', 'sub/x', '.hidden', '', 'Upper', 'x'.repeat(102)]) {
+    await assert.rejects(new LocalSigner(dir).publicKey(name), /invalid key name/, name);
+  }
+  assert.equal((await new LocalSigner(dir).publicKey('x'.repeat(101))).length, 32, 'a name of 101 characters is allowed');
 });

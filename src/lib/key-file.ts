@@ -1,0 +1,36 @@
+// Creating a private key file durably and whole, for the witness's key and the local signer's.
+import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/** What link(2) answers where the file system has no hard links. */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
+/**
+ * Creates `path` (mode 0600) holding `pem`, durably: a key written beside a database that survives
+ * a power loss must survive it too. Written whole under a name of its own, then linked into place:
+ * a link never overwrites (EEXIST: another starting process won; read its key), and a process
+ * starting beside this one, or this one after a crash, never reads the file half written.
+ */
+export function createKeyFile(path: string, pem: string): void {
+  const partial = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
+  try {
+    writeWhole(partial, pem);
+    linkSync(partial, path);
+  } catch (e) {
+    // A file system without hard links (SMB and other network shares, FAT): the file is created
+    // in place, exclusively, as before links were used; only the half-written read can recur there.
+    if (!NO_LINKS.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+    writeWhole(path, pem);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+  const dir = openSync(dirname(path), 'r');
+  try { fsyncSync(dir); } finally { closeSync(dir); }
+}
+
+/** Creates `path` ('wx': never over another's file) holding `text`, flushed. */
+function writeWhole(path: string, text: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try { writeSync(fd, text); fsyncSync(fd); } finally { closeSync(fd); }
+}
