@@ -91,7 +91,8 @@ export function parseMerchants(doc: unknown, where = 'GAVEL_MERCHANTS_FILE'): Me
       const op = opRaw as Record<string, unknown>;
       for (const k of Object.keys(op)) if (k !== 'method' && k !== 'path') bad(`${opAt}.${k}`, 'unknown key (known: method, path)');
       if (!MERCHANT_METHODS.includes(op.method as MerchantMethod)) bad(`${opAt}.method`, `must be one of ${MERCHANT_METHODS.join(', ')}`);
-      if (typeof op.path !== 'string' || !/^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/.test(op.path) || op.path.startsWith('//') || op.path.includes('..')) {
+      // "%2e" is a dot to the URL parser too: "/%2e%2e/admin" would climb out of the base path as "/../admin" does.
+      if (typeof op.path !== 'string' || !/^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/.test(op.path) || op.path.startsWith('//') || op.path.replace(/%2e/gi, '.').includes('..')) {
         bad(`${opAt}.path`, 'must be an absolute path starting with a single "/" (no "..", no query)');
       }
       ops.set(opName, { method: op.method as MerchantMethod, path: op.path as string });

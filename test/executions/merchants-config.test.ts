@@ -74,6 +74,49 @@ test('every bad key is named', () => {
   assert.throws(() => loadMerchants(join(dir, 'm.json')), (e: unknown) => e instanceof ConfigError && /GAVEL_MERCHANTS_FILE: cannot read .* as JSON \(unexpected character "w"\)/.test(e.message) && !/whsec-/.test(e.message));
 });
 
+test('names, types and paths at their edges: what is not as docs/executions.md describes is refused by its key', () => {
+  const name64 = 'n'.repeat(64);
+  const edges = parseMerchants({ merchants: { [name64]: { ...good, base_url: 'http://127.0.0.1:7444', operations: { [name64]: { method: 'DELETE', path: '/v1.2/a_b-c~d/%41' } } } } });
+  const m = edges.get(name64)!;
+  assert.equal(m.urlOf(m.operations.get(name64)!).toString(), 'http://127.0.0.1:7444/v1.2/a_b-c~d/%41', 'plain http, and 64-character names, load');
+  const cases: [unknown, RegExp][] = [
+    [{ merchants: { ['n'.repeat(65)]: good } }, /merchants\.n{65}: a merchant name is 1-64/],
+    [{ merchants: { 'a b': good } }, /merchants\.a b: a merchant name/],
+    [{ merchants: { acme: { ...good, operations: { ['o'.repeat(65)]: good.operations.charge } } } }, /operations\.o{65}: an operation name/],
+    [{ merchants: [] }, /merchants: must be an object mapping/],
+    [{ merchants: 'acme' }, /merchants: must be an object mapping/],
+    [{ merchants: null }, /merchants: must be an object mapping/],
+    // Only a string is a URL: an array holding one would pass String() and the URL parser.
+    [{ merchants: { acme: { ...good, base_url: ['https://pay.example/api'] } } }, /merchants\.acme\.base_url: must be a string/],
+    [{ merchants: { acme: { ...good, base_url: 'https://user@pay.example/api' } } }, /merchants\.acme\.base_url: must carry no query, fragment or credentials/],
+    [{ merchants: { acme: { ...good, secret: 12345678901234567 } } }, /merchants\.acme\.secret: must be a string/],
+    [{ merchants: { acme: { ...good, secret: Array(20).fill('s') } } }, /merchants\.acme\.secret: must be a string/],
+    [{ merchants: { acme: { ...good, timeout_ms: null } } }, /merchants\.acme\.timeout_ms: must be an integer between 1 and 120000/],
+    [{ merchants: { acme: { ...good, timeout_ms: '5000' } } }, /merchants\.acme\.timeout_ms/],
+    [{ merchants: { acme: { ...good, operations: 'charge' } } }, /merchants\.acme\.operations: must be a non-empty object/],
+    [{ merchants: { acme: { ...good, operations: [good.operations.charge] } } }, /merchants\.acme\.operations: must be a non-empty object/],
+  ];
+  // A dot spelt %2e is a dot to the URL parser: each of these would climb out of the base path.
+  for (const path of ['/a/%2e%2e/admin', '/%2E%2e/admin', '/.%2e/x', '/%2e./x', '/x/%2e%2E']) {
+    cases.push([{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path } } } } }, /operations\.charge\.path: must be an absolute path/]);
+  }
+  for (const [doc, re] of cases) {
+    assert.throws(() => parseMerchants(doc), (e: unknown) => e instanceof ConfigError && re.test(e.message), JSON.stringify(doc));
+  }
+});
+
+test('the file: one that cannot be read is named, and an error inside it names the file and the key', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-m-'));
+  const missing = join(dir, 'missing.json');
+  assert.throws(() => loadMerchants(missing), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_MERCHANTS_FILE' && e.message.startsWith(`configuration GAVEL_MERCHANTS_FILE: cannot read ${missing} (ENOENT`));
+  const file = join(dir, 'm.json');
+  writeFileSync(file, JSON.stringify({ merchants: { acme: { ...good, timeout_ms: 0 } } }));
+  assert.throws(() => loadMerchants(file), (e: unknown) => e instanceof ConfigError && e.key === `GAVEL_MERCHANTS_FILE ${file}: merchants.acme.timeout_ms`
+    && e.message === `configuration GAVEL_MERCHANTS_FILE ${file}: merchants.acme.timeout_ms: must be an integer between 1 and 120000`);
+  writeFileSync(file, JSON.stringify({ merchants: { acme: good } }));
+  assert.equal(loadMerchants(file).get('acme')!.timeoutMs, 2000);
+});
+
 test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execution id and body, verified by the merchant side', () => {
   const r = { method: 'POST', path: '/charges?v=2', idempotencyKey: 'order-1', executionId: 'exe_1', body: '{"a":1}' };
   const h = signatureHeader('k'.repeat(20), r, 1700000000);
