@@ -1,7 +1,7 @@
 // Configuration: defaults < optional JSON config file (GAVEL_CONFIG) < GAVEL_* environment.
 // Validated once at start; a bad value stops the process with a message naming the key.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseJsonExactly, repeatedMembers, whereJsonBreaks } from '../lib/json-parse.ts';
 import { parseVkey, SIG_TYPE_COSIGNATURE_V1 } from '../domain/auditlog/note.ts';
@@ -83,6 +83,10 @@ const url = (protocols: string[], credentials = true) => (raw: string) => {
   return raw;
 };
 
+/** IPv4-mapped IPv6 addresses (::ffff:a.b.c.d), however spelt: 0:0:0:0:0:ffff:…, 0::ffff:… are the same. */
+const IPV4_MAPPED = new BlockList();
+IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+
 /** Proxies by address or CIDR range, comma-separated; never "true" or a hop count, which would believe any client's header. */
 const proxies = (raw: string): string[] => {
   const list = raw.split(',').map((p) => p.trim());
@@ -98,7 +102,7 @@ const proxies = (raw: string): string[] => {
     // IPv4 clients are matched against IPv6 ranges in their mapped form (::ffff:a.b.c.d), so
     // ::ffff:0:0/96 is IPv4's /0. The narrowest private ranges are IPv4 /8 and IPv6 ULA's /7.
     if (bits !== undefined) {
-      const mapped = family === 6 && /^::ffff:/i.test(address);
+      const mapped = family === 6 && IPV4_MAPPED.check(address, 'ipv6');
       const prefix = mapped ? Number(bits) - 96 : Number(bits);
       if (prefix < (family === 4 || mapped ? 8 : 7)) throw new Error(`${p} trusts too wide a range (any client there could choose its own address); list the proxies`);
     }
@@ -106,7 +110,8 @@ const proxies = (raw: string): string[] => {
   return list;
 };
 
-const SPECS: Record<keyof Config, Spec> = {
+/** Every setting: its variable, its key in the GAVEL_CONFIG file, and its parser (README.md's table lists them). */
+export const SPECS: Record<keyof Config, Spec> = {
   host: { env: 'GAVEL_HOST', file: 'host', parse: text },
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
   dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: text },
