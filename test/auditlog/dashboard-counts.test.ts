@@ -45,6 +45,11 @@ for (const backend of backends()) {
       await db.insertInto('audit_log_state').values({ id: 1, origin: 'gavel.test/log', size: 7, root: new Uint8Array(32), updated_at: at(-10) }).execute();
       const grown = await dashboardSections(db, 'prj_mine', NOW);
       assert.deepEqual([grown.audit_log.tree_size, grown.audit_log.latest_checkpoint, grown.audit_log.witnessed_size], [7, null, null]);
+      // A newer checkpoint than the witnessed one shows as not witnessed yet, beside the witnessed size.
+      const checkpoint = (size: number, witnessedAt: string | null) => ({ size, root: new Uint8Array(32), note: `note ${size}`, created_at: at(-100 + size), cosignatures: witnessedAt && '— w x\n', witnessed_at: witnessedAt });
+      await db.insertInto('audit_checkpoints').values([checkpoint(3, at(-50)), checkpoint(7, null)]).execute();
+      const pending = (await dashboardSections(db, 'prj_mine', NOW)).audit_log;
+      assert.deepEqual([pending.latest_checkpoint, pending.witnessed_size], [{ size: 7, created_at: at(-93), witnessed_at: null }, 3]);
     } finally { await ts.cleanup(); }
   });
 }

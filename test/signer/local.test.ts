@@ -25,6 +25,13 @@ test('signs with a persistent Ed25519 key kept private on disk', async () => {
   assert.notDeepEqual(await signer.publicKey('checkpoints'), pub);
 });
 
+test('the keys directory it creates is its owner\'s alone, whatever the umask', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'gavel-keys-')), 'keys');
+  const umask = process.umask(0o022);
+  try { new LocalSigner(dir); } finally { process.umask(umask); }
+  assert.equal(statSync(dir).mode & 0o777, 0o700);
+});
+
 test('refuses key names that could escape the directory', async () => {
   const signer = new LocalSigner(mkdtempSync(join(tmpdir(), 'gavel-keys-')));
   await assert.rejects(signer.sign('../x', new Uint8Array()), /invalid key name/);

@@ -3,7 +3,7 @@
 // name signs nothing (signer/pinned.ts).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, copyFileSync } from 'node:fs';
+import { mkdtempSync, copyFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -28,10 +28,12 @@ for (const backend of backends()) {
 
     test('the first key used under a name is recorded; another instance verifies with it and signs nothing', async () => {
       const first = new PinnedSigner(new LocalSigner(keysDir()), ts.store.db);
-      const secondKeys = new LocalSigner(keysDir());
+      const secondDir = keysDir();
+      const secondKeys = new LocalSigner(secondDir);
       const second = new PinnedSigner(secondKeys, ts.store.db);
       const recorded = await first.publicKey('permit-a');
       assert.deepEqual(await second.publicKey('permit-a'), recorded, 'the second instance verifies against the recorded key');
+      assert.deepEqual(readdirSync(secondDir), [], 'verifying against the record makes no key of its own');
       assert.equal((await first.sign('permit-a', new Uint8Array([1]))).length, 64);
       const refused = await second.sign('permit-a', new Uint8Array([1])).catch((e: unknown) => e);
       assert.ok(refused instanceof SigningKeyMismatch);
