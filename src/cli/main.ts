@@ -6,7 +6,7 @@ import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
 import { writeSync } from 'node:fs';
-import { LocalSigner } from '../signer/local.ts';
+import { LocalSigner, SigningKeyDamaged } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
@@ -223,7 +223,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { createKeyFile } from '../lib/key-file.ts';
 import type { Signer } from './signer.ts';
 
+/** A key file that exists but holds no usable key: said in one line at start (the operator restores it), never a stack. */
+export class SigningKeyDamaged extends Error {}
+
 const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,100}$/;
 
 export class LocalSigner implements Signer {
@@ -23,13 +26,19 @@ export class LocalSigner implements Signer {
     if (!NAME_RE.test(name)) throw new Error(`invalid key name ${JSON.stringify(name)}`);
     const file = join(this.#dir, `${name}.pem`);
     let key: KeyObject;
+    let pem: Buffer | undefined;
     try {
-      key = createPrivateKey(readFileSync(file));
+      pem = readFileSync(file);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      key = this.#create(file);
     }
-    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`key ${name} is not Ed25519`);
+    if (pem === undefined) key = this.#create(file);
+    else {
+      try { key = createPrivateKey(pem); } catch {
+        throw new SigningKeyDamaged(`${file} holds no readable private key (empty or damaged): restore it from a backup or from another instance's <data dir>/keys; a new key would not be the one permits and checkpoints were signed with`);
+      }
+    }
+    if (key.asymmetricKeyType !== 'ed25519') throw new SigningKeyDamaged(`${file} holds a ${key.asymmetricKeyType} key, not an Ed25519 one`);
     this.#keys.set(name, key);
     return key;
   }

@@ -5,11 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { MAIN, spawnGavel } from '../support/process.ts';
+import { LOG_KEY } from '../../src/services/auditlog/log.ts';
 
 const gavel = (args: string[], env: Record<string, string | undefined>) =>
   spawnSync(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, encoding: 'utf8', timeout: 60_000 });
@@ -111,5 +112,17 @@ test('a bad configuration value stops serve and migrate with one line naming its
     assert.equal(extra.status, 2, extra.stderr);
     assert.match(extra.stderr, /^gavel: gavel migrate takes no arguments \(got "down"\)/);
     assert.throws(() => statSync(data), 'no data directory was made');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a damaged signing key is one line naming its file, exit 2, and the file is left for the operator to restore', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-start-'));
+  try {
+    mkdirSync(join(dir, 'keys'), { mode: 0o700 });
+    writeFileSync(join(dir, 'keys', `${LOG_KEY}.pem`), '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2Vw', { mode: 0o600 });
+    const failed = gavel(['serve'], { GAVEL_DATA_DIR: dir });
+    assert.equal(failed.status, 2, failed.stderr);
+    assert.match(failed.stderr, new RegExp(`^gavel: ${join(dir, 'keys', LOG_KEY)}\\.pem holds no readable private key \\(empty or damaged\\)`));
+    assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });

@@ -5,7 +5,7 @@ import fs, { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalSigner } from '../../src/signer/local.ts';
+import { LocalSigner, SigningKeyDamaged } from '../../src/signer/local.ts';
 
 const spki = (raw: Uint8Array) => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
 
@@ -82,7 +82,11 @@ test('a key file that holds another kind of key, or names a path, is refused', a
   const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   writeFileSync(join(dir, 'permits.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  await assert.rejects(new LocalSigner(dir).sign('permits', new Uint8Array([1])), /key permits is not Ed25519/);
+  await assert.rejects(new LocalSigner(dir).sign('permits', new Uint8Array([1])), (e: unknown) => e instanceof SigningKeyDamaged && e.message === `${join(dir, 'permits.pem')} holds a ec key, not an Ed25519 one`);
+  // A damaged file is said as such, naming it, and never replaced by a new key.
+  writeFileSync(join(dir, 'log.pem'), '');
+  await assert.rejects(new LocalSigner(dir).publicKey('log'), (e: unknown) => e instanceof SigningKeyDamaged && e.message.startsWith(`${join(dir, 'log.pem')} holds no readable private key (empty or damaged): restore it`));
+  assert.equal(statSync(join(dir, 'log.pem')).size, 0);
   for (const name of ['a/../../x', 'sub/x', '.hidden', '', 'Upper', 'x'.repeat(102)]) {
     await assert.rejects(new LocalSigner(dir).publicKey(name), /invalid key name/, name);
   }
