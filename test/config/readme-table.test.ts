@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { MAIN } from '../support/process.ts';
 import { ConfigError, DEFAULTS, loadConfig, SPECS, type Config } from '../../src/config/config.ts';
 
 const rows = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n')
@@ -52,4 +54,11 @@ test('the log levels are the ones the table lists', () => {
   for (const level of levels) assert.equal(loadConfig({ GAVEL_LOG_LEVEL: level }).logLevel, level);
   assert.ok(levels.includes('silent'));
   refused({ GAVEL_LOG_LEVEL: 'INFO' });
+});
+
+test('`gavel help` names the same variables', () => {
+  const help = spawnSync(process.execPath, [MAIN, 'help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0, help.stderr);
+  const named = [...help.stdout.slice(help.stdout.indexOf('configuration:')).matchAll(/GAVEL_[A-Z_]+/g)].map((m) => m[0]).filter((v) => v !== 'GAVEL_CONFIG');
+  assert.deepEqual(named.sort(), settings.map(([, s]) => s.env).sort());
 });
