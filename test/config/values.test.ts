@@ -37,6 +37,7 @@ test('the witness key is taken as written, space around it aside; a key given by
 test('proxies: a single address at full width is allowed; a padded width, or IPv4\'s /0 in upper-case IPv6 form, is not', () => {
   assert.deepEqual(loadConfig({ GAVEL_TRUST_PROXY: '10.0.0.5/32,::1/128' }).trustProxy, ['10.0.0.5/32', '::1/128']);
   refused({ GAVEL_TRUST_PROXY: '10.0.0.0/0008' }, 'GAVEL_TRUST_PROXY', /CIDR/);
+  refused({ GAVEL_TRUST_PROXY: '10.0.0.5 10.0.0.6' }, 'GAVEL_TRUST_PROXY', /separated by commas/);
   refused({ GAVEL_TRUST_PROXY: '::FFFF:0:0/96' }, 'GAVEL_TRUST_PROXY', /too wide/);
 });
 

@@ -82,6 +82,8 @@ test('names, types and paths at their edges: what is not as docs/executions.md d
   const cases: [unknown, RegExp][] = [
     [{ merchants: { ['n'.repeat(65)]: good } }, /merchants\.n{65}: a merchant name is 1-64/],
     [{ merchants: { 'a b': good } }, /merchants\.a b: a merchant name/],
+    [{ merchants: { '': good } }, /merchants\.: a merchant name/],
+    [{ merchants: { acme: { ...good, operations: { '': good.operations.charge } } } }, /operations\.: an operation name/],
     [{ merchants: { acme: { ...good, operations: { ['o'.repeat(65)]: good.operations.charge } } } }, /operations\.o{65}: an operation name/],
     [{ merchants: [] }, /merchants: must be an object mapping/],
     [{ merchants: 'acme' }, /merchants: must be an object mapping/],
