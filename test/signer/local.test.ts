@@ -92,3 +92,15 @@ test('a key file that holds another kind of key, or names a path, is refused', a
   }
   assert.equal((await new LocalSigner(dir).publicKey('x'.repeat(101))).length, 32, 'a name of 101 characters is allowed');
 });
+
+test('a new key reaches the disk before it takes its name, and its name reaches the disk too', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
+  const calls: string[] = [];
+  const { fsyncSync: realFsync, linkSync: realLink } = fs;
+  mock.method(fs, 'fsyncSync', (fd: number) => { calls.push('fsync'); realFsync(fd); });
+  mock.method(fs, 'linkSync', (from: string, to: string) => { calls.push(`link ${to.slice(dir.length + 1)}`); realLink(from, to); });
+  syncBuiltinESMExports();
+  try { await new LocalSigner(dir).publicKey('permits'); } finally { mock.restoreAll(); syncBuiltinESMExports(); }
+  // The key's bytes, then its name, then the directory entry: a power loss leaves no key or a whole one.
+  assert.deepEqual(calls, ['fsync', 'link permits.pem', 'fsync']);
+});
