@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
-import { ConfigError, isLoopbackHost, loadConfig, redactConfig } from '../config/config.ts';
+import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables } from '../config/config.ts';
 import { createService, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
@@ -115,6 +115,9 @@ async function serve(embedded: boolean): Promise<void> {
   }
   const { app } = service;
   app.log.info({ config: redactConfig(config) }, 'configuration');
+  for (const { name, meant } of unknownVariables()) {
+    app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`);
+  }
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {

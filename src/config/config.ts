@@ -222,3 +222,32 @@ export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
   return h === 'localhost' || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
 }
+
+/** GAVEL_* names read by something other than the server: the tests, the benchmarks, scripts/use-node24.sh. */
+const NOT_SETTINGS = /^GAVEL_(?:TEST_|BENCH_|NODE_HOME$)/;
+
+/**
+ * The GAVEL_* variables in `env` that no setting reads, each with the setting it was perhaps meant
+ * for: a misspelt variable (GAVEL_PROT) would otherwise leave its setting at the default unsaid,
+ * while a misspelt key in the file is refused. Warned about, not refused: a deployment may export
+ * variables of its own under the prefix.
+ */
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: string; meant?: string }[] {
+  const known = ['GAVEL_CONFIG', ...Object.values(SPECS).map((s) => s.env)];
+  return Object.keys(env).filter((name) => name.startsWith('GAVEL_') && !known.includes(name) && !NOT_SETTINGS.test(name)).sort()
+    .map((name) => {
+      const [meant] = known.map((k) => [k, editDistance(name, k)] as const).filter(([, d]) => d <= 2).sort((a, b) => a[1] - b[1]);
+      return meant ? { name, meant: meant[0] } : { name };
+    });
+}
+
+/** Levenshtein distance: how many single-character edits turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -35,3 +35,19 @@ for (const backend of backends()) {
     }
   });
 }
+
+test('a GAVEL_* variable no setting reads is warned about at start, with the setting it was perhaps meant for', async () => {
+  const [sqlite] = backends();
+  const ts = await sqlite!.open({ migrate: false });
+  // GAVEL_PROT: a typo of GAVEL_PORT. GAVEL_TEST_*: the tests' own, never warned about.
+  const server = await spawnGavel({ GAVEL_DATA_DIR: ts.dataDir, GAVEL_LOG_LEVEL: 'info', GAVEL_PROT: '7999', GAVEL_OWN_THING: '1', GAVEL_TEST_SOMETHING: '1' });
+  try {
+    const warned = () => server.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; variable?: string; meant?: string }).filter((l) => l.level === 40);
+    // Logged before the server listens, so before the line spawnGavel waits for.
+    assert.deepEqual(warned().map((w) => [w.variable, w.meant]), [['GAVEL_OWN_THING', undefined], ['GAVEL_PROT', 'GAVEL_PORT']], server.lines.join('\n'));
+    assert.match(warned()[1]!.msg, /^GAVEL_PROT is set but no setting reads it \(did you mean GAVEL_PORT\?\); it is ignored$/);
+  } finally {
+    await server.kill('SIGTERM');
+    await ts.cleanup();
+  }
+});
