@@ -102,6 +102,9 @@ for (const backend of backends()) {
       assert.equal(third.reason_code, 'policy_require_approval');
       assert.notEqual(third.approval_request_id, id);
       assert.match(third.detail, /approval_not_satisfied: .* is consumed/);
+      // Spent is what it is, whatever else differs: not "differs in amount".
+      const fourth = (await authorize({ ...req, amount: { ...LARGE, minor: LARGE.minor + 1 }, approval_request_id: id })).json();
+      assert.match(fourth.detail, new RegExp(`^approval_not_satisfied: approval request ${id} is consumed`));
       assert.equal((await obligation(id)).approval.consumed_by_decision, decision.decision_id);
     });
 

@@ -16,11 +16,13 @@ export type ApprovalCheck =
 export async function checkApproval(trx: Tx, projectId: string, approvalRequestId: string, request: RequestFacts, now: Date): Promise<ApprovalCheck> {
   const row = await trx.selectFrom('approval_requests').selectAll().where('project_id', '=', projectId).where('id', '=', approvalRequestId).executeTakeFirst();
   if (!row) return { kind: 'unsatisfied', detail: `approval_not_satisfied: no approval request ${approvalRequestId} in this project` };
+  const status = effectiveStatus(row, now);
+  // A closed obligation (consumed, withdrawn, expired, lapsed) says so first: whatever the request,
+  // nothing discharges it any more, and "differs in policy_version" would hide that it was spent.
+  if (status !== 'pending' && status !== 'approved') return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is ${status}` };
   const differs = uncoveredField(obligationFacts(row), request);
   if (differs) return { kind: 'unsatisfied', detail: `approval_not_satisfied: the request differs from approval request ${row.id} in ${differs}` };
-  const status = effectiveStatus(row, now);
   if (status === 'pending') return { kind: 'pending' };
-  if (status !== 'approved') return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is ${status}` };
   const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
   if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
   const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at);
