@@ -97,7 +97,10 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new Problem(400, 'invalid_content_length', 'the content-length header does not match the body');
   }
-  if (error instanceof SyntaxError || error.statusCode === 400 && /JSON/i.test(error.message)) {
+  // Request bodies are parsed by http/body.ts, which throws its own problems, and by Fastify's parser
+  // (the codes above, or a 400 naming JSON). A bare SyntaxError is the service failing to read JSON
+  // it stored or made itself: its fault, a logged 500, not the client's malformed_json (decision 0001).
+  if (error.statusCode === 400 && /JSON/i.test(error.message)) {
     return new Problem(400, 'malformed_json', 'the body is not valid JSON');
   }
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {

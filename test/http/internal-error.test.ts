@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import Fastify from 'fastify';
-import { installErrorHandling } from '../../src/http/errors.ts';
+import Fastify, { type FastifyError } from 'fastify';
+import { installErrorHandling, toProblem } from '../../src/http/errors.ts';
 
 test('a 500 names no detail of the fault to the caller, and logs the error with its stack', async () => {
   const lines: string[] = [];
@@ -22,5 +22,28 @@ test('a 500 names no detail of the fault to the caller, and logs the error with 
     assert.ok(logged, lines.join(''));
     assert.match(logged.err.message, /secret_column/);
     assert.match(logged.err.stack, /internal-error\.test\.ts/);
+  } finally { await app.close(); }
+});
+
+// A request body that is not JSON is refused by http/body.ts (or Fastify's parser) before any
+// handler runs; a SyntaxError a handler throws is the service misreading JSON of its own (a damaged
+// row, say): a logged 500, not the client's malformed_json.
+test('a bare SyntaxError is a 500 internal_error, logged; Fastify\'s own body errors stay 400 malformed_json', async () => {
+  assert.deepEqual([toProblem(new SyntaxError('x') as FastifyError).status, toProblem(new SyntaxError('x') as FastifyError).code], [500, 'internal_error']);
+  const fastifyError = (code: string | undefined, message: string) => Object.assign(new SyntaxError(message), { code, statusCode: 400 }) as FastifyError;
+  assert.equal(toProblem(fastifyError('FST_ERR_CTP_INVALID_JSON_BODY', "Body is not valid JSON but content-type is set to 'application/json'")).code, 'malformed_json');
+  assert.equal(toProblem(fastifyError(undefined, 'Unexpected end of JSON input')).code, 'malformed_json');
+
+  const lines: string[] = [];
+  const stream = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
+  const app = Fastify({ logger: { level: 'error', stream } });
+  installErrorHandling(app, () => []);
+  app.get('/stored', async () => JSON.parse('{"roles": [') as unknown);
+  try {
+    const res = await app.inject({ method: 'GET', url: '/stored' });
+    assert.equal(res.statusCode, 500, res.body);
+    assert.equal(res.json().code, 'internal_error');
+    const logged = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
+    assert.equal(logged?.err.type, 'SyntaxError', lines.join(''));
   } finally { await app.close(); }
 });
