@@ -53,3 +53,24 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`an event whose stored data is no longer JSON lists as 500 log_damaged, not the caller's malformed_json (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      const ids = await addEvents(a.svc.ts.store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      await a.svc.ts.store.db.updateTable('audit_events').set({ data: '{"n": 1' }).where('id', '=', ids[1]!).execute();
+      const key = await a.svc.keyHeader(['AUDITOR']);
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      for (const [url, headers] of [[`/v1/projects/${a.svc.projectId}/audit`, key], [`/v1/console/projects/${a.svc.projectId}/audit`, auditor.get]] as const) {
+        const listed = await a.svc.app.inject({ method: 'GET', url, headers });
+        assert.equal(listed.statusCode, 500, listed.body);
+        assert.equal(listed.json().code, 'log_damaged');
+        assert.match(listed.json().detail, new RegExp(`audit event ${ids[1]} is not JSON`));
+      }
+      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[1] } });
+      assert.equal(v.json().verification, 'INVALID', v.body);
+    } finally { await a.stop(); }
+  });
+}

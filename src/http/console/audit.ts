@@ -13,7 +13,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
-      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }) },
+      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };

@@ -54,7 +54,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['audit'], summary: 'Audit events of the project, newest first',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }) },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };

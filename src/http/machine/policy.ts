@@ -266,7 +266,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     schema: {
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
-      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity'] }) },
+      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'] }) },
     },
   }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
 

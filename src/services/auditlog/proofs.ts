@@ -165,11 +165,22 @@ export interface AuditEventView {
   leaf_index: number | null;
 }
 
+/**
+ * An event's stored `data`, read. Text that no longer parses was damaged in the store (every event
+ * is written as JSON by the service): `log_damaged`, not the caller's fault, and its leaf no
+ * longer recomputes, so the verification route says INVALID for it.
+ */
+export function storedEventData(id: string, text: string): unknown {
+  try { return parseJsonExactly(text); } catch {
+    throw new Problem(500, 'log_damaged', `the stored data of audit event ${id} is not JSON: its store is damaged; the verification route reports the same`);
+  }
+}
+
 /** Events of a project, newest first by id, paged with limit+1. */
 export async function listAuditEvents(db: Db, projectId: string, before: string | undefined, limit: number): Promise<AuditEventView[]> {
   let q = db.selectFrom('audit_events').select(['id', 'kind', 'actor', 'created_at', 'data', 'leaf_index'])
     .where('project_id', '=', projectId).orderBy('id', 'desc').limit(limit + 1);
   if (before !== undefined) q = q.where('id', '<', before);
   const rows = await q.execute();
-  return rows.map((r) => ({ ...r, data: parseJsonExactly(r.data) as unknown, leaf_index: r.leaf_index === null ? null : Number(r.leaf_index) }));
+  return rows.map((r) => ({ ...r, data: storedEventData(r.id, r.data), leaf_index: r.leaf_index === null ? null : Number(r.leaf_index) }));
 }

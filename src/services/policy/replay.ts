@@ -13,7 +13,7 @@ import { compiledVersion, PolicyIntegrityError } from './active.ts';
 import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 import { requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
-import { parseJsonExactly } from '../../lib/json-parse.ts';
+import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
 
 /** Longest stretch of replay evaluation between two turns of the event loop. */
@@ -105,11 +105,11 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   if (compiled === null) throw new Error('a stored policy version vanished while replaying');
 
   const last = body.last ?? REPLAY_DEFAULT;
-  let q = db.selectFrom('audit_events').select(['created_at', 'data']).where('project_id', '=', projectId).where('kind', '=', 'decision');
+  let q = db.selectFrom('audit_events').select(['id', 'created_at', 'data']).where('project_id', '=', projectId).where('kind', '=', 'decision');
   if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
   if (typeof until === 'number') q = q.where('created_at', '<', new Date(until).toISOString());
   const events = await q.orderBy('id', 'desc').limit(last).execute();
-  const rows = events.map((e) => ({ created_at: e.created_at, ...(parseJsonExactly(e.data) as DecisionEventData) }));
+  const rows = events.map((e) => ({ created_at: e.created_at, ...(storedEventData(e.id, e.data) as DecisionEventData) }));
 
   const roots = await rootPermits(db, projectId, rows.flatMap((r) => (r.permit_commitment === null ? [] : [r.permit_commitment])));
   const result: ReplayResult = {
