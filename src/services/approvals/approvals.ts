@@ -89,8 +89,8 @@ type ObligationRow = ApprovalRequestsTable & { usable?: number | boolean | null 
 
 export function obligationView(r: ObligationRow, a: ApprovalsTable | undefined, now: Date): ObligationView {
   const facts = obligationFacts(r);
-  let matched: string[] = [];
-  try { matched = JSON.parse(r.matched_rules) as string[]; } catch { /* stored by us; never malformed */ }
+  // Stored by the decision's commit: rules that no longer read are damage, a 500, not an empty list.
+  const matched = facts.matched_rules ?? recordedRules(r.matched_rules);
   return {
     id: r.id, status: effectiveStatus(r, now, r.usable === undefined || r.usable === null ? undefined : Boolean(Number(r.usable))), agent: r.agent, action: r.action, resource: r.resource, amount: facts.amount,
     intent: r.intent, execution: facts.execution === null ? null : parseJsonExactly(facts.execution), policy_version: facts.policy_version, matched_rules: matched, permit_commitment: r.permit_commitment,
