@@ -32,8 +32,13 @@ export async function holdTable(url: string, schema: string, table: string, mode
  * `commit` runs `sql` (the row's change that the waiting writer will then see) and commits.
  */
 export async function holdRow(url: string, schema: string, table: string, id: string): Promise<HeldTable & { commit(sql: string, params: unknown[]): Promise<void> }> {
+  return holdRowsWhere(url, schema, table, 'id = $1', [id]);
+}
+
+/** holdRow for the rows `where` selects (a condition with $n placeholders): a table keyed otherwise. */
+export async function holdRowsWhere(url: string, schema: string, table: string, where: string, params: unknown[]): Promise<HeldTable & { commit(sql: string, params: unknown[]): Promise<void> }> {
   const client = await connect(url, schema);
-  await client.query(`select 1 from ${table} where id = $1 for update`, [id]);
+  await client.query(`select 1 from ${table} where ${where} for update`, params);
   const release = releaser(client);
   return {
     reached: (like, options) => reached(client, schema, table, like, release, options),
