@@ -8,7 +8,7 @@ import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
-import { chainHoldingLink, permitViews, recordDelegatedLinks, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
+import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
 import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
 
@@ -125,12 +125,10 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const { commitment } = request.params as { commitment: string };
     const { permit: presented } = request.body as Static<typeof RevokeBody>;
     const projectId = request.auth!.projectId;
-    const now = app.gavel.clock.now();
     const chain = presented === undefined ? undefined : await chainHoldingLink(app.gavel.signer, projectId, presented, commitment);
-    return app.gavel.store.transaction(async (trx) => {
-      if (chain) await recordDelegatedLinks(trx, projectId, chain, now);
-      return revokePermit(trx, { projectId, commitment, actor: request.auth!.actor, now });
-    });
+    return app.gavel.store.transaction((trx) => revokePermit(trx, {
+      projectId, commitment, actor: request.auth!.actor, now: () => app.gavel.clock.now(), dialect: app.gavel.store.dialect, ...(chain ? { chain } : {}),
+    }));
   });
 }
 

@@ -80,7 +80,7 @@ export interface StateChange { projectId: string; did: string; actor: string; re
  * of the freeze. Plain reads (ACCESS SHARE) go on. Taken first, before the freeze holds any other
  * lock a decision could wait for.
  */
-async function queueAheadOfDecisions(trx: Tx, dialect: Dialect | undefined): Promise<void> {
+export async function queueAheadOfDecisions(trx: Tx, dialect: Dialect | undefined): Promise<void> {
   if (dialect === 'postgres') await sql`lock table agents in exclusive mode`.execute(trx);
 }
 

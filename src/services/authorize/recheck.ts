@@ -2,11 +2,12 @@
 // its frozen state) and checks what the decision must check under its commit.
 //
 // The presented permit chain, for revocation (`revoked`). Under READ COMMITTED (PostgreSQL) the
-// column reads the statement's snapshot, taken before a wait for the agent's lock: a revocation
-// that commits during such a wait (only a freeze holds the lock) is ordered after the decision.
-// That is allowed: the decision was in flight when the revocation answered, and revocation binds
-// the next decision (issue 5: "on the next decision everywhere"). A freeze binds in-flight
-// decisions too, and is read from the locked row's latest version. (Decision 0011, addendum.)
+// column reads the statement's snapshot, taken once the statement holds the agents table's ROW
+// SHARE lock but before any wait for the agent's row, or later for a budget's. A revocation cannot
+// commit between that read and the decision's commit: it first takes the table lock in EXCLUSIVE
+// mode (permits.ts, revokePermit), which waits for this transaction to end, and a decision asking
+// for the table lock after it waits for it, then reads it. (Decision 0011, addendum of session 36.)
+// A freeze takes the same table lock, and is also read from the locked row's latest version.
 //
 // PostgreSQL: a decision planned with a cached API key context and a cached policy pointer
 // (CHECKED_AT_COMMIT, store/read-epoch.ts) checks both in the same statement, so the cache costs no

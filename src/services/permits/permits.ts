@@ -6,9 +6,9 @@ import { sql } from 'kysely';
 import { issuePermit, permitCommitment, PermitError, verifyPermitSignatures, type GavelConstraints, type VerifiedPermit } from '../../domain/permit/index.ts';
 import { Problem } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
-import type { Db, Tx } from '../../store/store.ts';
+import type { Db, Dialect, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
-import { ensureAgent } from '../agents/agents.ts';
+import { ensureAgent, queueAheadOfDecisions } from '../agents/agents.ts';
 import { fixedSql, queryFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -107,19 +107,42 @@ export async function chainHoldingLink(signer: Signer, projectId: string, presen
   return verified.permit;
 }
 
-export async function revokePermit(trx: Tx, input: { projectId: string; commitment: string; actor: string; now: Date }): Promise<PermitView> {
-  const at = input.now.toISOString();
-  const row = await trx.updateTable('permits').set({ revoked_at: at, revoked_by: input.actor })
-    .where('project_id', '=', input.projectId).where('commitment', '=', input.commitment).where('revoked_at', 'is', null)
+/**
+ * `chain`: a chain holding a link no decision has presented yet (chainHoldingLink): its links are
+ * recorded once the lock below is held.
+ * `dialect` postgres: the revocation queues ahead of decisions as a freeze does (agents.ts,
+ * queueAheadOfDecisions). A decision reads the chain's revocation under its commit, holding the
+ * agents table's ROW SHARE lock from that read to its commit (recheck.ts, one-statement.ts): the
+ * revocation waits for the decisions in flight to commit, and every later one waits for it and
+ * then reads it. Without the lock a decision that had read the chain as standing, then waited (for
+ * a contended budget row, say), recorded an ALLOW after the revocation had committed and answered.
+ * `now` is read once the lock is held, so revoked_at is when the revocation took effect.
+ */
+export async function revokePermit(trx: Tx, input: { projectId: string; commitment: string; actor: string; now: Date | (() => Date); dialect?: Dialect; chain?: VerifiedPermit }): Promise<PermitView> {
+  const { projectId, commitment } = input;
+  // A revocation that changes nothing takes no lock: the table lock pauses every decision of the database.
+  if (input.dialect === 'postgres') {
+    const current = await trx.selectFrom('permits').select('revoked_at').where('project_id', '=', projectId).where('commitment', '=', commitment).executeTakeFirst();
+    if (current?.revoked_at) throw alreadyRevoked(current.revoked_at);
+    if (!current && !input.chain) throw unknownPermit();
+  }
+  await queueAheadOfDecisions(trx, input.dialect);
+  const now = typeof input.now === 'function' ? input.now() : input.now;
+  if (input.chain) await recordDelegatedLinks(trx, projectId, input.chain, now);
+  const row = await trx.updateTable('permits').set({ revoked_at: now.toISOString(), revoked_by: input.actor })
+    .where('project_id', '=', projectId).where('commitment', '=', commitment).where('revoked_at', 'is', null)
     .returningAll().executeTakeFirst();
   if (!row) {
-    const exists = await trx.selectFrom('permits').select('revoked_at').where('project_id', '=', input.projectId).where('commitment', '=', input.commitment).executeTakeFirst();
-    if (!exists) throw new Problem(404, 'not_found', 'no permit with this commitment in the project; a delegated link no decision has presented yet is revoked by sending its chain as `permit`');
-    throw new Problem(409, 'already_revoked', `the permit was revoked at ${exists.revoked_at}`);
+    const exists = await trx.selectFrom('permits').select('revoked_at').where('project_id', '=', projectId).where('commitment', '=', commitment).executeTakeFirst();
+    if (!exists) throw unknownPermit();
+    throw alreadyRevoked(exists.revoked_at);
   }
-  await recordAudit(trx, { projectId: input.projectId, kind: 'permit.revoked', actor: input.actor, data: { commitment: input.commitment } });
-  return (await permitViews(trx, input.projectId, [row], input.now))[0]!;
+  await recordAudit(trx, { projectId, kind: 'permit.revoked', actor: input.actor, data: { commitment } });
+  return (await permitViews(trx, projectId, [row], now))[0]!;
 }
+
+const unknownPermit = () => new Problem(404, 'not_found', 'no permit with this commitment in the project; a delegated link no decision has presented yet is revoked by sending its chain as `permit`');
+const alreadyRevoked = (at: string | null) => new Problem(409, 'already_revoked', `the permit was revoked at ${at}`);
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
 export async function anyRevoked(trx: Tx | Db, chain: string[], target?: SqlTarget): Promise<boolean> {
