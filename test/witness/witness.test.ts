@@ -220,6 +220,14 @@ test('the client reads only what the protocol says: a malformed 200, a 409 witho
   try {
     answer = { status: 200, body: 'hello\n' };
     assert.equal((await submit()).kind, 'unavailable', 'a 200 whose lines are not signature lines');
+    answer = { status: 200, body: '' };
+    assert.equal((await submit()).kind, 'unavailable', 'a 200 with no line at all');
+    answer = { status: 200, body: `\u2014 w ${Buffer.alloc(76).toString('base64')}\nhello\n` };
+    assert.equal((await submit()).kind, 'unavailable', 'a 200 with a signature line and another');
+    for (const body of ['\n', '05\n', '5', '-1\n', '5\n6\n']) {
+      answer = { status: 409, type: 'text/x.tlog.size', body };
+      assert.equal((await submit()).kind, 'refused', `a 409 whose body is not one size: ${JSON.stringify(body)}`);
+    }
     answer = { status: 409, body: '5\n' };
     assert.equal((await submit()).kind, 'refused', 'a 409 without text/x.tlog.size names no size');
     answer = { status: 409, type: 'text/x.tlog.size', body: '5\n' };
@@ -230,6 +238,8 @@ test('the client reads only what the protocol says: a malformed 200, a 409 witho
     assert.equal((await submit()).kind, 'unavailable', 'redirects are not followed');
     answer = { status: 204, body: '' };
     assert.equal(await holdsRoot(url, ORIGIN, new Uint8Array(32)), 'unavailable', 'only 200 is a cosigned checkpoint');
+    answer = { status: 307, body: '', location: `${url}/elsewhere` };
+    assert.equal(await holdsRoot(url, ORIGIN, new Uint8Array(32)), 'unavailable', 'a lookup is not redirected to another answer either');
   } finally {
     await new Promise((resolve) => server.close(resolve));
   }
