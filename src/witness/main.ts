@@ -4,7 +4,7 @@
 //   --name NAME           witness key name (default localhost/gavel-witness)
 //   --log ORIGIN=VKEY     a log it accepts (repeatable); --log VKEY uses the key name as origin
 import { parseArgs } from 'node:util';
-import { parseVkey, SIG_TYPE_ED25519 } from '../domain/auditlog/note.ts';
+import { checkKeyName, parseVkey, SIG_TYPE_ED25519 } from '../domain/auditlog/note.ts';
 import { startWitness, type RunningWitness, type WitnessLogConfig, type WitnessOptions } from './server.ts';
 
 export const WITNESS_USAGE = `usage: gavel witness --log ORIGIN=VKEY [--log …] [--data-dir DIR] [--host H] [--port P] [--name NAME]
@@ -54,6 +54,10 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
     byOrigin.set(origin, [...(byOrigin.get(origin) ?? []), vkey]);
   }
   if (byOrigin.size === 0) throw new Error('at least one --log ORIGIN=VKEY is required');
+  // Checked here too (startWitness checks it), so that a bad name is a mistake of the command line.
+  if (values.name !== undefined) {
+    try { checkKeyName(values.name); } catch (e) { throw new Error(`--name ${values.name}: ${(e as Error).message}`); }
+  }
   const logs: WitnessLogConfig[] = [...byOrigin].map(([origin, vkeys]) => ({ origin, vkeys }));
   return { dataDir: values['data-dir'] as string, host: values.host as string, port, logs, ...(values.name ? { name: values.name } : {}) };
 }

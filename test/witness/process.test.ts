@@ -36,6 +36,13 @@ test('parseWitnessArgs: ORIGIN=VKEY and bare VKEY (origin = key name), with defa
   assert.throws(() => parseWitnessArgs([]), /--log/);
   assert.throws(() => parseWitnessArgs(['--log', 'o=not-a-vkey']));
   assert.throws(() => parseWitnessArgs(['--log', vkey, '--port', '70000']));
+  assert.equal(parseWitnessArgs(['--log', vkey, '--port', '65535']).port, 65535, 'the highest port is a port');
+  for (const port of ['abc', '1e3', '0x10', '']) assert.throws(() => parseWitnessArgs(['--log', vkey, '--port', port]), /--port must be 0-65535/, port);
+  assert.throws(() => parseWitnessArgs(['--log', `=${vkey}`]), /not a verifier key/, 'an empty origin is no origin');
+  assert.equal(parseWitnessArgs(['--log', vkey, '--name', 'witness.example/w']).name, 'witness.example/w');
+  // Two keys for one origin (a log rotating its key): the witness accepts either.
+  const other = formatVkey('gavel.test/audit', SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
+  assert.deepEqual(parseWitnessArgs(['--log', `gavel.test/audit=${vkey}`, '--log', other]).logs, [{ origin: 'gavel.test/audit', vkeys: [vkey, other] }]);
 });
 
 test('gavel witness: --help prints the usage; a wrong command line is one line and the usage, exit 2, no stack trace', () => {
@@ -43,7 +50,8 @@ test('gavel witness: --help prints the usage; a wrong command line is one line a
   const help = run(['--help']);
   assert.equal(help.status, 0);
   assert.match(help.stdout, /^usage: gavel witness --log ORIGIN=VKEY/);
-  for (const [args, said] of [[[], /at least one --log/], [['--log'], /argument missing|--log/], [['--log', 'garbage'], /--log garbage: not a verifier key/], [['--nope'], /Unknown option '--nope'/], [['--log', `o=${formatVkey('w.example', 0x04, new Uint8Array(32).fill(7))}`], /not a log's Ed25519 key/]] as const) {
+  for (const [args, said] of [[[], /at least one --log/], [['--log'], /argument missing|--log/], [['--log', 'garbage'], /--log garbage: not a verifier key/], [['--nope'], /Unknown option '--nope'/], [['--log', `o=${formatVkey('w.example', 0x04, new Uint8Array(32).fill(7))}`], /not a log's Ed25519 key/],
+    [['--log', formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(7)), '--name', 'my witness'], /--name my witness: key name must be non-empty, without spaces/]] as const) {
     const r = run([...args]);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, said);
