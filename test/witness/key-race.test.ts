@@ -19,8 +19,8 @@ fs.writeSync = (...args) => { if (!paused) { paused = true; process.stderr.write
 syncBuiltinESMExports();`;
 
 /** A module to preload, written beside the data directory inside the test's own temporary one. */
-function preloadIn(dir: string, source: string): string {
-  const path = join(dir, 'preload.mjs');
+function preloadIn(dir: string, source: string, name = 'preload.mjs'): string {
+  const path = join(dir, name);
   writeFileSync(path, source);
   return path;
 }
@@ -69,6 +69,35 @@ test('on a file system without hard links the key is still created, in place, an
     assert.match(first.out, /^[0-9a-f]{64}$/);
     assert.equal(again.out, first.out, 'the next start reads the key it wrote');
     assert.deepEqual(readdirSync(join(dir, 'data')), ['witness-key.pem'], 'no partial file is left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Preloaded: no hard links, and the first creation of the key file itself waits, after saying so,
+// until another process has written the file (for at most 30 s).
+const NO_LINKS_CREATE_AFTER_ANOTHER = `${NO_LINKS}
+const open = fs.openSync; let paused = false;
+const written = (path) => { try { return fs.statSync(path).size > 0; } catch { return false; } };
+fs.openSync = (path, ...rest) => {
+  if (!paused && String(path).endsWith('witness-key.pem')) {
+    paused = true; process.stderr.write('paused\\n');
+    for (let i = 0; i < 3000 && !written(path); i++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+  }
+  return open(path, ...rest);
+};
+syncBuiltinESMExports();`;
+
+test('without hard links, a process that finds the key created while it made its own takes that one, never writes over it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
+  try {
+    const first = start(join(dir, 'data'), preloadIn(dir, NO_LINKS_CREATE_AFTER_ANOTHER));
+    await first.paused;
+    const [second, a] = await Promise.all([start(join(dir, 'data'), preloadIn(dir, NO_LINKS, 'no-links.mjs')).done, first.done]);
+    assert.equal(second.code, 0, `the second process: ${second.err}`);
+    assert.equal(a.code, 0, `the first process: ${a.err}`);
+    assert.equal(a.out, second.out, 'both hold the same key');
+    assert.equal((await start(join(dir, 'data')).done).out, second.out, 'and the file holds it');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { startWitness, type RunningWitness } from '../../src/witness/server.ts';
 import { addCheckpoint, holdsRoot } from '../../src/witness/client.ts';
 import { WITNESS_KEY_FILE } from '../../src/witness/key.ts';
+import { WitnessStore } from '../../src/witness/store.ts';
 import { leafHash } from '../../src/domain/auditlog/hash.ts';
 import { appendLeaves, consistencyProof, nodeKey, type StoredNode } from '../../src/domain/auditlog/tree.ts';
 import { signCheckpoint } from '../../src/domain/auditlog/checkpoint.ts';
@@ -252,4 +253,49 @@ test('a witness key file holding a key of another type is refused, not used', as
   const dir = tempDir();
   writeFileSync(join(dir, WITNESS_KEY_FILE), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }));
   assert.throws(() => loadOrCreateWitnessKey(dir), (e) => e instanceof WitnessKeyDamaged && /not an Ed25519 key/.test(e.message));
+});
+
+test('a witness with a bad name or a log key of another type does not start', async () => {
+  const log = await TestLog.create();
+  await assert.rejects(startWitness({ dataDir: tempDir(), name: 'my witness', logs: [{ origin: ORIGIN, vkeys: [log.vkey] }] }), /key name must be non-empty/);
+  const witnessKey = formatVkey('w.example', 0x04, new Uint8Array(32).fill(7));
+  await assert.rejects(startWitness({ dataDir: tempDir(), logs: [{ origin: ORIGIN, vkeys: [witnessKey] }] }), /vkeys must be Ed25519/);
+});
+
+test('GET /roots takes a root in either case and refuses a short one or an empty origin; a body over 256 KiB is refused', async () => {
+  const log = (await TestLog.create()).grow(3);
+  const w = await start(tempDir(), log);
+  assert.equal((await addCheckpoint(w.url, 0, [], await log.checkpoint())).kind, 'cosigned');
+  const hex = Buffer.from(log.roots[3] as Uint8Array).toString('hex');
+  assert.equal((await fetch(`${w.url}/roots/${hex.toUpperCase()}?origin=${ORIGIN}`)).status, 200);
+  assert.equal((await fetch(`${w.url}/roots/${hex.slice(2)}?origin=${ORIGIN}`)).status, 400, 'a root of 31 bytes');
+  assert.equal((await fetch(`${w.url}/roots/${hex}?origin=`)).status, 400, 'an empty origin');
+  const big = await fetch(`${w.url}/add-checkpoint`, { method: 'POST', body: `old 0\n\n${await log.checkpoint()}${'x'.repeat(256 * 1024)}` });
+  assert.equal(big.status, 413);
+});
+
+test('the cosignature timestamp is the second the witness signed in, never one still to come', async () => {
+  const log = (await TestLog.create()).grow(2);
+  const w = await startWitness({ dataDir: tempDir(), logs: [{ origin: ORIGIN, vkeys: [log.vkey] }], now: () => 1_750_000_000_999 });
+  running.push(w);
+  const r = await addCheckpoint(w.url, 0, [], await log.checkpoint());
+  const lines = r.kind === 'cosigned' ? r.cosignatures : [];
+  assert.equal(verifyCosignatures(await log.checkpoint() + lines.join(''), [parseVkey(w.publicKeyVkey)])[0]?.timestamp, 1_750_000_000);
+});
+
+test('the witness database is in WAL mode with synchronous=FULL, as docs/audit-log.md says', () => {
+  const store = new WitnessStore(tempDir());
+  try {
+    assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'FULL');
+  } finally { store.close(); }
+});
+
+test('a data directory the witness creates is its owner\'s alone, whatever the umask', async () => {
+  const { loadOrCreateWitnessKey } = await import('../../src/witness/key.ts');
+  const dir = join(tempDir(), 'new', 'witness');
+  const umask = process.umask(0o022);
+  try { loadOrCreateWitnessKey(dir); } finally { process.umask(umask); }
+  assert.equal(statSync(dir).mode & 0o777, 0o700);
+  assert.equal(statSync(join(dir, WITNESS_KEY_FILE)).mode & 0o777, 0o600);
 });
