@@ -1,0 +1,117 @@
+// The offline checkers as an auditor runs them: `gavel audit verify` and `gavel audit consistency`
+// in processes of their own, whose exit status a script reads (0 checked, 1 not, 2 usage), and the
+// members of a file each one must check before it says VERIFIED or CONSISTENT.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runAuditVerify } from '../../src/cli/audit-verify.ts';
+import { runAuditConsistency } from '../../src/cli/audit-consistency.ts';
+import { formatCheckpoint, signCheckpoint } from '../../src/domain/auditlog/checkpoint.ts';
+import { cosignCheckpoint } from '../../src/domain/auditlog/cosignature.ts';
+import { leafHashOfEvent } from '../../src/domain/auditlog/leaf.ts';
+import { appendLeaves, consistencyProof, nodeKey, type StoredNode } from '../../src/domain/auditlog/tree.ts';
+import { ed25519NoteSigner, formatVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
+import { toBase64 } from '../../src/domain/auditlog/bytes.ts';
+import { MAIN } from '../support/process.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'gavel-checkers-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const sink = () => { let text = ''; return { write: (s: string) => { text += s; }, get text() { return text; } }; };
+const keyPair = () => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const pub = new Uint8Array(publicKey.export({ format: 'der', type: 'spki' }).subarray(12));
+  return { pub, sign: async (m: Uint8Array) => new Uint8Array(sign(null, m, privateKey)) };
+};
+
+const ORIGIN = 'example.test/log';
+const log = keyPair(), witnessA = keyPair(), witnessB = keyPair();
+const logKey = formatVkey(ORIGIN, SIG_TYPE_ED25519, log.pub);
+const keyA = formatVkey('a.example/witness', SIG_TYPE_COSIGNATURE_V1, witnessA.pub);
+const keyB = formatVkey('b.example/witness', SIG_TYPE_COSIGNATURE_V1, witnessB.pub);
+
+const events = [1, 2].map((n) => ({ id: `aud_01m8bs7g6nje9tt3cpgscfje6${n}`, project_id: 'prj_01m8bs77wgkg5d68sr08xw9m20', kind: 'decision', actor: 'system', created_at: '2026-01-01T00:00:00.000Z', data: { n } }));
+const nodes = new Map<string, StoredNode>();
+const read = (l: number, i: number) => nodes.get(nodeKey(l, i))?.hash;
+const roots: Uint8Array[] = [];
+for (const [i, e] of events.entries()) {
+  const r = appendLeaves(i, [leafHashOfEvent(e)], read);
+  for (const x of r.nodes) nodes.set(nodeKey(x.level, x.index), x);
+  roots[r.size] = r.root;
+}
+
+/** The checkpoint of `size` for `origin`, signed by the log's key (named ORIGIN), cosigned by witness A. */
+async function checkpoint(size: number, origin = ORIGIN): Promise<string> {
+  const cp = { origin, size, root: roots[size]! };
+  const signed = await signCheckpoint(cp, ed25519NoteSigner(ORIGIN, log.pub, log.sign));
+  return signed + await cosignCheckpoint(formatCheckpoint(cp), { name: 'a.example/witness', publicKey: witnessA.pub, sign: witnessA.sign }, 1_790_000_000);
+}
+
+// A proof of event 0 in the tree of one leaf (its root is the leaf, its path empty), as the proof route exports it.
+const proof = { audit_event_id: events[0]!.id, leaf_version: 'gavel-audit-v1', leaf_index: 0, tree_size: 1, root: toBase64(roots[1]!), path: [] as string[], anchored_height: 1, checkpoint: await checkpoint(1), event: events[0] };
+const consistency = { from: 1, to: 2, from_root: toBase64(roots[1]!), to_root: toBase64(roots[2]!), proof: consistencyProof(1, 2, read).map(toBase64), from_checkpoint: await checkpoint(1), to_checkpoint: await checkpoint(2) };
+
+let n = 0;
+const file = (content: unknown): string => {
+  const f = join(dir, `f${n++}.json`);
+  writeFileSync(f, typeof content === 'string' ? content : JSON.stringify(content));
+  return f;
+};
+const verify = async (p: unknown, keys = ['--log-key', logKey, '--witness-key', keyA]) => { const out = sink(); return { code: await runAuditVerify([file(p), ...keys], out, sink()), text: out.text }; };
+const consistent = async (c: unknown, keys = ['--log-key', logKey, '--witness-key', keyA]) => { const out = sink(); return { code: await runAuditConsistency([file(c), ...keys], out, sink()), text: out.text }; };
+const gavel = (args: string[]) => spawnSync(process.execPath, [MAIN, 'audit', ...args], { encoding: 'utf8', timeout: 30_000 });
+
+test('gavel audit verify and consistency exit 0 when the check holds, 1 when it does not, 2 on a wrong command line', () => {
+  const keys = ['--log-key', logKey, '--witness-key', keyA];
+  for (const [sub, good, bad] of [['verify', proof, { ...proof, tree_size: 2 }], ['consistency', consistency, { ...consistency, to: 3 }]] as const) {
+    const ok = gavel([sub, file(good), ...keys]);
+    assert.equal(ok.status, 0, `${sub}: ${ok.stdout}${ok.stderr}`);
+    const no = gavel([sub, file(bad), ...keys]);
+    assert.equal(no.status, 1, `${sub}: ${no.stdout}${no.stderr}`);
+    assert.match(no.stdout, /^NOT (VERIFIED|CONSISTENT): /);
+    // A misspelt flag is a wrong command line, never ignored (here it would have dropped the witness).
+    const typo = gavel([sub, file(good), '--log-key', logKey, '--witnes-key', keyA, ...(sub === 'verify' ? ['--allow-unwitnessed'] : [])]);
+    assert.equal(typo.status, 2, `${sub}: ${typo.stdout}${typo.stderr}`);
+    assert.match(typo.stderr, /Unknown option '--witnes-key'/);
+  }
+});
+
+test('verify: every witness key given must have cosigned, an export without leaf_version still verifies, a bad event is NOT VERIFIED', async () => {
+  assert.equal((await verify(proof)).code, 0);
+  const both = await verify(proof, ['--log-key', logKey, '--witness-key', keyA, '--witness-key', keyB]);
+  assert.equal(both.code, 1, both.text);
+  assert.match(both.text, /^NOT VERIFIED: no valid cosignature by witness b\.example\/witness/);
+  const { leaf_version: _omitted, ...older } = proof;
+  assert.equal((await verify(older)).code, 0, 'leaf_version is optional: exports before it was added');
+  for (const [p, why] of [
+    [{ ...proof, event: null }, /event \(the audit event record\) is missing/],
+    [{ ...proof, event: { ...events[0], kind: 5 } }, /the event cannot be encoded: kind must be a string/],
+    [{ ...proof, root: 'not base64!' }, /root is not base64/],
+  ] as const) {
+    const r = await verify(p);
+    assert.equal(r.code, 1, r.text);
+    assert.match(r.text, why);
+  }
+});
+
+test('consistency: checkpoints of two logs, a stated root that is not a root, and a proof that is not base64 are NOT CONSISTENT', async () => {
+  assert.equal((await consistent(consistency)).code, 0);
+  // One key signs for two origins (two logs): each checkpoint verifies, and the proof joins their roots.
+  const twoLogs = await consistent({ ...consistency, to_checkpoint: await checkpoint(2, 'example.test/other') });
+  assert.equal(twoLogs.code, 1, twoLogs.text);
+  assert.match(twoLogs.text, /^NOT CONSISTENT: the checkpoints are of two logs/);
+  for (const [c, why] of [
+    [{ ...consistency, from_root: 5 }, /from_root differs from the root its signed checkpoint states/],
+    [{ ...consistency, to_root: null }, /to_root differs/],
+    [{ ...consistency, proof: ['not base64!'] }, /the proof holds a value that is not base64/],
+    [{ ...consistency, from_checkpoint: null }, /holds no signed checkpoint for one of its sizes/],
+  ] as const) {
+    const r = await consistent(c);
+    assert.equal(r.code, 1, r.text);
+    assert.match(r.text, why);
+  }
+});
