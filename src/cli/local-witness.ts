@@ -37,9 +37,9 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
     const timer = setTimeout(() => { void close(); reject(new LocalWitnessFailed('the local witness did not start within 30 s')); }, START_TIMEOUT_MS);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      // Its own one line, with the flag it names turned into the setting that sets it here.
+      // Its own one line, with the flags it names turned into the settings that set them here.
       const said = stderr.trim().split('\n').find((l) => l.startsWith('gavel: ') || l.startsWith('gavel witness: '))
-        ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)');
+        ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)').replace('--data-dir', 'GAVEL_DATA_DIR');
       reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (stderr.trim().split('\n')[0] || `it exited with ${code}`)}`));
     });
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -42,17 +42,19 @@ or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`
 function startupProblem(e: unknown): string | undefined {
   const err = e as Error & { code?: string; address?: string; port?: number; hostname?: string; syscall?: string; path?: string };
   const at = err.address ? `${err.address}${err.port ? `:${err.port}` : ''}` : '';
+  // `gavel witness` is set by its flags, not by the service's variables.
+  const dataDir = command === 'witness' ? '--data-dir' : 'GAVEL_DATA_DIR';
   switch (err.code) {
     case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (${command === 'witness' ? '--port' : "GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness"})`;
     case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
-    case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (GAVEL_DATA_DIR must be a directory, or a path where one can be made)`;
+    case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (${dataDir} must be a directory, or a path where one can be made)`;
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
-      : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (GAVEL_DATA_DIR must be writable by this user)`;
+      : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (${dataDir} must be writable by this user)`;
     case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;
     case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
-    case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): GAVEL_DATA_DIR must be a writable directory`;
-    case 'SQLITE_NOTADB': case 'SQLITE_CORRUPT': return `the SQLite database in GAVEL_DATA_DIR is not a Gavel database or is damaged (${err.message})`;
+    case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): ${dataDir} must be a writable directory`;
+    case 'SQLITE_NOTADB': case 'SQLITE_CORRUPT': return `the SQLite database in ${dataDir} is not a Gavel database or is damaged (${err.message})`;
     default:
       // Any other refusal by the server at connect time (55000 the database does not allow
       // connections now, 53300 too many connections, 57P03 starting up): FATAL, and one line.

@@ -86,8 +86,15 @@ test('a data directory blocked by a file is one line and exit 2, not a stack tra
     writeFileSync(file, 'x');
     const r = gavel(['serve'], { GAVEL_DATA_DIR: file });
     assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, /^gavel: cannot create the directory .*not-a-dir: a file of that name is in the way/);
+    assert.match(r.stderr, /^gavel: cannot create the directory .*not-a-dir: a file of that name is in the way \(GAVEL_DATA_DIR must be a directory/);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
+    // gavel up's witness keeps its data in <GAVEL_DATA_DIR>/witness: the setting named is still GAVEL_DATA_DIR.
+    const data = join(dir, 'data');
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: data }).status, 0);
+    writeFileSync(join(data, 'witness'), 'x');
+    const up = gavel(['up'], { GAVEL_DATA_DIR: data, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' });
+    assert.equal(up.status, 2, up.stderr);
+    assert.match(up.stderr, /^gavel: the local witness did not start: cannot create the directory .*data\/witness: a file of that name is in the way \(GAVEL_DATA_DIR must be a directory/);
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 

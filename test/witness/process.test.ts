@@ -60,7 +60,7 @@ test('gavel witness: --help prints the usage; a wrong command line is one line a
   }
 });
 
-test('gavel witness: a damaged key file, and a port in use, are one line each naming what to fix, exit 2', async () => {
+test('gavel witness: a damaged key file, a data directory blocked by a file, and a port in use, are one line each naming what to fix, exit 2', async () => {
   const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
   const damaged = mkdtempSync(join(dir, 'damaged-'));
   writeFileSync(join(damaged, 'witness-key.pem'), '');
@@ -69,6 +69,11 @@ test('gavel witness: a damaged key file, and a port in use, are one line each na
   assert.match(r.stderr, /^gavel: .*witness-key\.pem holds no readable private key \(empty or damaged\): restore it/);
   assert.doesNotMatch(r.stderr, /\n\s+at /);
   assert.equal(readFileSync(join(damaged, 'witness-key.pem'), 'utf8'), '', 'a damaged key is never replaced');
+  // A data directory blocked by a file names the flag that sets it here, not the service's variable.
+  writeFileSync(join(dir, 'a-file'), 'x');
+  const blocked = spawnSync(process.execPath, [MAIN, 'witness', '--data-dir', join(dir, 'a-file', 'w'), '--port', '0', '--log', `${ORIGIN}=${vkey}`], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(blocked.status, 2, blocked.stderr);
+  assert.match(blocked.stderr, /^gavel: cannot create the directory .*a-file\/w: a file of that name is in the way \(--data-dir must be a directory, or a path where one can be made\)\n$/);
   const busy = createServer();
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   try {
