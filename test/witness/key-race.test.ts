@@ -102,3 +102,25 @@ test('without hard links, a process that finds the key created while it made its
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Preloaded: says on stderr which paths were flushed (a power loss cannot be staged in a test; what
+// survives one is what was fsynced before the key was used).
+const FSYNCS = `import fs from 'node:fs'; import { syncBuiltinESMExports } from 'node:module';
+const open = fs.openSync, fsync = fs.fsyncSync, paths = new Map();
+fs.openSync = (path, ...rest) => { const fd = open(path, ...rest); paths.set(fd, String(path)); return fd; };
+fs.fsyncSync = (fd) => { process.stderr.write('fsync ' + paths.get(fd) + '\\n'); return fsync(fd); };
+syncBuiltinESMExports();`;
+
+test('a new key is flushed, file and directory, before it is used', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-key-'));
+  try {
+    const data = join(dir, 'data');
+    const r = await start(data, preloadIn(dir, FSYNCS)).done;
+    assert.equal(r.code, 0, r.err);
+    const flushed = [...r.err.matchAll(/^fsync (.*)$/gm)].map((m) => m[1]!);
+    assert.ok(flushed.some((p) => p.startsWith(join(data, 'witness-key.pem'))), `the key file: ${flushed.join(', ')}`);
+    assert.ok(flushed.includes(data), `its directory: ${flushed.join(', ')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
