@@ -110,6 +110,8 @@ test('refusals: fork 422, rollback 400/409, wrong old size 409 with size, bad si
   assert.deepEqual(await addCheckpoint(w.url, 10, fork.proof(10), await fork.checkpoint()), { kind: 'refused', status: 422, reason: 'consistency proof does not verify' });
   // Same size, different root: 409 (the witness's size in the body).
   assert.deepEqual(await addCheckpoint(w.url, 10, [], await fork.checkpoint(10)), { kind: 'conflict', size: 10 });
+  // Neither refused checkpoint is one the witness says it cosigned.
+  for (const size of [14, 10]) assert.equal(await holdsRoot(w.url, ORIGIN, fork.roots[size] as Uint8Array), 'no', `the fork's root at ${size}`);
 
   // Rollback: a smaller checkpoint.
   const rb = await addCheckpoint(w.url, 10, [], await log.checkpoint(6));
