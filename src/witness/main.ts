@@ -64,12 +64,13 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
 
 export async function runWitnessCommand(argv: readonly string[]): Promise<RunningWitness> {
   const w = await startWitness(parseWitnessArgs(argv));
-  process.stdout.write(`witness listening on ${w.url}\nwitness vkey ${w.publicKeyVkey}\n`);
   const stop = () => void w.close().then(() => process.exit(0));
+  // Before the line that says it listens: whoever waits for that line may stop it at once.
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   // Started by `gavel up` (cli/local-witness.ts): it ends with its parent, however the parent ends.
   if (process.send) process.once('disconnect', stop);
+  process.stdout.write(`witness listening on ${w.url}\nwitness vkey ${w.publicKeyVkey}\n`);
   return w;
 }
 

@@ -98,8 +98,8 @@ test('gavel audit: --help prints each checker\'s usage and exit statuses', () =>
   assert.match(wrong.stderr, /unknown audit command "nope"/);
 });
 
-async function spawnWitness(vkey: string): Promise<string> {
-  const child = spawn(process.execPath, ['src/witness/main.ts', '--data-dir', dir, '--port', '0', '--log', `${ORIGIN}=${vkey}`], {
+async function spawnWitness(vkey: string, entry = ['src/witness/main.ts']): Promise<string> {
+  const child = spawn(process.execPath, [...entry, '--data-dir', dir, '--port', '0', '--log', `${ORIGIN}=${vkey}`], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -140,4 +140,23 @@ test('two witness processes on one data directory still never both advance from 
   for (const r of results) if (r.kind !== 'cosigned') assert.deepEqual(r, { kind: 'conflict', size: accepted[0] });
   // Both processes agree on what is held.
   for (const url of [a, b]) assert.deepEqual(await addCheckpoint(url, 0, [], await cp(64)), { kind: 'conflict', size: accepted[0] });
+});
+
+// Preloaded: once the witness has said where it listens, it is held there half a second, so a
+// signal sent on reading that line arrives before anything the witness does after saying it.
+const HELD_AFTER_LISTENING = `const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => { const r = write(chunk, ...rest); if (String(chunk).includes('listening on')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500); return r; };`;
+
+test('gavel witness stops cleanly on SIGTERM and SIGINT, even sent as soon as it says it listens: exit 0, its port closed', async () => {
+  const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
+  const preload = join(dir, 'held-after-listening.mjs');
+  writeFileSync(preload, HELD_AFTER_LISTENING);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const url = await spawnWitness(vkey, ['--import', preload, MAIN, 'witness']);
+    const child = children[children.length - 1]!;
+    const exited = once(child, 'exit');
+    child.kill(signal);
+    assert.deepEqual(await exited, [0, null], signal);
+    await assert.rejects(fetch(`${url}/`), 'nothing listens there any more');
+  }
 });
