@@ -163,8 +163,7 @@ async function serve(embedded: boolean): Promise<void> {
       '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md). Without GAVEL_PUBLIC_URL the console',
       '  accepts sign-ins only at an address (not a domain name), to refuse DNS rebinding.');
   }
-  process.stdout.write(lines.join('\n') + '\n');
-
+  // Before the banner: whoever waits for it (a supervisor, a test) may stop the server at once.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -176,6 +175,7 @@ async function serve(embedded: boolean): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  process.stdout.write(lines.join('\n') + '\n');
 }
 
 async function migrate(): Promise<void> {

@@ -3,6 +3,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
@@ -42,5 +46,27 @@ test('SIGTERM finishes in-flight requests, flushes their writes and exits 0', as
     await gavel.kill('SIGKILL');
     await merchant.close();
     await svc.ts.cleanup();
+  }
+});
+
+// Preloaded: once the server has printed its banner it is held there half a second, so a signal sent
+// on reading the banner arrives before anything the server does after printing it.
+const HELD_AFTER_BANNER = `const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => { const r = write(chunk, ...rest); if (String(chunk).includes('API:')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500); return r; };`;
+
+test('a SIGTERM sent as soon as the banner is read still stops the server gracefully: exit 0', async () => {
+  const { svc, env } = await prepareForChildren(backend);
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-shutdown-'));
+  const preload = join(dir, 'held-after-banner.mjs');
+  writeFileSync(preload, HELD_AFTER_BANNER);
+  const gavel = await spawnGavel(env, { nodeArgs: ['--import', preload] });
+  try {
+    const exited = once(gavel.child, 'exit');
+    gavel.child.kill('SIGTERM');
+    assert.deepEqual(await exited, [0, null]);
+  } finally {
+    await gavel.kill('SIGKILL');
+    await svc.ts.cleanup();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
