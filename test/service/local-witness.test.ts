@@ -3,31 +3,42 @@
 // It ends with `gavel up`, however that ends, so a restart after kill -9 finds its port free.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAIN } from '../support/process.ts';
+import { startWitness, type RunningWitness } from '../../src/witness/server.ts';
+import { formatVkey, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
 
-function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; kill(signal: NodeJS.Signals): void }> {
-  const child = spawn(process.execPath, [MAIN, 'up'], {
-    env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dataDir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'error' },
+async function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; kill(signal: NodeJS.Signals): void }> {
+  const started = await start('up', dataDir);
+  const m = /^(http:\/\/\S+) \(local/.exec(started.witness);
+  if (!m) { started.kill('SIGKILL'); throw new Error(`no local witness: ${started.witness}`); }
+  return { ...started, witnessUrl: m[1]! };
+}
+
+/** `gavel <command>` on dataDir, once its banner names the witness (what follows "Witness:"). */
+function start(command: 'up' | 'serve', dataDir: string, env: Record<string, string> = {}): Promise<{ pid: number; witness: string; kill(signal: NodeJS.Signals): void }> {
+  const child = spawn(process.execPath, [MAIN, command], {
+    env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dataDir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`gavel up exited with ${code}: ${stderr}`)));
+    child.once('exit', (code) => reject(new Error(`gavel ${command} exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = /Witness:\s+(http:\/\/\S+) \(local/.exec(line);
-      if (m) resolve({ pid: child.pid!, witnessUrl: m[1]!, kill: (s) => child.kill(s) });
+      const m = /Witness:\s+(.*)$/.exec(line);
+      if (m) resolve({ pid: child.pid!, witness: m[1]!, kill: (s) => child.kill(s) });
     });
   });
 }
 
-const childrenOf = (pid: number) => execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+// ps exits 1 when it lists nothing.
+const childrenOf = (pid: number) => spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 test('gavel up runs its witness as a child process with its own storage, which ends when gavel up is killed', async () => {
@@ -51,4 +62,26 @@ test('gavel up runs its witness as a child process with its own storage, which e
     for (let i = 0; i < 100 && (alive(second.pid) || alive(again!)); i++) await sleep(100);
     assert.equal(alive(again!), false, 'a graceful stop stops the witness too');
   } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('gavel serve starts no witness, nor does gavel up given GAVEL_WITNESS_URL: it uses that one', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
+  let other: RunningWitness | undefined;
+  try {
+    const served = await start('serve', join(dir, 'serve'));
+    try {
+      assert.equal(served.witness, 'none (checkpoints are signed, not witnessed)');
+      assert.deepEqual(childrenOf(served.pid), [], 'no witness process');
+    } finally { served.kill('SIGKILL'); }
+    // A witness of the operator's own, trusting nothing of this installation yet: only its URL and key matter here.
+    other = await startWitness({ dataDir: join(dir, 'other-witness'), logs: [{ origin: 'example.test/log', vkeys: [formatVkey('example.test/log', SIG_TYPE_ED25519, new Uint8Array(32).fill(9))] }] });
+    const given = await start('up', join(dir, 'up'), { GAVEL_WITNESS_URL: other.url, GAVEL_WITNESS_VKEY: other.publicKeyVkey });
+    try {
+      assert.equal(given.witness, other.url);
+      assert.deepEqual(childrenOf(given.pid), [], 'no witness process');
+    } finally { given.kill('SIGKILL'); }
+  } finally {
+    await other?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
