@@ -301,3 +301,16 @@ test('a data directory the witness creates is its owner\'s alone, whatever the u
   assert.equal(statSync(dir).mode & 0o777, 0o700);
   assert.equal(statSync(join(dir, WITNESS_KEY_FILE)).mode & 0o777, 0o600);
 });
+
+test('a witness on IPv6 loopback says a URL that reaches it; two entries for one origin trust both keys; a body not UTF-8 is 400', async () => {
+  const a = (await TestLog.create('a')).grow(2);
+  const b = await TestLog.create('b');
+  Object.assign(b, { store: a.store, roots: a.roots, size: a.size });
+  const w = await startWitness({ dataDir: tempDir(), host: '::1', logs: [{ origin: ORIGIN, vkeys: [a.vkey] }, { origin: ORIGIN, vkeys: [b.vkey] }] });
+  running.push(w);
+  assert.match(w.url, /^http:\/\/\[::1\]:\d+$/);
+  assert.equal((await addCheckpoint(w.url, 0, [], await b.checkpoint())).kind, 'cosigned', 'signed by the second entry\'s key');
+  const res = await fetch(`${w.url}/add-checkpoint`, { method: 'POST', body: Buffer.concat([Buffer.from('old 0\n\n'), Buffer.from([0xff]), Buffer.from(await a.checkpoint())]) });
+  assert.equal(res.status, 400);
+  assert.equal(await res.text(), 'body is not UTF-8\n');
+});
