@@ -133,3 +133,18 @@ test('a damaged signing key is one line naming its file, exit 2, and the file is
     assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test('gavel up whose witness port is taken says so in one line naming GAVEL_WITNESS_PORT, exit 2', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-port-'));
+  const busy = createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  try {
+    const port = (busy.address() as AddressInfo).port;
+    const r = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: String(port) });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `gavel: the local witness did not start: cannot listen on 127.0.0.1:${port}: the port is in use (GAVEL_WITNESS_PORT)\n`);
+  } finally {
+    busy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
