@@ -13,6 +13,7 @@ import { openRollback } from '../../src/services/auditlog/continuity.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
+import { databaseUrl, spawnGavel } from '../support/process.ts';
 import { addEvents, emptyLog, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
 
 /** What the service says of its log: the console dashboard's audit_log and /readyz. */
@@ -245,5 +246,22 @@ for (const backend of backends()) {
       await runner.stop();
       await a.stop();
     }
+  });
+}
+
+for (const backend of backends()) {
+  test(`gavel serve on a rolled-back log says so in its start banner (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    const { store } = a.svc.ts;
+    try {
+      const signed = await olderCopyThenSigned(a);
+      await restoreLog(store, 'older', ['audit_events', 'audit_nodes', 'audit_log_state']);
+      const server = await spawnGavel({ GAVEL_DATA_DIR: a.svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(a.svc.ts.options) });
+      try {
+        const banner = server.lines.join('\n');
+        assert.match(banner, new RegExp(`^Warning: the audit log was rolled back \\(found .*\\): the log signed a checkpoint of size ${signed} on .* and holds fewer events now \\(a restore from an older copy, or deleted rows\\)\\.$`, 'm'));
+        assert.match(banner, /restore the newest copy of the database/);
+      } finally { await server.kill('SIGTERM'); }
+    } finally { await a.stop(); }
   });
 }
