@@ -309,7 +309,8 @@ test('a witness on IPv6 loopback says a URL that reaches it; two entries for one
   const w = await startWitness({ dataDir: tempDir(), host: '::1', logs: [{ origin: ORIGIN, vkeys: [a.vkey] }, { origin: ORIGIN, vkeys: [b.vkey] }] });
   running.push(w);
   assert.match(w.url, /^http:\/\/\[::1\]:\d+$/);
-  assert.equal((await addCheckpoint(w.url, 0, [], await b.checkpoint())).kind, 'cosigned', 'signed by the second entry\'s key');
+  assert.equal((await addCheckpoint(w.url, 0, [], await a.checkpoint())).kind, 'cosigned', 'signed by the first entry\'s key');
+  assert.equal((await addCheckpoint(w.url, 2, [], await b.checkpoint())).kind, 'cosigned', 'the same checkpoint signed by the second entry\'s key');
   const res = await fetch(`${w.url}/add-checkpoint`, { method: 'POST', body: Buffer.concat([Buffer.from('old 0\n\n'), Buffer.from([0xff]), Buffer.from(await a.checkpoint())]) });
   assert.equal(res.status, 400);
   assert.equal(await res.text(), 'body is not UTF-8\n');
