@@ -1,5 +1,5 @@
 // Creating a private key file durably and whole, for the witness's key and the local signer's.
-import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -33,4 +33,19 @@ export function createKeyFile(path: string, pem: string): void {
 function writeWhole(path: string, text: string): void {
   const fd = openSync(path, 'wx', 0o600);
   try { writeSync(fd, text); fsyncSync(fd); } finally { closeSync(fd); }
+}
+
+/** Reported already, by path: a key is loaded once per process, but a test may load it again. */
+const exposedReported = new Set<string>();
+
+/**
+ * Warns, once per file, when an existing private key file is readable or writable by anyone but its
+ * owner (a key copied in with `cp`, a restore that kept the umask's 0644). The key is used all the
+ * same, as before: refusing it would stop a running deployment over a fix the operator can make.
+ */
+export function warnIfExposed(path: string): void {
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o077) === 0 || exposedReported.has(path)) return;
+  exposedReported.add(path);
+  process.emitWarning(`${path} holds a private key and has mode ${mode.toString(8).padStart(4, '0')}: other users of this machine can read it; run chmod 600 on it`, { code: 'GAVEL_KEY_FILE_MODE' });
 }

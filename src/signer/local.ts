@@ -3,7 +3,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKeyFile } from '../lib/key-file.ts';
+import { createKeyFile, warnIfExposed } from '../lib/key-file.ts';
 import type { Signer } from './signer.ts';
 
 /** A key file that exists but holds no usable key: said in one line at start (the operator restores it), never a stack. */
@@ -34,6 +34,7 @@ export class LocalSigner implements Signer {
     }
     if (pem === undefined) key = this.#create(file);
     else {
+      warnIfExposed(file);
       try { key = createPrivateKey(pem); } catch {
         throw new SigningKeyDamaged(`${file} holds no readable private key (empty or damaged): restore it from a backup or from another instance's <data dir>/keys; a new key would not be the one permits and checkpoints were signed with`);
       }

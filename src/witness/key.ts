@@ -3,7 +3,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKeyFile } from '../lib/key-file.ts';
+import { createKeyFile, warnIfExposed } from '../lib/key-file.ts';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
 
@@ -36,6 +36,7 @@ export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
       pem = readFileSync(path, 'utf8');
     }
   }
+  warnIfExposed(path);
   let privateKey: KeyObject;
   try { privateKey = createPrivateKey(pem); } catch {
     throw new WitnessKeyDamaged(`${path} holds no readable private key (empty or damaged): restore it from a backup; a new key would not be the one the log pins`);

@@ -104,3 +104,34 @@ test('a new key reaches the disk before it takes its name, and its name reaches 
   // The key's bytes, then its name, then the directory entry: a power loss leaves no key or a whole one.
   assert.deepEqual(calls, ['fsync', 'link permits.pem', 'fsync']);
 });
+
+test('a key file others can read is used, and warned about once, naming its mode; one kept 0600 is not', async () => {
+  const { loadOrCreateWitnessKey } = await import('../../src/witness/key.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-keys-'));
+  const warnings: string[] = [];
+  // Only this test's files: another test's may be warned about meanwhile (warnings come on a later tick).
+  const onWarning = (w: Error & { code?: string }) => { if (w.code === 'GAVEL_KEY_FILE_MODE' && w.message.startsWith(dir)) warnings.push(w.message); };
+  process.on('warning', onWarning);
+  try {
+    const pub = await new LocalSigner(dir).publicKey('permits');
+    const witness = loadOrCreateWitnessKey(join(dir, 'witness')).publicKey;
+    // A restart over keys kept private: nothing to say.
+    await new LocalSigner(dir).publicKey('permits');
+    loadOrCreateWitnessKey(join(dir, 'witness'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings, []);
+    // Copied in as 0644 (or 0660): still the same keys, and each file said once.
+    fs.chmodSync(join(dir, 'permits.pem'), 0o644);
+    fs.chmodSync(join(dir, 'witness', 'witness-key.pem'), 0o660);
+    assert.deepEqual(await new LocalSigner(dir).publicKey('permits'), pub);
+    assert.deepEqual(loadOrCreateWitnessKey(join(dir, 'witness')).publicKey, witness);
+    await new LocalSigner(dir).publicKey('permits');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings, [
+      `${join(dir, 'permits.pem')} holds a private key and has mode 0644: other users of this machine can read it; run chmod 600 on it`,
+      `${join(dir, 'witness', 'witness-key.pem')} holds a private key and has mode 0660: other users of this machine can read it; run chmod 600 on it`,
+    ]);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
