@@ -1,6 +1,6 @@
 // Creating a private key file durably and whole, for the witness's key and the local signer's.
-import { closeSync, fsyncSync, linkSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, fsyncSync, linkSync, openSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 /** What link(2) answers where the file system has no hard links. */
@@ -27,6 +27,40 @@ export function createKeyFile(path: string, pem: string): void {
   }
   const dir = openSync(dirname(path), 'r');
   try { fsyncSync(dir); } finally { closeSync(dir); }
+}
+
+/** No write of a partial file takes this long: younger ones are left alone whoever wrote them. */
+const PARTIAL_QUIET_MS = 60_000;
+
+/**
+ * Removes the partial files `createKeyFile` left beside `path` when its process died between
+ * writing one and removing it (each a copy of a private key). Only those whose writer cannot be
+ * writing them now: its process is gone, or it is this process's pid and the file predates this
+ * process (a restarted container's pid 1). And only those quiet for a minute: a writer in another
+ * PID namespace sharing the directory (two containers on one volume) looks gone from here.
+ */
+export function removeStalePartials(path: string): void {
+  const prefix = `${basename(path)}.`;
+  const now = Date.now();
+  for (const name of readdirSync(dirname(path))) {
+    if (!name.startsWith(prefix)) continue;
+    const m = /^(\d+)\.[0-9a-f]+\.partial$/.exec(name.slice(prefix.length));
+    if (!m) continue;
+    const file = join(dirname(path), name);
+    let mtime: number;
+    try { mtime = statSync(file).mtimeMs; } catch { continue; } // removed meanwhile by another
+    if (now - mtime < PARTIAL_QUIET_MS || !writerGone(Number(m[1]), mtime)) continue;
+    try { rmSync(file, { force: true }); } catch (e) {
+      process.emitWarning(`${file} is a leftover copy of a private key and could not be removed (${(e as Error).message}); remove it`, { code: 'GAVEL_KEY_FILE_PARTIAL' });
+    }
+  }
+}
+
+/** Whether the process `pid` cannot be writing a file last written at `mtime`. */
+function writerGone(pid: number, mtime: number): boolean {
+  if (pid === process.pid) return mtime < performance.timeOrigin;
+  try { process.kill(pid, 0); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ESRCH'; }
+  return false;
 }
 
 /** Creates `path` ('wx': never over another's file) holding `text`, flushed. */

@@ -3,7 +3,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKeyFile, warnIfExposed } from '../lib/key-file.ts';
+import { createKeyFile, removeStalePartials, warnIfExposed } from '../lib/key-file.ts';
 import type { Signer } from './signer.ts';
 
 /** A key file that exists but holds no usable key: said in one line at start (the operator restores it), never a stack. */
@@ -25,6 +25,7 @@ export class LocalSigner implements Signer {
     if (cached) return cached;
     if (!NAME_RE.test(name)) throw new Error(`invalid key name ${JSON.stringify(name)}`);
     const file = join(this.#dir, `${name}.pem`);
+    removeStalePartials(file);
     let key: KeyObject;
     let pem: Buffer | undefined;
     try {

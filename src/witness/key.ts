@@ -3,7 +3,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKeyFile, warnIfExposed } from '../lib/key-file.ts';
+import { createKeyFile, removeStalePartials, warnIfExposed } from '../lib/key-file.ts';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
 
@@ -19,6 +19,7 @@ export class WitnessKeyDamaged extends Error {}
 export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, WITNESS_KEY_FILE);
+  removeStalePartials(path);
   let pem: string;
   try {
     pem = readFileSync(path, 'utf8');
