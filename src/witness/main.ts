@@ -40,8 +40,11 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
   if (!/^\d+$/.test(values.port as string) || port > 65535) throw new Error('--port must be 0-65535');
   const byOrigin = new Map<string, string[]>();
   for (const spec of values.log ?? []) {
-    // Origins contain no '+' (tlog-checkpoint recommends it) and every vkey does before any '='.
+    // A whole vkey first: its key name may hold '=' (names exclude only spaces, '+' and controls),
+    // and ORIGIN=VKEY never reads as one, its key ID binding the name without the 'ORIGIN='. Else
+    // split at the first '=': origins hold no '+' (tlog-checkpoint recommends it).
     const eq = spec.indexOf('=');
+    const bare = (() => { try { parseVkey(spec); return true; } catch { return false; } })();
     const vkeyOf = (text: string) => {
       let key;
       try { key = parseVkey(text); } catch (e) { throw new Error(`--log ${spec}: not a verifier key (${(e as Error).message})`); }
@@ -49,7 +52,7 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
       if (key.type !== SIG_TYPE_ED25519) throw new Error(`--log ${spec}: not a log's Ed25519 key (type 0x01); is it a witness key?`);
       return key;
     };
-    const [origin, vkey] = eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [vkeyOf(spec).name, spec];
+    const [origin, vkey] = !bare && eq > 0 && !spec.slice(0, eq).includes('+') ? [spec.slice(0, eq), spec.slice(eq + 1)] : [vkeyOf(spec).name, spec];
     vkeyOf(vkey);
     byOrigin.set(origin, [...(byOrigin.get(origin) ?? []), vkey]);
   }

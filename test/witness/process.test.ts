@@ -43,6 +43,9 @@ test('parseWitnessArgs: ORIGIN=VKEY and bare VKEY (origin = key name), with defa
   // Two keys for one origin (a log rotating its key): the witness accepts either.
   const other = formatVkey('gavel.test/audit', SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
   assert.deepEqual(parseWitnessArgs(['--log', `gavel.test/audit=${vkey}`, '--log', other]).logs, [{ origin: 'gavel.test/audit', vkeys: [vkey, other] }]);
+  // A key name may hold '=': bare, the whole is the key; after ORIGIN=, the rest is.
+  const eqName = formatVkey('gavel.test/a=b', SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
+  assert.deepEqual(parseWitnessArgs(['--log', eqName, '--log', `o=${eqName}`]).logs, [{ origin: 'gavel.test/a=b', vkeys: [eqName] }, { origin: 'o', vkeys: [eqName] }]);
 });
 
 test('gavel witness: --help prints the usage; a wrong command line is one line and the usage, exit 2, no stack trace', () => {
@@ -98,8 +101,8 @@ test('gavel audit: --help prints each checker\'s usage and exit statuses', () =>
   assert.match(wrong.stderr, /unknown audit command "nope"/);
 });
 
-async function spawnWitness(vkey: string, entry = ['src/witness/main.ts']): Promise<string> {
-  const child = spawn(process.execPath, [...entry, '--data-dir', dir, '--port', '0', '--log', `${ORIGIN}=${vkey}`], {
+async function spawnWitness(vkey: string, entry = ['src/witness/main.ts'], { log = `${ORIGIN}=${vkey}`, dataDir = dir } = {}): Promise<string> {
+  const child = spawn(process.execPath, [...entry, '--data-dir', dataDir, '--port', '0', '--log', log], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -140,6 +143,17 @@ test('two witness processes on one data directory still never both advance from 
   for (const r of results) if (r.kind !== 'cosigned') assert.deepEqual(r, { kind: 'conflict', size: accepted[0] });
   // Both processes agree on what is held.
   for (const url of [a, b]) assert.deepEqual(await addCheckpoint(url, 0, [], await cp(64)), { kind: 'conflict', size: accepted[0] });
+});
+
+test('gavel witness --log VKEY whose key name holds \'=\' cosigns for that name as origin', async () => {
+  const origin = 'gavel.test/audit=eu';
+  const s = new TestSigner();
+  const pub = await s.publicKey('log');
+  const vkey = formatVkey(origin, SIG_TYPE_ED25519, pub);
+  const url = await spawnWitness(vkey, [MAIN, 'witness'], { log: vkey, dataDir: mkdtempSync(join(dir, 'eq-name-')) });
+  const root = appendLeaves(0, [leafHash(new TextEncoder().encode('e0'))], () => undefined).root;
+  const checkpoint = await signCheckpoint({ origin, size: 1, root }, ed25519NoteSigner(origin, pub, (m) => s.sign('log', m)));
+  assert.equal((await addCheckpoint(url, 0, [], checkpoint)).kind, 'cosigned');
 });
 
 // Preloaded: once the witness has said where it listens, it is held there half a second, so a
