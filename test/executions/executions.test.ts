@@ -5,7 +5,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startPayments } from '../support/payments.ts';
+import { startPayments, stopBoth } from '../support/payments.ts';
 import { type TestService } from '../support/service.ts';
 import { issue, newAgent, type Agent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
@@ -37,7 +37,7 @@ for (const backend of backends()) {
       ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { timeoutMs: 400 }));
       personKey = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'person')).key}` };
     });
-    after(async () => { await svc.stop(); await merchant.close(); });
+    after(() => stopBoth(svc, merchant));
 
     test('ALLOW with execution: one signed call with the nonce as Idempotency-Key; SUCCEEDED; the same nonce is REPLAY without a call', async () => {
       const nonce = randomUUID();

@@ -4,7 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startPayments } from '../support/payments.ts';
+import { startPayments, stopBoth } from '../support/payments.ts';
 import { anotherProject } from '../support/projects.ts';
 import { type TestService } from '../support/service.ts';
 import { type Agent } from '../support/authorize.ts';
@@ -27,7 +27,7 @@ for (const backend of backends()) {
     before(async () => {
       ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { timeoutMs: 400 }));
     });
-    after(async () => { await svc.stop(); await merchant.close(); });
+    after(() => stopBoth(svc, merchant));
 
     test('a settled nonce repeated with another amount or another intent is nonce_reused, not a REPLAY of the first call', async () => {
       const nonce = randomUUID();

@@ -10,6 +10,7 @@ import { seedInFlight } from '../support/executions.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent, type Agent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { stopBoth } from '../support/payments.ts';
 import { AGE_MARGIN_MS, beat, retire, STOPPED_NOTE, sweepInFlight, TOO_OLD_NOTE } from '../../src/services/executions/recovery.ts';
 import { recordOutcome } from '../../src/services/executions/executions.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -38,7 +39,7 @@ for (const backend of backends()) {
       agent = newAgent();
       permit = (await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] })).jws;
     });
-    after(async () => { await svc.stop(); await merchant.close(); });
+    after(() => stopBoth(svc, merchant));
 
     test('a live instance\'s row older than the longest timeout plus the margin is UNKNOWN, audited; a younger one is left in flight', async () => {
       const now = new Date();

@@ -6,7 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startPayments } from '../support/payments.ts';
+import { startPayments, stopBoth } from '../support/payments.ts';
 import { type TestService } from '../support/service.ts';
 import { issue, newAgent, type Agent } from '../support/authorize.ts';
 import { type TestMerchant } from '../support/merchant.ts';
@@ -36,7 +36,7 @@ for (const backend of backends()) {
     before(async () => {
       ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { slowMs: 300, timeoutMs: 2_000 }));
     });
-    after(async () => { await svc.stop(); await merchant.close(); });
+    after(() => stopBoth(svc, merchant));
 
     test('a settled nonce sent by another agent, for another action or to another merchant is nonce_reused; under a re-issued permit it is a REPLAY', async () => {
       const nonce = randomUUID();

@@ -63,8 +63,7 @@ for (const backend of backends()) {
       assert.deepEqual(reservedWhenVouched, [false]);
     } finally {
       (deps as { executions: unknown }).executions = configured;
-      await p.svc.stop();
-      await p.merchant.close();
+      await p.stop();
     }
   });
 }

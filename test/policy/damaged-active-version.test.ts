@@ -6,7 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startPayments } from '../support/payments.ts';
+import { startPayments, stopBoth } from '../support/payments.ts';
 import type { TestService } from '../support/service.ts';
 import type { TestMerchant } from '../support/merchant.ts';
 import { ALLOW_PAYMENTS, decide, issue, newAgent, type Agent, type Decided } from '../support/authorize.ts';
@@ -73,8 +73,7 @@ for (const backend of backends()) {
     });
     after(async () => {
       process.off('warning', onWarning);
-      await svc.stop();
-      await merchant.close();
+      await stopBoth(svc, merchant);
     });
 
     for (const [what, damage] of DAMAGE) {

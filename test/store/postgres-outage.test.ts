@@ -20,6 +20,7 @@ import { LocalSigner } from '../../src/signer/local.ts';
 import { Executions } from '../../src/services/executions/executions.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant, type TestMerchant } from '../support/merchant.ts';
+import { stopBoth } from '../support/payments.ts';
 
 const pg = backends().find((b) => b.name === 'postgres');
 
@@ -105,7 +106,7 @@ for (const backend of backends()) {
       agent = newAgent();
       permit = (await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] })).jws;
     });
-    after(async () => { await svc.stop(); await merchant.close(); });
+    after(() => stopBoth(svc, merchant));
 
     for (const when of ['before', 'after'] as const) {
       test(`the connection drops ${when} the outcome commits: SUCCEEDED, recorded once, no late outcome`, async () => {

@@ -7,6 +7,7 @@ import { startService, type TestService } from './service.ts';
 import type { Backend } from './backends.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from './authorize.ts';
 import { merchantsFile, startMerchant } from './merchant.ts';
+import { stopBoth } from './payments.ts';
 
 export interface Approver {
   principalId: string;
@@ -55,7 +56,7 @@ export async function seedObligation(svc: TestService, over: { expiresAt?: Date 
 export async function approvedCallsFixture(backend: Backend) {
   const merchant = await startMerchant();
   const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
-  const stop = async () => { await svc.stop(); await merchant.close(); };
+  const stop = () => stopBoth(svc, merchant);
   // A set-up step that fails stops what was started: left running, it kept the test process alive.
   const { key, approver, agent, jws } = await (async () => {
     const key = await svc.keyHeader([]);

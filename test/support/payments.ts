@@ -6,14 +6,30 @@ import type { Backend } from './backends.ts';
 import { merchantsFile, startMerchant, type TestMerchant } from './merchant.ts';
 import { startService, type TestService } from './service.ts';
 
-export interface Payments { svc: TestService; merchant: TestMerchant; key: { authorization: string }; agent: Agent; permit: string }
+export interface Payments {
+  svc: TestService; merchant: TestMerchant; key: { authorization: string }; agent: Agent; permit: string;
+  /** Stops the service, then closes the merchant even when stopping threw (answers not in /openapi.json): left listening, it kept the test process alive after a failure. */
+  stop(): Promise<void>;
+}
 
 export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs: number }): Promise<Payments> {
   const merchant = await startMerchant(options.slowMs === undefined ? {} : { slowMs: options.slowMs });
-  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs) });
-  const key = await svc.keyHeader([]);
-  await activatePolicy(svc, ALLOW_PAYMENTS);
-  const agent = newAgent();
-  const permit = (await issue(svc, agent.did, grant)).jws;
-  return { svc, merchant, key, agent, permit };
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
+  const stop = () => stopBoth(svc, merchant);
+  try {
+    const key = await svc.keyHeader([]);
+    await activatePolicy(svc, ALLOW_PAYMENTS);
+    const agent = newAgent();
+    const permit = (await issue(svc, agent.did, grant)).jws;
+    return { svc, merchant, key, agent, permit, stop };
+  } catch (e) {
+    // A set-up step that fails stops what was started (its own failure said instead).
+    await stop().catch(() => {});
+    throw e;
+  }
+}
+
+/** `svc.stop()`, and the merchant closed whatever it threw. */
+export async function stopBoth(svc: TestService, merchant: TestMerchant): Promise<void> {
+  try { await svc.stop(); } finally { await merchant.close(); }
 }
