@@ -13,6 +13,7 @@ import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { stopBoth } from '../support/payments.ts';
 import { createService } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { HEARTBEAT_MS, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
@@ -45,8 +46,7 @@ for (const backend of backends().filter((b) => b.name === 'postgres')) {
       assert.equal(merchant.totalCalls(), 1);
     } finally {
       await b.close();
-      await a.stop();
-      await merchant.close();
+      await stopBoth(a, merchant);
     }
   });
 }

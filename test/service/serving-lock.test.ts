@@ -8,6 +8,7 @@ import { backends } from '../support/backends.ts';
 import { spawnSync } from 'node:child_process';
 import { MAIN, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { stopBoth } from '../support/payments.ts';
 import { openStore } from '../../src/store/store.ts';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
@@ -39,7 +40,6 @@ test('a second server on the same SQLite database is refused before it touches t
     await again.kill('SIGTERM');
   } finally {
     await first.kill('SIGKILL');
-    await svc.stop();
-    await merchant.close();
+    await stopBoth(svc, merchant);
   }
 });
