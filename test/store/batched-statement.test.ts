@@ -102,3 +102,30 @@ test('a statement answering for a different number of rows fails every caller an
   assert.ok(outcomes.every((o) => o.status === 'rejected' && /answered 2 results for 3 rows/.test(String(o.reason))));
   assert.equal(calls, 1, 'what it wrote stays written: rerunning the rows could write them twice');
 });
+
+test('a row submitted once the last statement has returned leaves at the end of its own turn', async () => {
+  const { runs, run } = recording();
+  const statement = new BatchedStatement(run);
+  assert.equal(await statement.submit(7), 14);
+  await turn(); // nothing in flight, nothing scheduled: only the new submit can start a statement
+  const later = statement.submit(8);
+  await turn();
+  assert.deepEqual(runs, [[7], [8]]);
+  assert.equal(await later, 16);
+});
+
+test('by default, statements of up to 128 rows, four in flight at once', async () => {
+  const runs: number[] = [];
+  const gates: (() => void)[] = [];
+  const statement = new BatchedStatement(async (rows: readonly number[]) => {
+    runs.push(rows.length);
+    await new Promise<void>((resolve) => gates.push(resolve));
+    return [...rows];
+  });
+  const all = Array.from({ length: 128 * 5 }, (_, i) => statement.submit(i));
+  await turn();
+  assert.deepEqual(runs, [128, 128, 128, 128]);
+  while (gates.length > 0) { gates.shift()!(); await turn(); }
+  assert.equal((await Promise.all(all)).length, 128 * 5);
+  assert.deepEqual(runs, [128, 128, 128, 128, 128]);
+});
