@@ -95,3 +95,20 @@ test('a build that fails leaves the previous tree as it was and nothing half wri
     assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('out.')), [], 'no staging tree is left');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
+
+test('the built migrator applies every built migration to a new database', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-build-'));
+  try {
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+    build(join(root, 'src'), join(dir, 'dist'));
+    const { openStore } = await import(join(dir, 'dist/store/store.js'));
+    const { migrateToLatest } = await import(join(dir, 'dist/store/migrate.js'));
+    const store = openStore({ kind: 'sqlite', file: join(dir, 'gavel.db') });
+    try {
+      const applied: string[] = await migrateToLatest(store);
+      const sources = readdirSync(join(root, 'src/store/migrations')).filter((f) => /^\d{4}_.*\.ts$/.test(f)).map((f) => f.slice(0, -3)).sort();
+      assert.deepEqual(applied, sources);
+    } finally { await store.close(); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
