@@ -1,5 +1,6 @@
-// Group commit's less travelled decisions, on the real engines: which errors are retried, how many
-// attempts PostgreSQL makes, a one statement that answers a falsy value, and where beforeUnits runs.
+// Group commit's less travelled decisions, on the real engines (which errors are retried is in
+// group-commit.test.ts): how many attempts PostgreSQL makes, a one statement that answers a falsy
+// value, and where beforeUnits runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
@@ -8,23 +9,6 @@ import { createCommitter } from '../../src/store/group-commit.ts';
 const conflict = (code: string) => Object.assign(new Error(`conflict ${code}`), { code });
 
 for (const backend of backends()) {
-  test(`group commit on ${backend.name}: a unit that loses a serialization conflict (40001) is retried, not failed`, async () => {
-    const ts = await backend.open();
-    try {
-      const committer = createCommitter(ts.store);
-      let attempts = 0;
-      const value = await committer.run(async (trx) => {
-        attempts++;
-        await trx.insertInto('settings').values({ key: `ser-${attempts}`, value: 'x' }).execute();
-        if (attempts === 1) throw conflict('40001');
-        return 'done';
-      });
-      assert.equal(value, 'done');
-      const rows = await ts.store.db.selectFrom('settings').select('key').where('key', 'like', 'ser-%').execute();
-      assert.deepEqual(rows.map((r) => r.key), ['ser-2']);
-    } finally { await ts.cleanup(); }
-  });
-
   test(`group commit on ${backend.name}: a one statement that answers a falsy value has written; the work does not run`, async () => {
     const ts = await backend.open();
     try {

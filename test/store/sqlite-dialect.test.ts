@@ -31,7 +31,7 @@ test('retryWhileBusy: a statement refused by a lock held elsewhere runs once the
     }, 10_000);
     assert.equal(result, 1);
     assert.equal(refusals, 1);
-  } finally { mine.close(); await ts.cleanup(); }
+  } finally { lock.release(); mine.close(); await ts.cleanup(); }
 });
 
 test('retryWhileBusy: past its deadline it fails with SQLITE_BUSY; other errors fail at once', async () => {
