@@ -86,5 +86,26 @@ for (const backend of backends()) {
       }
       assert.equal(merchant.calls.get(nonce), 1);
     });
+
+    test('concurrent repeats of one nonce under a one-use permit: the use the first spent does not make the others a DENY; they are its repeats', async () => {
+      const a = newAgent();
+      const one = (await issue(svc, a.did, { ...PAY, max_uses: 1 } as never)).jws;
+      const nonce = randomUUID();
+      const request = body(nonce, { agent: a.did, permit: one }, { operation: 'slow' });
+      const results = await Promise.all(Array.from({ length: 30 }, () => authorize(request)));
+      const allows = results.filter((res) => res.statusCode === 200 && res.json().decision === 'ALLOW');
+      assert.equal(allows.length, 1, results.map((res) => res.body).slice(0, 3).join('\n'));
+      for (const res of results) {
+        if (res === allows[0]) continue;
+        // A DENY would tell the caller nothing was called (spec 2.4) of an action that was.
+        const repeat = (res.statusCode === 409 && res.json().code === 'execution_in_progress') || (res.statusCode === 200 && res.json().decision === 'REPLAY');
+        assert.ok(repeat, `a repeat of the nonce: ${res.statusCode} ${res.body}`);
+      }
+      assert.equal(merchant.calls.get(nonce), 1);
+      // One decision is recorded for the nonce: the ALLOW that made the call.
+      const decisions = (await svc.ts.store.db.selectFrom('audit_events').select('data').where('kind', '=', 'decision').execute())
+        .map((e) => JSON.parse(e.data)).filter((d) => d.execution?.nonce === nonce);
+      assert.deepEqual(decisions.map((d) => d.decision), ['ALLOW']);
+    });
   });
 }

@@ -137,7 +137,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   const { event, record: unrecorded } = decisionEvent(plan, combined, decisionId, approvalRequestId);
   const record: DecisionRecord = { ...unrecorded, audit_id: await recordAudit(trx, event, env) };
   if (record.decision === 'ALLOW' && plan.execution) await reserveExecution(trx, plan.execution, record, { projectId, actor: plan.actor, now }, env);
-  else if (record.decision === 'REQUIRE_APPROVAL' && plan.execution) await refuseTakenNonce(trx, plan.execution, projectId, env);
+  else if (plan.execution) await refuseTakenNonce(trx, plan.execution, projectId, env);
   return record;
 }
 

@@ -17,11 +17,13 @@ const RESERVE = fixedSql(`insert into executions (id, project_id, nonce, fingerp
 const TAKEN = fixedSql('select 1 from executions where project_id = ? and nonce = ?');
 
 /**
- * A REQUIRE_APPROVAL for a call whose nonce a concurrent request has already reserved (its ALLOW
- * consumed the approval this one named, say) is that request's repeat: it throws NonceTaken, so it
- * rolls back and is answered as the repeat it is (execution_in_progress or REPLAY), instead of
- * opening another obligation for a call already made. On PostgreSQL the winner has committed by
- * the time this reads: this transaction waited on its lock of the obligation it consumed.
+ * A DENY or REQUIRE_APPROVAL for a call whose nonce a concurrent request has already reserved is
+ * that request's repeat, and often decided so because of it (its ALLOW spent the permit's last use
+ * or budget, or consumed the approval this one named): it throws NonceTaken, so it rolls back and
+ * is answered as the repeat it is (execution_in_progress or REPLAY), as it would have been had it
+ * come a moment later, instead of a DENY saying nothing was called (spec 2.4) of a call that was,
+ * or another obligation for it. On PostgreSQL the winner has committed by the time this reads when
+ * its commit decided this one: this transaction waited on its locks of the counters or obligation.
  */
 export async function refuseTakenNonce(trx: Tx, r: ExecutionReservation, projectId: string, env: SqlTarget): Promise<void> {
   if ((await queryFixed(trx, env, TAKEN, [projectId, r.nonce])).length > 0) throw new NonceTaken();
