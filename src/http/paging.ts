@@ -3,6 +3,7 @@
 // handed to another list is refused rather than read as the end of it, or its start.
 import { invalidRequest } from './problem.ts';
 import { parseJsonExactly } from '../lib/json-parse.ts';
+import { illFormedString } from './validation.ts';
 import type { IdPrefix } from '../lib/ids.ts';
 
 /** A page's size when the query names none; the largest (500) is the PageLimit pattern's (schemas/common.ts). */
@@ -37,13 +38,17 @@ export function page<T extends { id: string }>(rows: T[], limit: number): { item
  */
 export const MAX_KEY_CURSOR_KEY = 2100;
 
-/** Cursors over a composite sort key (e.g. `created_at~commitment`) of the list named `list`. */
+/**
+ * Cursors over a composite sort key (e.g. `created_at~commitment`) of the list named `list`. A key
+ * no store can hold (a NUL, which PostgreSQL's text refuses, or a lone surrogate) was never issued:
+ * forged, it is refused here rather than failing the query.
+ */
 export const encodeKeyCursor = (key: string, list: string): string => Buffer.from(JSON.stringify({ k: key, l: list })).toString('base64url');
 export function decodeKeyCursor(cursor: string | undefined, list: string): string | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (typeof parsed?.k === 'string' && parsed.k.length <= MAX_KEY_CURSOR_KEY && parsed.l === list) return parsed.k;
+    if (typeof parsed?.k === 'string' && parsed.k.length <= MAX_KEY_CURSOR_KEY && illFormedString(parsed.k) === null && parsed.l === list) return parsed.k;
   } catch { /* fall through */ }
   throw invalidCursor();
 }

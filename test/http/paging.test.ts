@@ -101,3 +101,26 @@ describe('paging of list routes', () => {
     assert.ok(!next.json().agents.some((a: { did: string }) => a.did === long));
   });
 });
+
+// A cursor is opaque, but a client can forge one: a sort key holding a NUL (which PostgreSQL's text
+// refuses) or a lone surrogate is no position any list issued, so it is a 400, never a 500.
+for (const backend of backends()) {
+  test(`a forged key cursor holding text no store keeps is 400 invalid_cursor (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const admin = await consoleMember(svc, ['ADMIN', 'AUDITOR']);
+      const P = `/v1/console/projects/${svc.projectId}`;
+      const lists = { members: `${P}/members`, memberships: `${P}/memberships`, agents: `${P}/agents`, permits: `${P}/permits` };
+      for (const [list, path] of Object.entries(lists)) {
+        for (const key of ['2026-01-01T00:00:00.000Z~\0', '2026-01-01T00:00:00.000Z~\ud800']) {
+          const cursor = Buffer.from(JSON.stringify({ k: key, l: list })).toString('base64url');
+          const res = await svc.app.inject({ method: 'GET', url: `${path}?cursor=${cursor}`, headers: admin.get });
+          assert.equal(res.statusCode, 400, `${path} with ${JSON.stringify(key)}: ${res.body}`);
+          assert.equal(res.json().errors[0].code, 'invalid_cursor');
+        }
+      }
+    } finally {
+      await svc.stop();
+    }
+  });
+}
