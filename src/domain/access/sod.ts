@@ -28,7 +28,7 @@ export const DEFAULT_SOD: SodDocument = {
 
 export interface SodError { pointer: string; code: string; message: string }
 
-/** Validates an untrusted value; returns the normalized document (pairs sorted, deduplicated) or every error. */
+/** Validates an untrusted value; returns the normalized document (each pair and the list sorted) or every error (a repeated pair is one). */
 export function validateSod(input: unknown): { ok: true; value: SodDocument } | { ok: false; errors: SodError[] } {
   const errors: SodError[] = [];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
