@@ -103,6 +103,29 @@ for (const backend of backends()) {
       } finally { await solo.stop(); }
     });
 
+    test('the last person ADMIN stays one though a service holds ADMIN: no one could mint a key or act on the console after', async () => {
+      const solo = await startService(backend);
+      try {
+        const url = `/v1/console/projects/${solo.projectId}`;
+        const a = await consoleMember(solo, ['ADMIN']);
+        const bootAdmin = (await solo.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
+        assert.equal((await solo.app.inject({ method: 'POST', url: `${url}/members/${bootAdmin}/revoke`, headers: a.post, payload: {} })).statusCode, 200);
+        // The one person ADMIN gives ADMIN to a service and mints it a key, as the console lets it.
+        const robot = (await solo.member(['ADMIN'], 'robot-admin', 'service')).principalId;
+        const minted = await solo.app.inject({ method: 'POST', url: `${url}/api-keys`, headers: a.post, payload: { principal_id: robot, name: 'robot', roles: ['ADMIN'] } });
+        assert.equal(minted.statusCode, 201, minted.body);
+        // Demoting or removing itself would revoke that key (its minter's) and leave only the service.
+        for (const path of [`${url}/members/${a.principalId}/roles/ADMIN/revoke`, `${url}/members/${a.principalId}/revoke`]) {
+          const res = await solo.app.inject({ method: 'POST', url: path, headers: a.post, payload: {} });
+          assert.equal(res.statusCode, 409, `${path}: ${res.body}`);
+          assert.equal(res.json().code, 'last_admin');
+        }
+        // A service's ADMIN never keeps a project administrable, so taking it is not the last ADMIN's.
+        const demoteRobot = await solo.app.inject({ method: 'POST', url: `${url}/members/${robot}/roles/ADMIN/revoke`, headers: a.post, payload: {} });
+        assert.equal(demoteRobot.statusCode, 200, demoteRobot.body);
+      } finally { await solo.stop(); }
+    });
+
     test('concurrency: two ADMINs demoting each other at once leave exactly one ADMIN', async () => {
       const solo = await startService(backend);
       try {
@@ -128,8 +151,8 @@ for (const backend of backends()) {
     test('concurrency: the last-ADMIN rule holds when the service is called at once (lockFor)', async () => {
       const solo = await startService(backend);
       try {
-        const a = await solo.member(['ADMIN']);
-        const b = await solo.member(['ADMIN']);
+        const a = await solo.member(['ADMIN'], undefined, 'person');
+        const b = await solo.member(['ADMIN'], undefined, 'person');
         const bootAdmin = (await solo.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'admin').executeTakeFirstOrThrow()).id;
         await revokeMember(solo.ts.store, { projectId: solo.projectId, principalId: bootAdmin, actor: 'test' }, new Date());
         const results = await Promise.allSettled([

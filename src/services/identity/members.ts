@@ -46,11 +46,25 @@ async function requireMember(trx: Tx, projectId: string, principalId: string) {
   if (!m || m.revoked_at) throw new Problem(422, 'not_a_member', `${principalId} is not a member of this project; add it first`);
 }
 
-async function adminCount(trx: Tx, projectId: string): Promise<number> {
+/**
+ * The project's person ADMINs. Only a person administers (the console takes a session, and only a
+ * person ADMIN mints keys for others), so a service ADMIN does not keep a project administrable:
+ * the last person ADMIN demoting itself after giving ADMIN to a service would revoke the keys it
+ * minted, the service's with them, and leave no one who could ever act.
+ */
+async function personAdminCount(trx: Tx, projectId: string): Promise<number> {
   const rows = await trx.selectFrom('role_grants as g')
     .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'g.project_id').onRef('m.principal_id', '=', 'g.principal_id'))
-    .select('g.principal_id').where('g.project_id', '=', projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null).execute();
+    .innerJoin('principals as p', 'p.id', 'g.principal_id')
+    .select('g.principal_id').where('g.project_id', '=', projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null)
+    .where('p.kind', '=', 'person').execute();
   return rows.length;
+}
+
+/** Whether taking ADMIN from `principalId` would leave the project without a person ADMIN. */
+async function isLastPersonAdmin(trx: Tx, projectId: string, principalId: string): Promise<boolean> {
+  const p = await trx.selectFrom('principals').select('kind').where('id', '=', principalId).executeTakeFirst();
+  return p?.kind === 'person' && (await personAdminCount(trx, projectId)) <= 1;
 }
 
 export interface MemberView { principal_id: string; kind: string; name: string; roles: Role[]; member_since: string }
@@ -100,15 +114,15 @@ export async function addMember(store: Store, input: { projectId: string; princi
 /**
  * Ends a membership: its role grants are deleted, its API keys in the project revoked, and the
  * person's console sessions ended at once. Keys it minted for other principals are revoked too:
- * whoever mints a key holds its secret, so a removed ADMIN keeps none. The last ADMIN cannot be removed.
+ * whoever mints a key holds its secret, so a removed ADMIN keeps none. The last person ADMIN cannot be removed.
  */
 export async function revokeMember(store: Store, input: { projectId: string; principalId: string; actor: string }, now: Date): Promise<{ principal_id: string; revoked_at: string; sessions_ended: number; keys_revoked: number }> {
   return store.transaction(async (trx) => {
     await lockAsAdmin(trx, store, input.projectId, input.actor);
     await requireMember(trx, input.projectId, input.principalId);
     const held = await rolesOf(trx, input.projectId, input.principalId);
-    if (held.includes('ADMIN') && (await adminCount(trx, input.projectId)) <= 1) {
-      throw conflict('a project must keep at least one ADMIN; grant ADMIN to another member first', 'last_admin');
+    if (held.includes('ADMIN') && await isLastPersonAdmin(trx, input.projectId, input.principalId)) {
+      throw conflict('a project must keep at least one person ADMIN; grant ADMIN to another person first', 'last_admin');
     }
     const at = now.toISOString();
     await trx.updateTable('memberships').set({ revoked_at: at }).where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
@@ -143,15 +157,15 @@ export async function grantRole(store: Store, input: { projectId: string; princi
   });
 }
 
-/** Revokes a role; idempotent. Refused (409 last_admin) when it would leave the project without an ADMIN. */
+/** Revokes a role; idempotent. Refused (409 last_admin) when it would leave the project without a person ADMIN. */
 export async function revokeRole(store: Store, input: { projectId: string; principalId: string; role: Role; actor: string }, now: Date): Promise<{ member: MemberView; changed: boolean }> {
   return store.transaction(async (trx) => {
     await lockAsAdmin(trx, store, input.projectId, input.actor);
     await requireMember(trx, input.projectId, input.principalId);
     const held = await rolesOf(trx, input.projectId, input.principalId);
     if (!held.includes(input.role)) return { member: await view(trx, input.projectId, input.principalId), changed: false };
-    if (input.role === 'ADMIN' && (await adminCount(trx, input.projectId)) <= 1) {
-      throw conflict('a project must keep at least one ADMIN; grant ADMIN to another member first', 'last_admin');
+    if (input.role === 'ADMIN' && await isLastPersonAdmin(trx, input.projectId, input.principalId)) {
+      throw conflict('a project must keep at least one person ADMIN; grant ADMIN to another person first', 'last_admin');
     }
     await trx.deleteFrom('role_grants').where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).where('role', '=', input.role).execute();
     // Only an ADMIN mints keys for others, and the minter holds their secrets: one that stops being
