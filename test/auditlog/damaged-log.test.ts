@@ -31,6 +31,25 @@ for (const backend of backends()) {
 }
 
 for (const backend of backends()) {
+  test(`a consistency proof the damaged store cannot assemble is 500 log_damaged, not an anonymous fault (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      await addEvents(a.svc.ts.store, a.svc.projectId, 4);
+      await a.svc.auditLog.tick({ force: true });
+      const key = await a.svc.keyHeader([]);
+      const consistency = () => a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/consistency?from=2&to=4`, headers: key });
+      assert.equal((await consistency()).statusCode, 200);
+      // The subtree of leaves 0 and 1 is the root at size 2: without its row neither root nor proof can be built.
+      await a.svc.ts.store.db.deleteFrom('audit_nodes').where('level', '=', 1).where('idx', '=', 0).execute();
+      const damaged = await consistency();
+      assert.equal(damaged.statusCode, 500, damaged.body);
+      assert.equal(damaged.json().code, 'log_damaged');
+      assert.match(damaged.json().detail, /the log lacks a node the consistency proof from 2 to 4 needs/);
+    } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
   test(`a log whose state row is lost refuses to start instead of beginning a second log under a new origin (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'none');
     try {

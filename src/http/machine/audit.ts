@@ -26,7 +26,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth([]),
     schema: {
       tags: ['audit'], summary: 'RFC 9162 consistency proof between two tree sizes (normally two checkpoints)',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses({ auth: 'apiKey' }) },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const q = request.query as { from: string; to: string };

@@ -149,7 +149,13 @@ export async function consistencyBetween(deps: AuditLogDeps, from: number, to: n
   const db = deps.store.db;
   const [proof, fromRoot, toRoot, fromCp, toCp] = await Promise.all([
     consistencyFromStore(db, from, to), rootOfSize(db, from), rootOfSize(db, to), checkpointAt(db, from), checkpointAt(db, to),
-  ]);
+  ]).catch((e: unknown) => {
+    // As for an inclusion proof: a node under a signed checkpoint is gone, so the log is damaged.
+    if (e instanceof AuditLogError && e.code === 'missing_node') {
+      throw new Problem(500, 'log_damaged', `the log lacks a node the consistency proof from ${from} to ${to} needs: its store is damaged (${e.message})`);
+    }
+    throw e;
+  });
   return {
     from, to, proof: proof.map(toBase64), from_root: toBase64(fromRoot), to_root: toBase64(toRoot),
     from_checkpoint: fromCp ? cosignedNote(fromCp) : null, to_checkpoint: toCp ? cosignedNote(toCp) : null,
