@@ -102,3 +102,31 @@ for (const backend of backends()) {
     }
   });
 }
+
+for (const backend of backends()) {
+  test(`an event row rewritten to read otherwise but parse back the same is INVALID, not VERIFIED (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const ids = await addEvents(store, a.svc.projectId, 4);
+      await a.svc.auditLog.tick({ force: true });
+      const verify = async (id: string) => (await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: id } })).json();
+      const rewrite = async (id: string, edit: (text: string) => string) => {
+        const { data } = await store.db.selectFrom('audit_events').select('data').where('id', '=', id).executeTakeFirstOrThrow();
+        await store.db.updateTable('audit_events').set({ data: edit(data) }).where('id', '=', id).execute();
+      };
+      assert.equal((await verify(ids[1]!)).verification, 'VERIFIED');
+      // A member named twice: JSON.parse keeps the last (the signed value), SQLite's json_extract and
+      // other readers the first. The row says n is 99 to them; it was altered, whatever one parser sees.
+      await rewrite(ids[1]!, (text) => text.replace('{', '{"n":99,'));
+      const twice = await verify(ids[1]!);
+      assert.equal(twice.verification, 'INVALID', JSON.stringify(twice));
+      assert.equal(twice.evidence.local_proof, 'invalid');
+      // Reformatted only: the bytes the leaf was computed from are not the bytes stored.
+      await rewrite(ids[2]!, (text) => JSON.stringify(JSON.parse(text), null, 2));
+      assert.equal((await verify(ids[2]!)).verification, 'INVALID');
+      assert.equal((await verify(ids[3]!)).verification, 'VERIFIED', 'an untouched row still verifies');
+    } finally { await a.stop(); }
+  });
+}

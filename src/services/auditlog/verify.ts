@@ -11,12 +11,12 @@ import { openCheckpoint } from '../../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
 import { bytesEqual } from '../../domain/auditlog/bytes.ts';
 import { AuditLogError } from '../../domain/auditlog/errors.ts';
-import { leafHashOfEvent } from '../../domain/auditlog/leaf.ts';
+import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
 import { verifyInclusion } from '../../domain/auditlog/verify.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
 import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
-import { eventRecord, logIdentity } from './log.ts';
+import { logIdentity } from './log.ts';
 import { inclusionFromStore, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
 
 export type Verification = 'VERIFIED' | 'INVALID' | 'NOT_WITNESSED' | 'UNAVAILABLE';
@@ -47,14 +47,13 @@ export interface VerifyDeps extends AuditLogDeps {
   witnessTimeoutMs?: number;
 }
 
-function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array | undefined, index: number, path: Uint8Array[] | undefined): string | null {
+function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | undefined): string | null {
   try {
     const opened = openCheckpoint(note, [logKey]);
     if (opened.checkpoint.size !== cp.size || !bytesEqual(opened.checkpoint.root, cp.root)) return 'the stored checkpoint does not match its signed text';
   } catch {
     return 'the stored checkpoint is not signed by the log key';
   }
-  if (!leaf) return 'the stored event cannot be encoded as a leaf';
   if (!path) return 'the tree lacks a node the inclusion path needs';
   if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) {
     return `the stored event does not hash to leaf ${index} under root ${toBase64(cp.root)} (the event row or the tree was altered)`;
@@ -74,8 +73,10 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
 
   const id = await logIdentity(deps.store, deps.signer);
   const logKey = parseVkey(id.vkey);
-  let leaf: Uint8Array | undefined;
-  try { leaf = leafHashOfEvent(eventRecord(row)); } catch { leaf = undefined; }
+  // The leaf of the row's bytes as stored, as it was computed when the event was written
+  // (services/audit/record.ts), not of the row parsed back: a text that parses to the signed record
+  // yet reads otherwise (a member named twice, the first of which SQLite's json_extract reads) was altered.
+  const leaf = leafHashOfStoredEvent(row);
   let path: Uint8Array[] | undefined;
   try { path = await inclusionFromStore(db, index, cp.size); } catch (e) {
     // A tree that cannot give the path fails the proof; a database that could not answer (a dropped
