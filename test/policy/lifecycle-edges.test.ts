@@ -218,6 +218,13 @@ for (const backend of backends()) {
       assert.equal(empty.statusCode, 400);
       const precise = await svc.app.inject({ method: 'POST', url: url('/replay', other.projectId), headers: oh, payload: { policy: deny, until: '2026-01-01T00:00:00.0001Z' } });
       assert.equal(precise.statusCode, 400, 'until past millisecond precision');
+      // A bound written with an offset that puts it past year 9999 (an ISO string of six digits and a
+      // sign) still bounds as the instant it is: everything recorded is before it.
+      const beyond = '9999-12-31T23:59:59-00:01';
+      assert.equal((await replay({ policy: deny, until: beyond })).considered, 25);
+      assert.equal((await replay({ policy: deny, from: beyond })).considered, 0);
+      assert.equal((await replay({ policy: deny, until: '0000-01-01T00:00:00+00:01' })).considered, 0);
+      assert.equal((await replay({ policy: deny, from: '0000-01-01T00:00:00+00:01' })).considered, 25);
       assert.equal(all.samples[0].inputs.root_permit_commitment, ROOT);
       // Every input the decision recorded reaches the candidate: it allows exactly what was recorded.
       const same = allow('same', { op: 'and', args: [

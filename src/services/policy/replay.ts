@@ -22,6 +22,8 @@ const REPLAY_SLICE_MS = 5;
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
 export const REPLAY_SAMPLES = 20;
+/** The last instant whose ISO string has a four-digit year, as every stored created_at has. */
+const LAST_ISO_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 const POLICY_REASON_SET: ReadonlySet<string> = new Set(Object.values(POLICY_REASONS));
 
@@ -106,9 +108,11 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
 
   const last = body.last ?? REPLAY_DEFAULT;
   let q = db.selectFrom('audit_events').select(['id', 'created_at', 'data']).where('project_id', '=', projectId).where('kind', '=', 'decision');
+  // created_at is text compared as text: an instant past year 9999 (an offset can put it there) has a
+  // signed six-digit ISO year that sorts before every stored one, so it bounds nothing or everything.
   if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
-  if (typeof until === 'number') q = q.where('created_at', '<', new Date(until).toISOString());
-  const events = await q.orderBy('id', 'desc').limit(last).execute();
+  if (typeof until === 'number' && until <= LAST_ISO_INSTANT) q = q.where('created_at', '<', new Date(until).toISOString());
+  const events = typeof from === 'number' && from > LAST_ISO_INSTANT ? [] : await q.orderBy('id', 'desc').limit(last).execute();
   const rows = events.map((e) => ({ created_at: e.created_at, ...(storedEventData(e.id, e.data) as DecisionEventData) }));
 
   const roots = await rootPermits(db, projectId, rows.flatMap((r) => (r.permit_commitment === null ? [] : [r.permit_commitment])));
