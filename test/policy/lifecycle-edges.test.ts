@@ -181,6 +181,17 @@ for (const backend of backends()) {
       const bad = await post('/simulate', { request: { agent: AGENT, action: 'two words', root_permit_commitment: 'ABC' }, policy });
       assert.equal(bad.statusCode, 400);
       assert.deepEqual(bad.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/request/action', '/request/root_permit_commitment']);
+      // Every error at once: a member the schema refuses does not hide those the schema lets through.
+      const errorsOf = async (request: object) => {
+        const res = await post('/simulate', { request, policy: { spec_version: '2', rules: [] } });
+        assert.equal(res.statusCode, 400);
+        return res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort();
+      };
+      assert.deepEqual(await errorsOf({ agent: 'x', resource: 'resource://a/../b', request_time: '2025-01-01', delegation_depth: -1, unknown: 1 }), [
+        '/policy/spec_version unsupported_spec_version', '/request/agent invalid_did', '/request/delegation_depth too_small',
+        '/request/request_time invalid_timestamp', '/request/resource invalid_resource', '/request/unknown unknown_field',
+      ]);
+      assert.deepEqual(await errorsOf({ action: 5 }), ['/policy/spec_version unsupported_spec_version', '/request/action wrong_type', '/request/agent agent_required']);
     });
 
     test('replay: the window is [from, until), the newest decisions first, every recorded input, at most 20 samples', async () => {

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
-import { invalidRequest, Problem } from '../problem.ts';
+import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
 import { PageCursor, PageLimit, errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
@@ -15,7 +15,7 @@ import { activatePolicyVersion, refuseActivation } from '../../services/policy/a
 import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
 import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
-import { simulatePolicy } from '../../services/policy/simulate.ts';
+import { simulatePolicy, simulationErrors } from '../../services/policy/simulate.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
@@ -131,15 +131,17 @@ export interface PolicyPlane {
 /**
  * For a route with `attachValidation`: a body that broke its schema is refused with the submitted
  * document's own errors beside the schema's, every error at once (the schema does not look inside
- * `policy`; the engine does).
+ * `policy`; the engine does), and with those `more` finds in the body (a simulation's request members).
  */
-function refuseInvalidBody(request: FastifyRequest): void {
+function refuseInvalidBody(request: FastifyRequest, more?: (body: Record<string, unknown>) => FieldError[]): void {
   const errors = attachedErrors(request);
   if (errors.length === 0) return;
   const body = request.body;
-  const document = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { policy?: unknown }).policy : undefined;
-  // Errors `in` the path or query are not the body's: the document was not read then.
-  if (document !== undefined && !errors.some((e) => e.in !== undefined || e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
+  // Errors `in` the path or query are not the body's: the body was not read then.
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || errors.some((e) => e.in !== undefined)) throw invalidRequest(errors);
+  const document = (body as { policy?: unknown }).policy;
+  if (document !== undefined && !errors.some((e) => e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
+  if (more) errors.push(...more(body as Record<string, unknown>).filter((e) => !errors.some((s) => s.pointer === e.pointer)));
   throw invalidRequest(errors);
 }
 
@@ -256,7 +258,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => {
-    refuseInvalidBody(request);
+    refuseInvalidBody(request, (body) => simulationErrors(body.request));
     return simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>;
   });
 

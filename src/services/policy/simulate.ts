@@ -30,33 +30,44 @@ export interface SimulationResult {
   steps: number;
 }
 
+const AGENT_REQUIRED = (at: string): FieldError => ({ pointer: `${at}/agent`, code: 'agent_required', message: 'agent is required' });
+
+/**
+ * The errors of a simulation request's members beyond their JSON types, every one at once. Safe on
+ * any value: a member of the wrong type (which the body schema reports) is left out here.
+ */
+export function simulationErrors(request: unknown, at = '/request'): FieldError[] {
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) return [];
+  const r = request as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  const malformed = (member: string, ok: (value: string) => boolean, code: string, message: string) => {
+    if (typeof r[member] === 'string' && !ok(r[member])) errors.push({ pointer: `${at}/${member}`, code, message });
+  };
+  if (r.agent === undefined) errors.push(AGENT_REQUIRED(at));
+  malformed('agent', isDid, 'invalid_did', 'expected a DID (did:<method>:<id>)');
+  malformed('action', isAction, 'invalid_action', 'expected 1-64 printable ASCII characters');
+  malformed('resource', isRequestResource, 'invalid_resource', 'expected resource://<path> in its one spelling: escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), a first segment in lowercase without "@" or ":", no ";" (docs/policy-language.md)');
+  for (const member of ['permit_commitment', 'root_permit_commitment']) {
+    malformed(member, isSha256Hex, 'invalid_commitment', 'expected a lowercase hex SHA-256 digest (64 characters)');
+  }
+  malformed('request_time', (t) => parseTimestamp(t) !== null, 'invalid_timestamp', 'expected an RFC 3339 timestamp, e.g. 2025-01-31T09:00:00Z');
+  return errors;
+}
+
 /**
  * Turns the simulation request into evaluator input, refusing malformed members precisely
  * (the evaluator would treat them as indeterminate; a person simulating wants to know).
  */
 export function simulationInput(request: SimulationRequest, now: Date, at = '/request'): PolicyInput {
   if (request.agent === undefined) {
-    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', {
-      errors: [{ pointer: `${at}/agent`, code: 'agent_required', message: 'agent is required' }],
-    });
+    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', { errors: [AGENT_REQUIRED(at)] });
   }
-  const errors: FieldError[] = [];
-  if (!isDid(request.agent)) errors.push({ pointer: `${at}/agent`, code: 'invalid_did', message: 'expected a DID (did:<method>:<id>)' });
-  if (request.action !== undefined && !isAction(request.action)) errors.push({ pointer: `${at}/action`, code: 'invalid_action', message: 'expected 1-64 printable ASCII characters' });
-  if (request.resource !== undefined && !isRequestResource(request.resource)) errors.push({ pointer: `${at}/resource`, code: 'invalid_resource', message: 'expected resource://<path> in its one spelling: escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), a first segment in lowercase without "@" or ":", no ";" (docs/policy-language.md)' });
-  for (const member of ['permit_commitment', 'root_permit_commitment'] as const) {
-    if (request[member] !== undefined && !isSha256Hex(request[member])) errors.push({ pointer: `${at}/${member}`, code: 'invalid_commitment', message: 'expected a lowercase hex SHA-256 digest (64 characters)' });
-  }
-  let time = now.getTime();
-  if (request.request_time !== undefined) {
-    const parsed = parseTimestamp(request.request_time);
-    if (parsed === null) errors.push({ pointer: `${at}/request_time`, code: 'invalid_timestamp', message: 'expected an RFC 3339 timestamp, e.g. 2025-01-31T09:00:00Z' });
-    else time = parsed;
-  }
+  const errors = simulationErrors(request, at);
+  const time = request.request_time === undefined ? now.getTime() : parseTimestamp(request.request_time);
   if (errors.length > 0) throw invalidRequest(errors);
   return {
     agent: request.agent,
-    request_time: time,
+    request_time: time as number,
     ...(request.action !== undefined ? { action: request.action } : {}),
     ...(request.resource !== undefined ? { resource: request.resource } : {}),
     ...(request.amount !== undefined ? { amount: { minor: request.amount.minor, currency: request.amount.currency } } : {}),
