@@ -394,6 +394,16 @@ for (const backend of backends()) {
         assert.equal(res.json().code, code);
       }
       assert.equal((await post(plain, '/replay', { version: 1 })).statusCode, 403);
+      // Every error at once: a submitted document's errors beside the body's schema and window errors.
+      const bad = { spec_version: '1', rules: [{ id: 'r', effect: 'MAYBE' }] };
+      for (const [body, expected] of [
+        [{ policy: bad, last: 0 }, ['/last too_small', '/policy/rules/0/effect invalid_effect']],
+        [{ policy: bad, from: '2025-01-01t00:00:00z' }, ['/from invalid_timestamp', '/policy/rules/0/effect invalid_effect']],
+      ] as const) {
+        const res = await post(author, '/replay', body);
+        assert.equal(res.statusCode, 400, JSON.stringify(body));
+        assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(), expected, JSON.stringify(body));
+      }
     });
   });
 }

@@ -266,11 +266,15 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     bodyLimit: POLICY_BODY_LIMIT,
     // Up to 8 MiB: the caller is authenticated before the body is read (beforeBody).
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
+    attachValidation: true,
     schema: {
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'] }) },
     },
-  }, async (request) => replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>);
+  }, async (request) => {
+    refuseInvalidBody(request);
+    return replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>;
+  });
 
   
 }

@@ -11,7 +11,7 @@ import type { Db } from '../../store/store.ts';
 import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion, PolicyIntegrityError } from './active.ts';
 import { DECISION_REASONS } from '../../domain/decision/combine.ts';
-import { requireValidPolicy } from './document.ts';
+import { policyErrors, requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
@@ -88,7 +88,8 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   if (typeof from === 'number' && typeof until === 'number' && from >= until) {
     errors.push({ pointer: '/until', code: 'invalid_range', message: 'until must be later than from' });
   }
-  if (errors.length > 0) throw invalidRequest(errors);
+  // Every error at once: a submitted document's own come with the window's.
+  if (errors.length > 0) throw invalidRequest([...errors, ...(body.policy === undefined ? [] : policyErrors(body.policy))]);
 
   let compiled: CompiledPolicy | null;
   let candidate: ReplayResult['candidate'];
