@@ -10,6 +10,7 @@ import { anotherProject } from '../support/projects.ts';
 import { insertDecisionEvent } from '../support/decisions.ts';
 import { activatePolicyVersion } from '../../src/services/policy/activate.ts';
 import { getActivePolicy, PolicyIntegrityError } from '../../src/services/policy/active.ts';
+import { fullIntegrityChecks } from '../../src/services/policy/read.ts';
 import { policyHash, validatePolicy } from '../../src/domain/policy/index.ts';
 import { Problem } from '../../src/http/problem.ts';
 import { newId } from '../../src/lib/ids.ts';
@@ -246,6 +247,24 @@ for (const backend of backends()) {
       ] });
       const r = await replay({ policy: same });
       assert.deepEqual([r.evaluated, r.unchanged, r.changed], [25, 25, 0]);
+    });
+
+    // A 10,000-rule document takes hundreds of milliseconds to check in full, on the thread that decides.
+    test('reading the active policy checks its stored text in full once, and again only when the text changed', async () => {
+      const v = await save('read-check');
+      assert.equal((await activate(v)).statusCode, 200);
+      const get = () => svc.app.inject({ method: 'GET', url: url(), headers: h(author) });
+      const before = fullIntegrityChecks();
+      for (let i = 0; i < 3; i++) assert.deepEqual((await get()).json().policy, allow('read-check'));
+      assert.equal(fullIntegrityChecks() - before, 1);
+      // The same document spelt otherwise still has its hash (and is checked again); another does not.
+      const tamper = (document: string) => svc.ts.store.db.updateTable('policy_versions').set({ document })
+        .where('project_id', '=', svc.projectId).where('version', '=', v).execute();
+      await tamper(JSON.stringify(allow('read-check'), null, 1));
+      assert.equal((await get()).statusCode, 200);
+      assert.equal(fullIntegrityChecks() - before, 2);
+      await tamper(JSON.stringify(allow('tampered')));
+      for (let i = 0; i < 2; i++) assert.equal((await get()).json().code, 'policy_integrity');
     });
 
     // Activating a damaged version is refused (activation-integrity.test.ts); one damaged once active fails closed.
