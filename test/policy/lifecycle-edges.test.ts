@@ -193,6 +193,12 @@ for (const backend of backends()) {
         '/request/request_time invalid_timestamp', '/request/resource invalid_resource', '/request/unknown unknown_field',
       ]);
       assert.deepEqual(await errorsOf({ action: 5 }), ['/policy/spec_version unsupported_spec_version', '/request/action wrong_type', '/request/agent agent_required']);
+      // At most 100 errors, then one too_many_errors, as every invalid_request answer.
+      const many = { spec_version: '1', rules: Array.from({ length: 150 }, () => ({ id: '-', effect: 'ALLOW' })) };
+      for (const request of [{ agent: 'x' }, {}]) {
+        const listed = (await post('/simulate', { request, policy: many })).json().errors as { code: string }[];
+        assert.deepEqual([listed.length, listed.at(-1)!.code, listed.filter((e) => e.code === 'too_many_errors').length], [101, 'too_many_errors', 1], JSON.stringify(request));
+      }
     });
 
     test('replay: the window is [from, until), the newest decisions first, every recorded input, at most 20 samples', async () => {

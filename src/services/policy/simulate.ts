@@ -85,7 +85,9 @@ export async function simulatePolicy(db: Db, projectId: string, body: { request:
     // Every error at once: a submitted document's own errors come with the request's.
     const documentErrors = body.policy === undefined ? [] : policyErrors(body.policy);
     if (!(error instanceof Problem) || documentErrors.length === 0) throw error;
-    throw new Problem(error.status, error.code, error.detail, { errors: [...(error.errors ?? []), ...documentErrors] });
+    // Capped as every invalid_request answer is (at most 100, then too_many_errors).
+    const { errors } = invalidRequest([...(error.errors ?? []), ...documentErrors.filter((e) => e.code !== 'too_many_errors')]);
+    throw new Problem(error.status, error.code, error.detail, { errors });
   }
   let compiled: CompiledPolicy;
   let version: number | null;
