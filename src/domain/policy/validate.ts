@@ -108,6 +108,7 @@ function checkScalar(walk: Walk, type: InputType, value: unknown, pointer: strin
   }
   let ok: boolean;
   let code = 'invalid_value';
+  let expected = TYPE_DESCRIPTIONS[type];
   switch (type) {
     case 'money': {
       const problem = checkMinor(value);
@@ -125,6 +126,7 @@ function checkScalar(walk: Walk, type: InputType, value: unknown, pointer: strin
     case 'resource':
       ok = isResourceUri(value);
       code = 'invalid_resource';
+      expected = `${expected} of RFC 3986 path characters (${PERCENT_ENCODE})`;
       if (ok && walk.submitted && !isRequestResource(value)) {
         report(walk, pointer, 'resource_not_normal', NOT_NORMAL);
         return undefined;
@@ -137,7 +139,7 @@ function checkScalar(walk: Walk, type: InputType, value: unknown, pointer: strin
     case 'token': ok = isToken(value); break;
   }
   if (ok) return value as string;
-  report(walk, pointer, code, `expected ${TYPE_DESCRIPTIONS[type]}`);
+  report(walk, pointer, code, `expected ${expected}`);
   return undefined;
 }
 
@@ -236,7 +238,7 @@ function checkLeaf(walk: Walk, node: Record<string, unknown>, op: string, pointe
       } else if (value.length > POLICY_LIMITS.maxStringLength) {
         report(walk, at('value'), 'string_too_long', `strings are at most ${POLICY_LIMITS.maxStringLength} characters`);
       } else if (parseResourcePattern(value) === null) {
-        report(walk, at('value'), 'invalid_resource_pattern', 'expected resource://<path> with at most one "*", only at the end; no empty or dot segments');
+        report(walk, at('value'), 'invalid_resource_pattern', `expected resource://<path> of RFC 3986 path characters (${PERCENT_ENCODE}) with at most one "*", only at the end; no empty or dot segments`);
       } else if (walk.submitted && !isRequestPattern(value)) {
         report(walk, at('value'), 'resource_not_normal', NOT_NORMAL);
       } else if (type !== undefined) {
@@ -401,6 +403,7 @@ function validateUnchecked(doc: unknown, submitted: boolean): PolicyValidation {
   return { ok: true, policy: { spec_version: version as string, rules: out } };
 }
 
+const PERCENT_ENCODE = 'percent-encode any other: é as %C3%A9, a space as %20';
 const NOT_NORMAL = 'a resource literal must be spelled as a request may spell it (docs/policy-language.md, "a requested resource"), or it matches no request';
 
 /**

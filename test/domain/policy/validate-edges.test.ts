@@ -124,3 +124,16 @@ test('timestamps are real calendar instants; patterns refuse encoded dot segment
   assert.equal(submitted('resource://a/caf%C3*'), true);
   assert.equal(submitted('resource://a/caf%C0*'), false);
 });
+
+test('a resource literal with a character a URI cannot hold says to percent-encode it', () => {
+  for (const when of [
+    { op: 'matches_resource', input: 'resource', value: 'resource://docs/café/*' },
+    { op: 'eq', input: 'resource', value: 'resource://docs/café' },
+    { op: 'in', input: 'resource', values: ['resource://docs/a b'] },
+  ]) {
+    const result = validatePolicy(rule(when));
+    assert.ok(!result.ok);
+    assert.match(result.errors[0]!.message, /percent-encode/, JSON.stringify(when));
+  }
+  assert.ok(validatePolicy(rule({ op: 'eq', input: 'resource', value: 'resource://docs/caf%C3%A9' })).ok);
+});
