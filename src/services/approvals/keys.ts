@@ -54,13 +54,17 @@ export async function registerApprovalKey(store: Store, input: { projectId: stri
     if (!(await rolesOf(trx, input.projectId, input.principalId)).includes('APPROVER')) {
       throw new Problem(422, 'not_an_approver', `${input.principalId} does not hold APPROVER; grant the role before registering an approval key`);
     }
-    const existing = await trx.selectFrom('approval_keys').select('id').where('project_id', '=', input.projectId).where('public_key', '=', publicKey).executeTakeFirst();
-    if (existing) throw conflict(`this public key is already registered as ${existing.id} (a retired key is never registered again)`, 'approval_key_exists');
     const row: ApprovalKeysTable = {
       id: newMonotonicId('apk'), project_id: input.projectId, principal_id: input.principalId, public_key: publicKey,
       name: input.name ?? null, created_at: now.toISOString(), created_by: input.actor, retired_at: null, retired_by: null,
     };
-    await trx.insertInto('approval_keys').values(row).execute();
+    // On the unique index, not a read before: two registrations at once (PostgreSQL) both read none.
+    const inserted = await trx.insertInto('approval_keys').values(row)
+      .onConflict((oc) => oc.columns(['project_id', 'public_key']).doNothing()).returning('id').executeTakeFirst();
+    if (!inserted) {
+      const existing = await trx.selectFrom('approval_keys').select('id').where('project_id', '=', input.projectId).where('public_key', '=', publicKey).executeTakeFirstOrThrow();
+      throw conflict(`this public key is already registered as ${existing.id} (a retired key is never registered again)`, 'approval_key_exists');
+    }
     await recordAudit(trx, { projectId: input.projectId, kind: 'approval_key.registered', actor: input.actor, at: now, data: { key_id: row.id, principal_id: row.principal_id, public_key: publicKey } });
     return keyView(row);
   });
