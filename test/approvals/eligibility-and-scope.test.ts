@@ -84,6 +84,18 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).status, 'lapsed', 'the listing and the consumption agree');
     });
 
+    test('a lapsed approval says it lapsed first, whatever else of the request differs (docs/approvals.md)', async () => {
+      const signer = await newApprover(svc);
+      const { req, id } = await opened();
+      await approve(id, signer);
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      assert.equal((await obligation(id)).status, 'lapsed');
+      // Another amount: sending the obligation's own amount would not help, so the detail must not send the agent there.
+      const res = await authorize({ ...req, amount: { minor: 60_000, currency: 'EUR' }, approval_request_id: id });
+      assert.equal(res.decision, 'REQUIRE_APPROVAL', JSON.stringify(res));
+      assert.match(res.detail, new RegExp(`^approval_not_satisfied: approval request ${id} is lapsed: .*retired`));
+    });
+
     test('a request in another project naming this project\'s obligation opens its own; it never points at ours', async () => {
       const { agent, id } = await opened();
       // Project B: same agent DID, the same policy, a permit of its own.

@@ -20,14 +20,16 @@ export async function checkApproval(trx: Tx, projectId: string, approvalRequestI
   // A closed obligation (consumed, withdrawn, expired, lapsed) says so first: whatever the request,
   // nothing discharges it any more, and "differs in policy_version" would hide that it was spent.
   if (status !== 'pending' && status !== 'approved') return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is ${status}` };
+  // A lapsed approval (its key retired, its approver no longer one) is closed too: said before any difference.
+  if (status === 'approved') {
+    const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
+    if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
+    const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at);
+    if (!eligible.ok) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is lapsed: ${eligible.detail}` };
+  }
   const differs = uncoveredField(obligationFacts(row), request);
   if (differs) return { kind: 'unsatisfied', detail: `approval_not_satisfied: the request differs from approval request ${row.id} in ${differs}` };
-  if (status === 'pending') return { kind: 'pending' };
-  const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
-  if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
-  const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at);
-  if (!eligible.ok) return { kind: 'unsatisfied', detail: `approval_not_satisfied: ${eligible.detail}` };
-  return { kind: 'satisfiable' };
+  return status === 'pending' ? { kind: 'pending' } : { kind: 'satisfiable' };
 }
 
 /** Consumes the approval for `decisionId`; false when another decision (or a revoke) got there first. */
