@@ -5,7 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
-import { holdRow } from '../support/hold-table.ts';
+import { holdRow, holdTable } from '../support/hold-table.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { retireApprovalKey } from '../../src/services/approvals/keys.ts';
+import { revokeRole } from '../../src/services/identity/members.ts';
 import { approvedCallsFixture, newApprover, seedObligation } from '../support/approvals.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
@@ -57,3 +60,45 @@ test('an authorize that loses the row to a revoke asks again, with a new obligat
     await stop();
   }
 });
+
+// Retiring the key or revoking the role withdraws unused approvals (docs/approvals.md), like a permit
+// revocation (decision 0011, session-36 addendum): once it has answered, no decision that read the
+// approval as usable commits an ALLOW. Here the decision waits on its budget after reading it.
+for (const [what, withdraw, withdrawing] of [
+  ['retiring the approval key', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
+    retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: who.keyId, actor: 'system', mayRetire: () => true }, new Date()), 'update "approval_keys"%'],
+  ['revoking the approver\'s role', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
+    revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, role: 'APPROVER', actor: 'system' }, new Date()), 'delete from "role_grants"%'],
+] as const) {
+  test(`${what} while a decision consumes its approval: it answers after that ALLOW, never before`, { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+    const svc = await startService(postgres!);
+    try {
+      const key = await svc.keyHeader([]);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const approver = await newApprover(svc);
+      const agent = newAgent();
+      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 100_000, currency: 'EUR' } });
+      const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+      const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
+      const base = `/v1/projects/${svc.projectId}/approvals`;
+      const id = (await authorize(req)).approval_request_id as string;
+      const signed = (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id).statement;
+      const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(signed) } });
+      assert.equal(recorded.statusCode, 201, recorded.body);
+
+      // The decision reads the approval as usable, consumes it, then waits to spend the budget.
+      const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'permit_usage', 'exclusive');
+      const order: string[] = [];
+      const decided = authorize({ ...req, approval_request_id: id }).then((r) => { order.push(`${r.decision} ${r.reason_code}`); });
+      await held.reached('insert into "permit_usage"%');
+      const withdrawn = withdraw(svc, approver).then(() => { order.push('withdrawn'); });
+      // It waits for the decision (or, unfixed, answers at once).
+      await held.reached(withdrawing, { unless: withdrawn }).finally(() => held.release());
+      assert.deepEqual(order, [], `${what} answered while a decision that read the approval as usable was in flight`);
+      await Promise.all([decided, withdrawn]);
+      assert.deepEqual(order, ['ALLOW approval_granted', 'withdrawn']);
+    } finally {
+      await svc.stop();
+    }
+  });
+}

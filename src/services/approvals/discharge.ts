@@ -3,7 +3,7 @@
 // permit and the policy still decide (spec 4.1 rule 5). Consumption is a conditional update
 // `where status = 'approved'`, so of any number of concurrent decisions exactly one consumes it.
 import { effectiveStatus, uncoveredField, type RequestFacts } from '../../domain/approval/index.ts';
-import type { Tx } from '../../store/store.ts';
+import type { Dialect, Tx } from '../../store/store.ts';
 import { obligationFacts } from './approvals.ts';
 import { approverEligibility } from './eligibility.ts';
 
@@ -13,7 +13,7 @@ export type ApprovalCheck =
   | { kind: 'pending' }
   | { kind: 'unsatisfied'; detail: string };
 
-export async function checkApproval(trx: Tx, projectId: string, approvalRequestId: string, request: RequestFacts, now: Date): Promise<ApprovalCheck> {
+export async function checkApproval(trx: Tx, dialect: Dialect, projectId: string, approvalRequestId: string, request: RequestFacts, now: Date): Promise<ApprovalCheck> {
   const row = await trx.selectFrom('approval_requests').selectAll().where('project_id', '=', projectId).where('id', '=', approvalRequestId).executeTakeFirst();
   if (!row) return { kind: 'unsatisfied', detail: `approval_not_satisfied: no approval request ${approvalRequestId} in this project` };
   const status = effectiveStatus(row, now);
@@ -24,7 +24,7 @@ export async function checkApproval(trx: Tx, projectId: string, approvalRequestI
   if (status === 'approved') {
     const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
     if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
-    const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at);
+    const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at, dialect === 'postgres');
     if (!eligible.ok) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is lapsed: ${eligible.detail}` };
   }
   const differs = uncoveredField(obligationFacts(row), request);

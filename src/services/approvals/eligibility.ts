@@ -8,18 +8,26 @@ import type { Db, Tx } from '../../store/store.ts';
 
 export type Eligibility = { ok: true; principalId: string; publicKey: string } | { ok: false; code: 'approval_key_unknown' | 'approval_key_retired' | 'approver_not_eligible'; detail: string };
 
-/** `approvedAt`: when the approval being consumed was recorded (absent while recording one). */
-export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string, approvedAt?: string): Promise<Eligibility> {
-  const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId).executeTakeFirst();
+/**
+ * `approvedAt`: when the approval being consumed was recorded (absent while recording one).
+ * `lockRows` (PostgreSQL, consumption): the rows read are held FOR SHARE until the decision commits,
+ * so a retire or role revocation either committed before them (read here) or waits for the decision:
+ * none answers while a decision that read the approval as usable can still commit an ALLOW.
+ */
+export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string, approvedAt?: string, lockRows = false): Promise<Eligibility> {
+  const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId)
+    .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
   if (!key) return { ok: false, code: 'approval_key_unknown', detail: `no approval key ${keyId} in this project` };
   if (key.retired_at) return { ok: false, code: 'approval_key_retired', detail: `approval key ${keyId} was retired at ${key.retired_at}` };
   const member = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
-    .select(['m.revoked_at', 'p.disabled_at']).where('m.project_id', '=', projectId).where('m.principal_id', '=', key.principal_id).executeTakeFirst();
+    .select(['m.revoked_at', 'p.disabled_at']).where('m.project_id', '=', projectId).where('m.principal_id', '=', key.principal_id)
+    .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
   if (!member || member.revoked_at || member.disabled_at) {
     return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} is no longer a member of this project` };
   }
   const grant = await db.selectFrom('role_grants').select('granted_at')
-    .where('project_id', '=', projectId).where('principal_id', '=', key.principal_id).where('role', '=', 'APPROVER').executeTakeFirst();
+    .where('project_id', '=', projectId).where('principal_id', '=', key.principal_id).where('role', '=', 'APPROVER')
+    .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
   if (!grant) return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
   if (approvedAt !== undefined && grant.granted_at > approvedAt) {
     return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays lapsed` };
