@@ -239,7 +239,7 @@ function roundedIntegers(text: string): FieldError[] {
 function inexactNumbers(root: object): FieldError[] {
   const errors: FieldError[] = [];
   eachMember(root, (pointer, _key, v) => {
-    if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude); send it as a string' });
+    if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude): no amount, limit or policy literal may be larger; a value of more digits in a merchant payload (an account number) goes as a string' });
   }, errors);
   return errors;
 }
