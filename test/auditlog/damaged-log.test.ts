@@ -88,6 +88,10 @@ for (const backend of backends()) {
         assert.equal(listed.json().code, 'log_damaged');
         assert.match(listed.json().detail, new RegExp(`audit event ${ids[1]} is not JSON`));
       }
+      // Its proof is not exported with the damaged text standing in for the record: said as the list says it.
+      const proof = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${ids[1]}/proof`, headers: key });
+      assert.equal(proof.statusCode, 500, proof.body);
+      assert.equal(proof.json().code, 'log_damaged');
       const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[1] } });
       assert.equal(v.json().verification, 'INVALID', v.body);
     } finally { await a.stop(); }

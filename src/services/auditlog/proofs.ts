@@ -1,7 +1,7 @@
 // Inclusion and consistency proofs served from stored nodes: each is one query for the
 // O(log n) nodes its plan names (planInclusion / planConsistency), then pure assembly.
 import { toBase64 } from '../../domain/auditlog/bytes.ts';
-import { LEAF_VERSION, type AuditEventRecord } from '../../domain/auditlog/leaf.ts';
+import { LEAF_VERSION, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
 import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { Problem } from '../../http/problem.ts';
@@ -9,7 +9,7 @@ import type { Signer } from '../../signer/signer.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
-import { eventRecord, logIdentity, readNodes } from './log.ts';
+import { logIdentity, readNodes } from './log.ts';
 import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -125,7 +125,8 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
     checkpoint: cosignedNote(cp),
     cosignatures: cosignatureLines(cp),
     log_vkey: (await logIdentity(deps.store, deps.signer)).vkey,
-    event: eventRecord(row),
+    // A stored text that no longer parses is log_damaged, as the event lists say; never exported as the record.
+    event: { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data: storedEventData(row.id, row.data) as JsonValue },
   };
 }
 
