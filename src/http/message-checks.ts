@@ -75,6 +75,7 @@ export function rawProblem(problem: Problem, requestId: string): string {
   const body = JSON.stringify(problemBody(problem, requestId));
   const extra = Object.entries(problem.headers ?? {}).filter(([name]) => name !== 'connection').map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\ncontent-type: application/problem+json\r\n`
+    + `cache-control: no-store\r\nx-content-type-options: nosniff\r\n`
     + `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
@@ -84,6 +85,8 @@ function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse,
   const body = JSON.stringify(problemBody(problem, requestId));
   res.writeHead(problem.status, {
     'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId,
+    // As every answer routed is (http/app.ts).
+    'cache-control': 'no-store', 'x-content-type-options': 'nosniff',
     ...problem.headers, ...(bodyUnread(req) ? { connection: 'close' } : {}),
   });
   res.end(body);

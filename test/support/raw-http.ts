@@ -57,4 +57,7 @@ export function assertRawProblem(res: RawResponse, status: number, code: string)
   assert.equal(body.status, status);
   assert.match(body.request_id, /^req_/);
   assert.equal(body.request_id, res.headers['x-request-id']);
+  // Every answer is no-store and nosniff (http/app.ts), those sent before routing or on a bare socket too.
+  assert.equal(res.headers['cache-control'], 'no-store');
+  assert.equal(res.headers['x-content-type-options'], 'nosniff');
 }
