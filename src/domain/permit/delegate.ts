@@ -3,10 +3,30 @@
 import { checkAttenuation } from './attenuation.ts';
 import { permitCommitment } from './commitment.ts';
 import { decodeLink, signPermitClaims } from './compact.ts';
+import { base64urlDecode } from './base64url.ts';
+import { publicKeyFromDidKey } from './did.ts';
+import { ed25519PublicKey, ed25519Verify } from './ed25519.ts';
 import { delegatedKeyId } from './key-id.ts';
 import { CHAIN_SEPARATOR, MAX_CHAIN_LINKS, MAX_PRESENTED_LENGTH } from './limits.ts';
 import type { GavelConstraints, PermitClaims, SignFunction } from './types.ts';
 import { PermitError } from './types.ts';
+
+const ascii = new TextEncoder();
+
+/**
+ * A did:key issuer's key is known here: a link its key did not sign (a mixed-up key file) would be
+ * refused by every decision (signature), so it is refused now. Other methods need a resolver.
+ */
+function checkSignedByIssuer(jws: string, iss: string): void {
+  const raw = publicKeyFromDidKey(iss);
+  const key = raw && ed25519PublicKey(raw);
+  if (!key) return;
+  const dot = jws.lastIndexOf('.');
+  const signature = base64urlDecode(jws.slice(dot + 1));
+  if (!signature || !ed25519Verify(key, ascii.encode(jws.slice(0, dot)), signature)) {
+    throw new PermitError('signature', `the link is not signed by the key of ${iss}, the parent's subject: a decision would refuse it`);
+  }
+}
 
 export interface DelegationInput {
   /** DID of the agent receiving the delegated permit. */
@@ -24,7 +44,8 @@ export interface DelegationInput {
 /**
  * Appends a link signed by the parent leaf's subject (whose private key `signWithAgentKey`
  * holds) and returns the new presentation `root~...~parent~child`. Throws PermitError when the
- * child would be wider than its parent or the chain would exceed its bounds.
+ * child would be wider than its parent, the chain would exceed its bounds, or (for a did:key
+ * subject) the function signed with another key.
  */
 export async function delegatePermit(parentChain: string, child: DelegationInput, signWithAgentKey: SignFunction): Promise<string> {
   if (typeof parentChain !== 'string' || parentChain.length === 0) throw new PermitError('malformed', 'the parent permit must be a non-empty string');
@@ -47,6 +68,7 @@ export async function delegatePermit(parentChain: string, child: DelegationInput
   const widened = checkAttenuation(p, claims, jwss.length);
   if (widened !== null) throw new PermitError(widened.check, widened.detail);
   const jws = await signPermitClaims(claims, delegatedKeyId(p.sub), signWithAgentKey);
+  checkSignedByIssuer(jws, p.sub);
   const chain = `${parentChain}${CHAIN_SEPARATOR}${jws}`;
   if (chain.length > MAX_PRESENTED_LENGTH) throw new PermitError('too_large', `the chain would exceed ${MAX_PRESENTED_LENGTH} characters`);
   return chain;

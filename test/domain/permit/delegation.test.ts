@@ -91,6 +91,16 @@ test('delegatePermit refuses a widened child before signing', async () => {
   );
 });
 
+test('delegatePermit refuses a link signed with a key other than the did:key of the parent\'s subject', async () => {
+  const f = await fixture();
+  // bob's key signing for alice (a mixed-up key file): every decision would refuse the chain (signature).
+  await assert.rejects(
+    delegatePermit(f.root, narrow(f.carol.did), f.bob.sign),
+    (e: unknown) => e instanceof PermitError && e.code === 'signature' && e.message.includes(f.alice.did),
+  );
+  assert.ok((await verifyPermit(await delegatePermit(f.root, narrow(f.carol.did), f.alice.sign), f.ctx(f.carol.did))).ok);
+});
+
 test('every widened dimension is caught by verification', async () => {
   const f = await fixture();
   const toBob = await delegatePermit(f.root, narrow(f.bob.did), f.alice.sign);
