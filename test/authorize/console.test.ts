@@ -287,6 +287,23 @@ for (const backend of backends()) {
       assert.match((await decide()).json().detail ?? '', /^revoked:/);
     });
 
+    test('a root permit the database does not hold (restored from an older copy, the keys kept) is revoked by sending it', async () => {
+      const holder = newAgent();
+      const root = await issue(svc, holder.did, { actions: ['read'], resources: ['resource://docs/*'] });
+      await svc.ts.store.db.deleteFrom('permits').where('commitment', '=', root.commitment).execute();
+      const key = await svc.keyHeader([]);
+      const decide = async () => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key,
+        payload: { agent: holder.did, permit: root.jws, action: 'read', resource: 'resource://docs/a' } })).json() as { decision: string; detail?: string };
+      // It verifies under the project's key, so decisions take it: the console must be able to stop it.
+      assert.equal((await decide()).decision, 'ALLOW');
+      const revoke = (payload: object) => svc.app.inject({ method: 'POST', url: `${base()}/permits/${root.commitment}/revoke`, headers: issuer.post, payload });
+      assert.equal((await revoke({})).statusCode, 404);
+      const revoked = await revoke({ permit: root.jws });
+      assert.equal(revoked.statusCode, 200, revoked.body);
+      assert.deepEqual([revoked.json().status, revoked.json().agent, revoked.json().parent], ['revoked', holder.did, null]);
+      assert.match((await decide()).detail ?? '', /^revoked:/);
+    });
+
     test('a delegated link no decision has seen is revoked by sending its chain, which must verify and hold it', async () => {
       const { holder, child, grandchild, root, toChild, toGrandchild } = await threeLinks();
       const childLink = permitCommitment(toChild.split('~').at(-1)!);

@@ -93,6 +93,20 @@ export async function recordDelegatedLinks(db: Db | Tx, projectId: string, permi
 }
 
 /**
+ * A root the project's key signed that this database does not hold (restored from an older copy
+ * with the keys kept): decisions take it, so a revocation sending it records it (`issued_by` its
+ * issuer claim: the issuing actor and the JWS are not known here) and revokes it.
+ */
+async function recordPresentedRoot(trx: Tx, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
+  const root = permit.links[0]!;
+  await trx.insertInto('permits').values({
+    commitment: root.commitment, project_id: projectId, agent: root.claims.sub, jws: null, parent: null,
+    claims: JSON.stringify(root.claims), issued_by: root.claims.iss, created_at: now.toISOString(),
+    expires_at: new Date(root.claims.exp * 1000).toISOString(), revoked_at: null, revoked_by: null,
+  }).onConflict((oc) => oc.column('commitment').doNothing()).execute();
+}
+
+/**
  * A delegated link no decision has presented yet is unknown here, so its commitment alone cannot
  * revoke it: the caller sends the chain (the link itself or any chain below it), which must verify
  * against the project's key as a decision would, time aside (an expired link may still be revoked),
@@ -128,7 +142,10 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
   }
   await queueAheadOfDecisions(trx, input.dialect);
   const now = typeof input.now === 'function' ? input.now() : input.now;
-  if (input.chain) await recordDelegatedLinks(trx, projectId, input.chain, now);
+  if (input.chain) {
+    await recordPresentedRoot(trx, projectId, input.chain, now);
+    await recordDelegatedLinks(trx, projectId, input.chain, now);
+  }
   const row = await trx.updateTable('permits').set({ revoked_at: now.toISOString(), revoked_by: input.actor })
     .where('project_id', '=', projectId).where('commitment', '=', commitment).where('revoked_at', 'is', null)
     .returningAll().executeTakeFirst();
@@ -141,7 +158,7 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
   return (await permitViews(trx, projectId, [row], now))[0]!;
 }
 
-const unknownPermit = () => new Problem(404, 'not_found', 'no permit with this commitment in the project; a delegated link no decision has presented yet is revoked by sending its chain as `permit`');
+const unknownPermit = () => new Problem(404, 'not_found', 'no permit with this commitment in the project; a delegated link no decision has presented yet (or a root this database does not hold) is revoked by sending its chain as `permit`');
 const alreadyRevoked = (at: string | null) => new Problem(409, 'already_revoked', `the permit was revoked at ${at}`);
 
 /** True when any commitment of the chain is revoked (checked live on every decision). */
