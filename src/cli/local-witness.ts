@@ -35,20 +35,23 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
     let url: string | undefined;
     let vkey: string | undefined;
     const timer = setTimeout(() => { void close(); reject(new LocalWitnessFailed('the local witness did not start within 30 s')); }, START_TIMEOUT_MS);
-    child.once('exit', (code) => {
+    const failedToStart = (code: number | null) => {
       clearTimeout(timer);
       // Its own one line, with the flags it names turned into the settings that set them here.
       const said = stderr.trim().split('\n').find((l) => l.startsWith('gavel: ') || l.startsWith('gavel witness: '))
         ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)').replace('--data-dir', 'GAVEL_DATA_DIR');
       reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (stderr.trim().split('\n')[0] || `it exited with ${code}`)}`));
-    });
+    };
+    child.once('exit', failedToStart);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       url ??= /^witness listening on (\S+)$/.exec(line)?.[1];
       vkey ??= /^witness vkey (\S+)$/.exec(line)?.[1];
       if (url !== undefined && vkey !== undefined) {
         clearTimeout(timer);
         started = true;
-        child.removeAllListeners('exit');
+        // Only this listener: close() awaits `exited`, and a start that fails later (its port
+        // taken, a merchants file missing) closes the witness before it says why.
+        child.removeListener('exit', failedToStart);
         resolve({ url, publicKeyVkey: vkey, close });
       }
     });

@@ -148,3 +148,22 @@ test('gavel up whose witness port is taken says so in one line naming GAVEL_WITN
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('gavel up (npm start) that fails once its witness runs says why in one line, exit 2: its port taken, a merchants file missing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-up-fails-'));
+  const busy = createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  try {
+    const port = (busy.address() as AddressInfo).port;
+    const taken = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: String(port), GAVEL_WITNESS_PORT: '0' });
+    assert.equal(taken.status, 2, taken.stderr);
+    assert.match(taken.stderr, new RegExp(`gavel: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
+    const missing = join(dir, 'no-such-merchants.json');
+    const merchants = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_MERCHANTS_FILE: missing });
+    assert.equal(merchants.status, 2, merchants.stderr);
+    assert.match(merchants.stderr, /^gavel: configuration GAVEL_MERCHANTS_FILE: cannot read /);
+  } finally {
+    busy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
