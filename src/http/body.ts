@@ -50,6 +50,9 @@ function utf8Charset(parameters: string): boolean {
 
 // Reads the body as Fastify's own raw-body reader does (limit, declared length), keeping the bytes.
 function parseJsonBody(request: FastifyRequest, payload: Readable, done: Done): void {
+  // No route (404, 405): the answer is that, not a verdict on a body nothing would read. Left
+  // unread, the problem closes the connection (errors.ts), as Fastify does for other media types.
+  if (request.is404) { done(null); return; }
   const refused = unreadable(request.headers);
   if (refused) { done(refused); return; }
   const limit = request.routeOptions.bodyLimit;

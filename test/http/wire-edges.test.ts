@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { assertRawProblem, exchange, lastResponse } from '../support/raw-http.ts';
+import { assertRawProblem, exchange, lastResponse, responses } from '../support/raw-http.ts';
 import { DEFAULTS } from '../../src/config/config.ts';
 
 const LIMIT = DEFAULTS.bodyLimitBytes;
@@ -65,6 +65,23 @@ for (const backend of backends()) {
         assert.equal(res.json().code, code);
         assert.equal(res.json().request_id, res.headers['x-request-id']);
       }
+    });
+
+    test('no route, or a wrong method, is 404 or 405 whatever JSON body it carries: malformed, repeated, oversized', async () => {
+      for (const payload of ['{"a": ', '{"a":1,"a":2}', '{"__proto__":{}}', bodyOf(LIMIT + 1)]) {
+        for (const [method, url, status, code] of [['POST', '/v1/authorise', 404, 'not_found'], ['POST', '/healthz', 405, 'method_not_allowed']] as const) {
+          const res = await svc.app.inject({ method, url, headers: { 'content-type': 'application/json' }, payload });
+          assert.equal(res.statusCode, status, `${method} ${url} with ${payload.slice(0, 20)}: ${res.body}`);
+          assert.equal(res.json().code, code);
+        }
+      }
+      // Its body unread, the connection is not misframed: the request after it is read as sent.
+      const body = '{"a": [1, 2, 3]}';
+      const raw = await exchange(port, `POST /v1/authorise HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+        + 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const [first, second] = responses(raw);
+      assertRawProblem(first!, 404, 'not_found');
+      if (second) assert.equal(second.status, 200, second.body);
     });
 
     test('a wrong method is 405 with Allow whether or not the URL carries a query', async () => {
