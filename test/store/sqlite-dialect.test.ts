@@ -7,6 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { backends } from '../support/backends.ts';
 import { openStore } from '../../src/store/store.ts';
 import { retryWhileBusy } from '../../src/store/sqlite/dialect.ts';
+import { sql } from 'kysely';
 
 const sqlite = backends().find((b) => b.name === 'sqlite')!;
 
@@ -83,5 +84,18 @@ test('SQLite connections enforce foreign keys, and the reader connection refuses
       { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' },
     );
     assert.throws(() => ts.store.reader!.prepare("insert into settings (key, value) values ('via-reader', 'x')").run(), { code: 'SQLITE_READONLY' });
+  } finally { await ts.cleanup(); }
+});
+
+test('a transaction SQLite ended itself (the disk full) fails with that error, not with its ROLLBACK\'s "no transaction is active"', async () => {
+  const ts = await sqlite.open();
+  try {
+    // A database capped at its current size stands in for a full disk: the same SQLITE_FULL.
+    const pages = Number((await sql<{ page_count: number }>`pragma page_count`.execute(ts.store.db)).rows[0]!.page_count);
+    await sql.raw(`pragma max_page_count = ${pages + 2}`).execute(ts.store.db);
+    await assert.rejects(ts.store.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 100; i++) await trx.insertInto('settings').values({ key: `fill-${i}`, value: 'x'.repeat(4000) }).execute();
+    }), { code: 'SQLITE_FULL' });
+    assert.equal((await ts.store.db.selectFrom('settings').select('key').where('key', 'like', 'fill-%').execute()).length, 0);
   } finally { await ts.cleanup(); }
 });

@@ -81,6 +81,13 @@ class GavelSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
+  // SQLite ends the transaction itself on some errors (SQLITE_FULL, an I/O error): a ROLLBACK then
+  // fails with "no transaction is active", which Kysely would throw in place of the error that
+  // says what went wrong (a full disk, at a migration, was reported as that).
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.#db?.inTransaction === false) return;
+    await super.rollbackTransaction(connection);
+  }
   override async destroy(): Promise<void> {
     this.#db?.close();
   }
