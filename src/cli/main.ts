@@ -48,6 +48,10 @@ function startupProblem(e: unknown): string | undefined {
     case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (${command === 'witness' ? '--port' : "GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness"})`;
     case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
     case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (${dataDir} must be a directory, or a path where one can be made)`;
+    // mkdir -p names the directory it was asked for when a component of its path is a symlink to
+    // nothing (a volume not mounted) or, on a read-only file system, one not there.
+    case 'ENOENT': if (err.syscall !== 'mkdir') return undefined;
+      return `cannot create the directory ${err.path ?? ''}: a directory on its path leads nowhere or cannot be written (a symlink to nothing, a read-only file system; ${dataDir} must be a directory, or a path where one can be made)`;
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
       : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (${dataDir} must be writable by this user)`;
     case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -166,4 +166,16 @@ test('gavel up (npm start) that fails once its witness runs says why in one line
     busy.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a data directory that cannot be made where a path leads nowhere (a symlink to a volume not mounted) is one line and exit 2, not a stack trace', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-nowhere-'));
+  try {
+    symlinkSync(join(dir, 'volume-not-mounted', 'gavel'), join(dir, 'data'));
+    for (const command of ['serve', 'migrate']) {
+      const r = gavel([command], { GAVEL_DATA_DIR: join(dir, 'data', 'db') });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, /^gavel: cannot create the directory .*data\/db: a directory on its path leads nowhere or cannot be written \(a symlink to nothing, a read-only file system; GAVEL_DATA_DIR must be a directory, or a path where one can be made\)\n$/);
+    }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
