@@ -70,12 +70,16 @@ export function bodyUnread(req: IncomingMessage): boolean {
   return !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
 }
 
+/** What every answer carries (http/app.ts sets them on those routed): the refusals here carry them too. */
+const EVERY_ANSWER = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
+const EVERY_ANSWER_LINES = Object.entries(EVERY_ANSWER).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+
 /** A problem as raw HTTP/1.1 bytes, for a socket no response object is left on; it asks to close. */
 export function rawProblem(problem: Problem, requestId: string): string {
   const body = JSON.stringify(problemBody(problem, requestId));
   const extra = Object.entries(problem.headers ?? {}).filter(([name]) => name !== 'connection').map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\ncontent-type: application/problem+json\r\n`
-    + `cache-control: no-store\r\nx-content-type-options: nosniff\r\n`
+    + EVERY_ANSWER_LINES
     + `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
@@ -85,8 +89,7 @@ function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse,
   const body = JSON.stringify(problemBody(problem, requestId));
   res.writeHead(problem.status, {
     'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId,
-    // As every answer routed is (http/app.ts).
-    'cache-control': 'no-store', 'x-content-type-options': 'nosniff',
+    ...EVERY_ANSWER,
     ...problem.headers, ...(bodyUnread(req) ? { connection: 'close' } : {}),
   });
   res.end(body);

@@ -15,11 +15,17 @@ import { LOG_KEY } from '../../src/services/auditlog/log.ts';
 const gavel = (args: string[], env: Record<string, string | undefined>) =>
   spawnSync(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, encoding: 'utf8', timeout: 60_000 });
 
-test('a first start whose port is taken says so in one line and still gives the administrator\'s password, which then logs in', async () => {
-  const dir = join(mkdtempSync(join(tmpdir(), 'gavel-start-')), 'data');
+/** A port on 127.0.0.1 another listener holds, until `close()`. */
+async function takenPort(): Promise<{ port: number; close(): void }> {
   const busy = createServer();
   await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
-  const port = (busy.address() as AddressInfo).port;
+  return { port: (busy.address() as AddressInfo).port, close: () => { busy.close(); } };
+}
+
+test('a first start whose port is taken says so in one line and still gives the administrator\'s password, which then logs in', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'gavel-start-')), 'data');
+  const busy = await takenPort();
+  const port = busy.port;
   try {
     const failed = gavel(['serve'], { GAVEL_DATA_DIR: dir, GAVEL_PORT: String(port) });
     assert.equal(failed.status, 2, failed.stderr);
@@ -136,10 +142,9 @@ test('a damaged signing key is one line naming its file, exit 2, and the file is
 
 test('gavel up whose witness port is taken says so in one line naming GAVEL_WITNESS_PORT, exit 2', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-port-'));
-  const busy = createServer();
-  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  const busy = await takenPort();
   try {
-    const port = (busy.address() as AddressInfo).port;
+    const port = busy.port;
     const r = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: String(port) });
     assert.equal(r.status, 2, r.stderr);
     assert.equal(r.stderr, `gavel: the local witness did not start: cannot listen on 127.0.0.1:${port}: the port is in use (GAVEL_WITNESS_PORT)\n`);
@@ -151,10 +156,9 @@ test('gavel up whose witness port is taken says so in one line naming GAVEL_WITN
 
 test('gavel up (npm start) that fails once its witness runs says why in one line, exit 2: its port taken, a merchants file missing', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-up-fails-'));
-  const busy = createServer();
-  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+  const busy = await takenPort();
   try {
-    const port = (busy.address() as AddressInfo).port;
+    const port = busy.port;
     const taken = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: String(port), GAVEL_WITNESS_PORT: '0' });
     assert.equal(taken.status, 2, taken.stderr);
     assert.match(taken.stderr, new RegExp(`gavel: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));

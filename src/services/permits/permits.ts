@@ -82,28 +82,22 @@ export async function recordIssuedPermit(trx: Tx, input: IssueInput, jws: string
  * among themselves, so this is where the service first learns of a link.
  */
 export async function recordDelegatedLinks(db: Db | Tx, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
-  if (permit.links.length < 2) return;
+  await recordLinks(db, projectId, permit, 1, now);
+}
+
+/**
+ * Records the links of `permit` from `first` on, each under its parent, a link already recorded
+ * left as it is. A link recorded from a presentation has no JWS, and `issued_by` is its issuer claim.
+ */
+async function recordLinks(db: Db | Tx, projectId: string, permit: VerifiedPermit, first: number, now: Date): Promise<void> {
+  if (permit.links.length <= first) return;
   const at = now.toISOString();
-  const rows = permit.links.slice(1).map((link, i) => ({
-    commitment: link.commitment, project_id: projectId, agent: link.claims.sub, jws: null, parent: permit.links[i]!.commitment,
+  const rows = permit.links.slice(first).map((link, i) => ({
+    commitment: link.commitment, project_id: projectId, agent: link.claims.sub, jws: null, parent: permit.links[first + i - 1]?.commitment ?? null,
     claims: JSON.stringify(link.claims), issued_by: link.claims.iss, created_at: at,
     expires_at: new Date(link.claims.exp * 1000).toISOString(), revoked_at: null, revoked_by: null,
   }));
   await db.insertInto('permits').values(rows).onConflict((oc) => oc.column('commitment').doNothing()).execute();
-}
-
-/**
- * A root the project's key signed that this database does not hold (restored from an older copy
- * with the keys kept): decisions take it, so a revocation sending it records it (`issued_by` its
- * issuer claim: the issuing actor and the JWS are not known here) and revokes it.
- */
-async function recordPresentedRoot(trx: Tx, projectId: string, permit: VerifiedPermit, now: Date): Promise<void> {
-  const root = permit.links[0]!;
-  await trx.insertInto('permits').values({
-    commitment: root.commitment, project_id: projectId, agent: root.claims.sub, jws: null, parent: null,
-    claims: JSON.stringify(root.claims), issued_by: root.claims.iss, created_at: now.toISOString(),
-    expires_at: new Date(root.claims.exp * 1000).toISOString(), revoked_at: null, revoked_by: null,
-  }).onConflict((oc) => oc.column('commitment').doNothing()).execute();
 }
 
 /**
@@ -142,10 +136,9 @@ export async function revokePermit(trx: Tx, input: { projectId: string; commitme
   }
   await queueAheadOfDecisions(trx, input.dialect);
   const now = typeof input.now === 'function' ? input.now() : input.now;
-  if (input.chain) {
-    await recordPresentedRoot(trx, projectId, input.chain, now);
-    await recordDelegatedLinks(trx, projectId, input.chain, now);
-  }
+  // Its root too: one the project's key signed that this database does not hold (restored from an
+  // older copy with the keys kept) is taken by decisions, so sending it must be able to revoke it.
+  if (input.chain) await recordLinks(trx, projectId, input.chain, 0, now);
   const row = await trx.updateTable('permits').set({ revoked_at: now.toISOString(), revoked_by: input.actor })
     .where('project_id', '=', projectId).where('commitment', '=', commitment).where('revoked_at', 'is', null)
     .returningAll().executeTakeFirst();
