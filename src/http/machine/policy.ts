@@ -12,7 +12,7 @@ import { policyErrors } from '../../services/policy/document.ts';
 import { PageCursor, PageLimit, errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
-import { listVersions, readActiveVersion } from '../../services/policy/read.ts';
+import { activeVersionJson, listVersions, readActiveVersion } from '../../services/policy/read.ts';
 import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
 import { simulatePolicy, simulationErrors } from '../../services/policy/simulate.ts';
@@ -191,7 +191,11 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none; 500 policy_integrity when it is damaged in storage)',
       params: ProjectParams, response: { 200: ActiveBody, ...errorResponses(read, { 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
-  }, async (request) => readActiveVersion(store.db, auth(request).projectId) as Promise<never>);
+  }, async (request, reply) => {
+    const active = await readActiveVersion(store.db, auth(request).projectId);
+    // Pre-serialized (services/policy/read.ts): a string with a JSON type skips the serializer.
+    return reply.type('application/json; charset=utf-8').send(activeVersionJson(active) as never);
+  });
 
   app.get(`${base}/versions`, {
     preValidation: authenticate([]),

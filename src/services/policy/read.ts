@@ -3,7 +3,6 @@ import { Problem } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { PolicyVersionState } from '../../store/schema/policy.ts';
 import { createHash } from 'node:crypto';
-import { parseJsonExactly } from '../../lib/json-parse.ts';
 import { ActivePolicyDamaged, storedIntact } from './active.ts';
 
 export interface VersionSummary {
@@ -20,7 +19,8 @@ export interface VersionSummary {
 }
 
 export interface ActiveVersion extends VersionSummary {
-  policy: unknown;
+  /** The document's stored text, checked to be intact: valid JSON, served as it is. */
+  document: string;
 }
 
 const SUMMARY = ['version', 'id', 'state', 'hash', 'note', 'created_by', 'created_at', 'activated_at', 'activated_by', 'retired_at'] as const;
@@ -69,7 +69,16 @@ export async function readActiveVersion(db: Db, projectId: string): Promise<Acti
   if (pointer_hash !== rest.hash || !intactAsRead(projectId, Number(rest.version), document, rest.hash)) {
     throw new Problem(500, 'policy_integrity', new ActivePolicyDamaged(Number(rest.version), pointer_hash).message);
   }
-  return { ...summary(rest), policy: parseJsonExactly(document) };
+  return { ...summary(rest), document };
+}
+
+/**
+ * The active version as the JSON text of GET …/policy, the stored document inside it as stored:
+ * parsing and re-serializing a 10,000-rule document held the thread that decides for ~0.1 s a read.
+ */
+export function activeVersionJson(active: ActiveVersion): string {
+  const { document, ...rest } = active;
+  return `${JSON.stringify(rest).slice(0, -1)},"policy":${document}}`;
 }
 
 /** Versions newest first, `before` exclusive; fetches limit+1 so the caller can tell if more exist. */
