@@ -59,9 +59,13 @@ const clip = (e: FieldError): FieldError => (e.pointer.length > MAX_POINTER_LENG
  * made a 10 MB answer and ran the process out of memory).
  */
 export function invalidRequest(errors: FieldError[], detail = 'the request is not valid; see errors'): Problem {
+  return new Problem(400, 'invalid_request', detail, { errors: listedErrors(errors) });
+}
+/** The field errors an answer lists: the first MAX_FIELD_ERRORS, clipped, then one `too_many_errors`. */
+export function listedErrors(errors: readonly FieldError[]): FieldError[] {
   const listed = errors.slice(0, MAX_FIELD_ERRORS).map(clip);
   if (errors.length > MAX_FIELD_ERRORS) listed.push({ pointer: '', code: 'too_many_errors', message: `more than ${MAX_FIELD_ERRORS} errors; the rest are not listed` });
-  return new Problem(400, 'invalid_request', detail, { errors: listed });
+  return listed;
 }
 export const unauthorized = (detail = 'a valid API key is required') => new Problem(401, 'unauthorized', detail);
 /**

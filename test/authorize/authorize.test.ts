@@ -412,6 +412,15 @@ for (const backend of backends()) {
       const url = (await authorize({ ...base, agent: 'bob', execution: { merchant: 'm', operation: 'o', payload: {}, nonce: 'n', url: 'http://x' } })).json();
       assert.deepEqual([url.code, url.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort()],
         ['execution_url_not_allowed', ['/agent bad_format', '/execution/url execution_url_not_allowed']], JSON.stringify(url.errors));
+      // Every url member is named, not the first one found: errors come all at once (decision 0001).
+      const urls = (await authorize({ ...base, execution: { merchant: 'm', operation: 'o', payload: { a: [{ url: 1 }], url: 2 }, nonce: 'n', url: 'http://x' } })).json();
+      assert.deepEqual(urls.errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(),
+        ['/execution/payload/a/0/url execution_url_not_allowed', '/execution/payload/url execution_url_not_allowed', '/execution/url execution_url_not_allowed'], JSON.stringify(urls.errors));
+      // ...up to the cap every answer keeps, so a body of many urls does not make a huge answer.
+      const many = (await authorize({ ...base, execution: { merchant: 'm', operation: 'o', payload: { a: Array.from({ length: 300 }, () => ({ url: 1 })) }, nonce: 'n' } })).json();
+      assert.equal(many.code, 'execution_url_not_allowed');
+      assert.equal(many.errors.length, 101);
+      assert.equal(many.errors.at(-1).code, 'too_many_errors');
       // A malformed value is reported once, by its form, in words rather than as a regular expression.
       const worded = (await authorize({ ...base, agent: 'agent-7', action: '', resource: 'x' })).json().errors;
       assert.deepEqual(worded.map((e: { pointer: string; code: string }) => [e.pointer, e.code]).sort(), [['/action', 'bad_format'], ['/agent', 'bad_format'], ['/resource', 'bad_format']]);

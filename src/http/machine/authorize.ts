@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
-import { bearerUnauthorized, Problem, type FieldError } from '../problem.ts';
+import { bearerUnauthorized, listedErrors, MAX_FIELD_ERRORS, Problem, type FieldError } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
@@ -62,48 +62,50 @@ export const AuthorizeResponse = Type.Object({
 export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly FieldError[]): void {
   const found = ambiguity(body);
   if (!found) return;
-  const { both, url } = found;
+  const { both, urls } = found;
   const own: FieldError[] = [];
   const conflict = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
   if (both) own.push(conflict('/execution'), conflict('/chain_authorization'));
-  if (url !== null) own.push({ pointer: url, code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
-  const others = schemaErrors.filter((e) => !(url !== null && e.pointer === url));
+  for (const pointer of urls) own.push({ pointer, code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
+  const others = schemaErrors.filter((e) => !urls.includes(e.pointer));
   if (both) {
     throw new Problem(400, 'both_execution_and_chain_authorization',
       'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
-      { errors: [...own, ...others] });
+      { errors: listedErrors([...own, ...others]) });
   }
   throw new Problem(400, 'execution_url_not_allowed', 'a url in execution (anywhere, its payload included) is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
-    { errors: [...own, ...others] });
+    { errors: listedErrors([...own, ...others]) });
 }
 
 /** What refuseAmbiguousRequest refuses, or null (the hot path's one cheap look: a plain decision has no execution). */
-function ambiguity(body: unknown): { both: boolean; url: string | null } | null {
+function ambiguity(body: unknown): { both: boolean; urls: string[] } | null {
   if (typeof body !== 'object' || body === null) return null;
   const { execution, chain_authorization } = body as { execution?: unknown; chain_authorization?: unknown };
   if (execution === undefined) return null;
   const both = chain_authorization !== undefined;
-  const url = urlPointer(execution, '/execution', 0);
-  return both || url !== null ? { both, url } : null;
+  const urls: string[] = [];
+  urlPointers(execution, '/execution', 0, urls);
+  return both || urls.length > 0 ? { both, urls } : null;
 }
 
 /**
- * Where a member named `url` sits in `execution`, at any depth (its payload included), or null: the
- * executions issue refuses "a `url` anywhere in `execution`" by name. Bodies are depth-bounded where
- * they are parsed (http/body.ts); the bound here only keeps the walk finite on its own.
+ * Where members named `url` sit in `execution`, at any depth (its payload included), each pushed on
+ * `out`: the executions issue refuses "a `url` anywhere in `execution`" by name, and every error
+ * comes at once (decision 0001). Bodies are depth-bounded where they are parsed (http/body.ts); the
+ * bound here only keeps the walk finite on its own.
  */
-function urlPointer(value: unknown, at: string, depth: number): string | null {
-  if (typeof value !== 'object' || value === null || depth > 128) return null;
+function urlPointers(value: unknown, at: string, depth: number, out: string[]): void {
+  if (typeof value !== 'object' || value === null || depth > 128) return;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) { const p = urlPointer(value[i], `${at}/${i}`, depth + 1); if (p !== null) return p; }
-    return null;
+    for (let i = 0; i < value.length; i++) urlPointers(value[i], `${at}/${i}`, depth + 1, out);
+    return;
   }
-  if (Object.hasOwn(value, 'url')) return `${at}/url`;
   for (const [k, v] of Object.entries(value)) {
-    const p = urlPointer(v, `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`, depth + 1);
-    if (p !== null) return p;
+    const pointer = `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (out.length > MAX_FIELD_ERRORS) return;
+    if (k === 'url') out.push(pointer);
+    else urlPointers(v, pointer, depth + 1, out);
   }
-  return null;
 }
 
 /** A decision planned under a stale read epoch is redone at most this many times in all. */
