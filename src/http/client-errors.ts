@@ -27,7 +27,10 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   if (error.code === 'ECONNRESET' || socket.destroyed || refusing.has(socket)) return;
   refusing.add(socket);
   const requestId = newId('req');
-  this.log.debug({ err: error, request_id: requestId }, 'refusing a request that is not well-formed HTTP');
+  // Not the error itself: Node's parser errors carry `rawPacket`, the request's bytes, API key and
+  // session cookie included, which the error serializer would write out whole.
+  const { code, reason, bytesParsed } = error as typeof error & { reason?: string; bytesParsed?: number };
+  this.log.debug({ err: { message: error.message, code, reason, bytesParsed }, request_id: requestId }, 'refusing a request that is not well-formed HTTP');
   answerInTurn(socket, problemFor(error.code), requestId, error);
 }
 
