@@ -1,7 +1,8 @@
 // Every route, called by every kind of caller, against the table in role-matrix.data.ts:
 // no credentials, a wrong key/session, a revoked key/ended session, a session without the CSRF
-// token, a non-member, a member (or key) without a role, and each single role. Any cell that
-// differs fails. A second test fails for every OpenAPI route that has no entry.
+// token (or with another session's, or sent elsewhere than the header, or from another site), a
+// non-member, a key of another project, a member (or key) without a role, and each single role.
+// Any cell that differs fails. A second test fails for every OpenAPI route that has no entry.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +14,7 @@ import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { newAgent, issue } from '../support/authorize.ts';
 import { ensureAgent, freezeAgent } from '../../src/services/agents/agents.ts';
+import { anotherProject } from '../support/projects.ts';
 import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry } from './role-matrix.data.ts';
 
 const isAllowed = (e: RouteEntry, role: Role) => e.allowed === 'any' || e.allowed.includes(role);
@@ -30,6 +32,8 @@ for (const backend of backends()) {
     let rolelessKey: string;
     let ended: ConsoleMember;
     let revokedKey: string;
+    /** A key of another project holding every role. */
+    let foreignKey: string;
     let personPassword: string;
 
     before(async () => {
@@ -96,14 +100,16 @@ for (const backend of backends()) {
       assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: ended.post, payload: {} })).statusCode, 200);
       const r = await svc.member(['ADMIN']);
       revokedKey = r.key;
+      foreignKey = (await anotherProject(svc.ts.store, ROLES)).secret;
       await svc.ts.store.transaction((trx) => trx.updateTable('api_keys').set({ revoked_at: new Date().toISOString(), revoked_by: 'test' }).where('id', '=', r.keyId).execute());
     });
     after(async () => { await svc?.stop(); });
 
-    async function call(e: RouteEntry, headers: Record<string, string>) {
+    async function call(e: RouteEntry, headers: Record<string, string>, extraQuery?: string) {
       const ex = e.example ? await e.example(ctx) : {};
       const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
-      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`)) + (ex.query ? `?${ex.query}` : '');
+      const query = [ex.query, extraQuery].filter(Boolean).join('&');
+      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`)) + (query ? `?${query}` : '');
       const hasBody = e.method !== 'GET' && e.method !== 'DELETE';
       return svc.app.inject({
         method: e.method, url,
@@ -112,6 +118,9 @@ for (const backend of backends()) {
       });
     }
     const consoleHeaders = (m: ConsoleMember, e: RouteEntry): Record<string, string> => (e.method === 'GET' ? { ...m.get } : { cookie: m.post.cookie, 'x-csrf-token': m.post['x-csrf-token'] });
+    /** The member's cookies without its CSRF cookie, and with one holding `csrf` instead. */
+    const noCsrfCookie = (m: ConsoleMember) => m.get.cookie.split('; ').filter((c) => !c.startsWith('gavel_csrf=')).join('; ');
+    const sessionWithCsrf = (m: ConsoleMember, csrf: string) => `${noCsrfCookie(m)}; gavel_csrf=${csrf}`;
 
     for (const e of ROUTES) {
       test(label(e), async () => {
@@ -130,6 +139,7 @@ for (const backend of backends()) {
           expect('malformed key', await call(e, { authorization: 'Bearer not-a-key' }), is(401, 'unauthorized'), '401 unauthorized');
           expect('revoked key', await call(e, { authorization: `Bearer ${revokedKey}` }), is(401, 'unauthorized'), '401 unauthorized');
           expect('session instead of key', await call(e, consoleHeaders(sessions.get('ADMIN')!, e)), is(401, 'unauthorized'), '401 unauthorized');
+          if (e.path.includes('{projectId}')) expect('key of another project', await call(e, { authorization: `Bearer ${foreignKey}` }), is(403, 'forbidden'), '403 forbidden');
           if (e.allowed !== 'any') expect('key without a role', await call(e, { authorization: `Bearer ${rolelessKey}` }), is(403, 'forbidden'), '403 forbidden');
           for (const role of ROLES) {
             const res = await call(e, { authorization: `Bearer ${keys.get(role)}` });
@@ -141,7 +151,17 @@ for (const backend of backends()) {
           expect('ended session', await call(e, consoleHeaders(ended, e)), is(401, 'unauthorized'), '401 unauthorized');
           expect('API key instead of session', await call(e, { authorization: `Bearer ${keys.get('ADMIN')}` }), is(401, 'unauthorized'), '401 unauthorized');
           if (e.method !== 'GET') {
-            expect('session without CSRF token', await call(e, { cookie: sessions.get('ADMIN')!.get.cookie }), is(403, 'csrf_failed'), '403 csrf_failed');
+            const admin = sessions.get('ADMIN')!;
+            const own = admin.post['x-csrf-token'];
+            const others = roleless.post['x-csrf-token'];
+            const csrfFailed = is(403, 'csrf_failed');
+            expect('session without CSRF token', await call(e, { cookie: admin.get.cookie }), csrfFailed, '403 csrf_failed');
+            expect('another session\'s CSRF token', await call(e, { cookie: sessionWithCsrf(admin, others), 'x-csrf-token': others }), csrfFailed, '403 csrf_failed');
+            expect('CSRF token in the cookie only', await call(e, { cookie: sessionWithCsrf(admin, own) }), csrfFailed, '403 csrf_failed');
+            expect('CSRF token in the header only', await call(e, { cookie: noCsrfCookie(admin), 'x-csrf-token': own }), csrfFailed, '403 csrf_failed');
+            expect('CSRF token in the query', await call(e, { cookie: sessionWithCsrf(admin, own) }, `x-csrf-token=${encodeURIComponent(own)}`), csrfFailed, '403 csrf_failed');
+            expect('CSRF token from another site', await call(e, { ...consoleHeaders(admin, e), 'sec-fetch-site': 'cross-site' }), csrfFailed, '403 csrf_failed');
+            expect('CSRF token from another origin', await call(e, { ...consoleHeaders(admin, e), origin: 'http://attacker.example' }), csrfFailed, '403 csrf_failed');
           }
           if (e.path.includes('{projectId}')) {
             expect('non-member', await call(e, consoleHeaders(outsider, e)), is(403, 'forbidden'), '403 forbidden');
