@@ -5,7 +5,7 @@ import { nameProblem, normalizeName } from '../../domain/access/names.ts';
 import { passwordProblem } from '../../domain/access/password-rule.ts';
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
 import { csrfKey, mintCsrfToken } from '../../services/identity/csrf.ts';
-import { login } from '../../services/identity/login.ts';
+import { login, prepareLogin } from '../../services/identity/login.ts';
 import { registerPerson } from '../../services/identity/register.ts';
 import { endSessionByToken } from '../../services/identity/sessions.ts';
 import { takeRegistration } from '../../services/identity/throttle.ts';
@@ -19,6 +19,7 @@ const Credentials = Type.Object({ name: Name, password: Password }, { additional
 const CROSS_SITE = { what: 'A request from another site (Sec-Fetch-Site or Origin)', codes: ['csrf_failed'] };
 
 export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
+  await prepareLogin();
   app.post('/v1/console/register', {
     preValidation: async (request) => checkSameOrigin(request),
     schema: {

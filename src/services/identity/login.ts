@@ -14,6 +14,13 @@ import { settleSuccess, takeAttempt } from './throttle.ts';
 let dummy: Promise<string> | undefined;
 /** A hash of a random password with the same parameters, computed once per process. */
 const dummyHash = () => (dummy ??= hashPassword(randomBytes(24).toString('base64url')));
+/**
+ * Computes the dummy hash before the first login: made on first use, it made the first unknown
+ * name of each process answer a hash slower than a known one (which tells a name exists).
+ */
+export const prepareLogin = (): Promise<unknown> => dummyHash();
+/** For tests: whether the dummy hash is under way or made. */
+export const loginPrepared = (): boolean => dummy !== undefined;
 
 export type LoginResult =
   | { ok: true; principalId: string; name: string; session: { id: string; token: string; expires_at: string }; deviceCookie: string }
