@@ -15,7 +15,7 @@ import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
 import { localWriter } from './services/writer/writer.ts';
 import { threadWriter } from './services/writer/thread.ts';
-import { atomicProcedures, jsonProcedures, procedures, type GavelWriter } from './services/writer/procedures.ts';
+import { atomicProcedures, jsonProcedures, procedures, spaceBlindProcedures, type GavelWriter } from './services/writer/procedures.ts';
 import { Authorizer } from './services/authorize/authorize.ts';
 import { loadMerchants, type MerchantRegistry } from './merchants/config.ts';
 import { Executions } from './services/executions/executions.ts';
@@ -32,9 +32,10 @@ export function storeOptions(config: Config): StoreOptions {
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
-function createWriter(store: Store, onError: (err: unknown) => void): GavelWriter {
-  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file, onError, json: jsonProcedures });
-  return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw }, atomicProcedures);
+function createWriter(store: Store, onError: (err: unknown) => void, execArgv?: string[]): GavelWriter {
+  const space = { watch: store.space, blind: spaceBlindProcedures };
+  if (store.dialect === 'sqlite' && store.file && store.file !== ':memory:') return threadWriter({ file: store.file, onError, json: jsonProcedures, space, ...(execArgv ? { execArgv } : {}) });
+  return localWriter(createCommitter(store), procedures, { dialect: store.dialect, raw: store.raw }, atomicProcedures, space);
 }
 
 /**
@@ -74,6 +75,8 @@ export interface ServiceOptions extends BuildOptions {
   merchants?: MerchantRegistry;
   /** Prints the first start's administrator password; called before its account commits (services/bootstrap.ts). */
   announceAdmin?: AnnounceAdmin;
+  /** Tests: Node options of the SQLite writer thread (a probe preloaded with `--import`). */
+  writerExecArgv?: string[];
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
@@ -98,7 +101,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   // Nor over a log whose state row was lost (a partial restore): it would begin a second log.
   await ensureLogState(store);
   let logError: (err: unknown) => void = () => {};
-  const writer = createWriter(store, (err) => logError(err));
+  const writer = createWriter(store, (err) => logError(err), options.writerExecArgv);
   const authorizer = new Authorizer({ store, signer, writer });
   const clock = options.clock ?? systemClock;
   // Executions left in flight by a dead process become UNKNOWN before this one serves.
@@ -111,6 +114,11 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const boot = await bootstrap(store, new Date(), options.announceAdmin);
   const app = await buildApp(deps, options);
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
+  // Once per episode, not once per refused request (store/space.ts, decision 0027).
+  store.space.onChange = (full, err) => {
+    if (full) app.log.error({ err }, 'the database\'s disk is full: writes are refused (503 storage_full) and /readyz answers 503 until space is freed');
+    else app.log.warn('a write committed again after the database\'s disk was full: writes are accepted and /readyz is ready');
+  };
   // A person has to resolve these (invariant 6): said where an operator looks first.
   // On PostgreSQL most are found after start, by the periodic sweep (recovery.ts): said the same way.
   onMarked = (n) => app.log.warn({ executions: n }, 'executions left in flight by a stopped process are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');

@@ -3,6 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escapePointer, Problem, problemBody, type FieldError } from './problem.ts';
 import { databaseUnreachable } from '../store/unreachable.ts';
+import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
@@ -80,6 +81,9 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
   if (databaseUnreachable(error)) {
     return new Problem(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', { headers: { 'retry-after': '1' } });
   }
+  if (outOfSpace(error)) {
+    return new Problem(503, 'storage_full', 'the database\'s disk is full: this request\'s write was not made; retry once space is freed', { headers: { 'retry-after': '5' } });
+  }
   if (error.validation) {
     return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {
       errors: fieldErrors(error.validation, error.validationContext ?? 'body'),
@@ -122,7 +126,9 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
 export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A full disk is logged once for all the requests it refuses (store/space.ts), readyz told.
+    if (problem.code === 'storage_full') app.gavel.store.space.refused(error);
+    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, request, problem);
   });
   app.setNotFoundHandler((request, reply) => {

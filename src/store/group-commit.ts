@@ -86,6 +86,9 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
             await savepoint(trx, 'release savepoint unit');
             outcomes.push({ ok: true, value });
           } catch (error) {
+            // SQLite ended the transaction itself (a full disk, an I/O error): no savepoint is left
+            // to roll back to, and the batch fails with the error that says why, not "no such savepoint".
+            if (raw && !raw.inTransaction) throw error;
             await savepoint(trx, 'rollback to savepoint unit');
             await savepoint(trx, 'release savepoint unit');
             outcomes.push({ ok: false, error, retry: isRetryable(error) && unit.attempts < MAX_ATTEMPTS });
@@ -98,6 +101,7 @@ export function createCommitter(store: Store, options: CommitterOptions = {}): C
             await options.afterUnits(trx);
             await savepoint(trx, 'release savepoint after_units');
           } catch (error) {
+            if (raw && !raw.inTransaction) throw error; // as for a unit, above
             await savepoint(trx, 'rollback to savepoint after_units');
             await savepoint(trx, 'release savepoint after_units');
             options.onError?.(error);

@@ -7,6 +7,7 @@ import type { Database } from './schema/index.ts';
 import { createSqliteDialect, openSqliteConnection, type StatementSource } from './sqlite/dialect.ts';
 import { WalSync } from './sqlite/wal-sync.ts';
 import { createPostgresDialect } from './postgres/dialect.ts';
+import { SpaceWatch } from './space.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<Database>;
@@ -28,6 +29,8 @@ export interface Store {
    * transactions on the Kysely connection, nor pay the query builder. See readFixed.
    */
   readonly reader?: StatementSource;
+  /** Whether writes are failing for want of space (store/space.ts): marked by the HTTP layer, cleared by the writer. */
+  readonly space: SpaceWatch;
   /** Runs `fn` in one transaction; on SQLite it takes the write lock at BEGIN (IMMEDIATE). */
   transaction<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** True when the database answers a trivial query within `timeoutMs` (default 2 s). */
@@ -74,9 +77,11 @@ export function openStore(options: StoreOptions): Store {
     db = new Kysely<Database>({ dialect: createPostgresDialect(options) });
   }
   let closed = false;
+  const space = new SpaceWatch();
   return {
     db,
     dialect: options.kind,
+    space,
     ...(options.kind === 'sqlite' ? { file: options.file, raw, ...(reader ? { reader } : {}) } : {}),
     transaction: (fn) => db.transaction().execute(fn),
     async ping(timeoutMs = 2_000) {

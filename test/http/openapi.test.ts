@@ -136,8 +136,8 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 409), ['already_revoked']);
     // Issuing signs with the permit key (signer/pinned.ts); revoking only verifies a chain sent with
     // it, against the recorded key, so it never answers signing_key_mismatch.
-    assert.deepEqual(codes('POST', `${C}/permits`, 503), ['shutting_down', 'database_unavailable', 'signing_key_mismatch']);
-    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 503), ['shutting_down', 'database_unavailable']);
+    assert.deepEqual(codes('POST', `${C}/permits`, 503), ['shutting_down', 'database_unavailable', 'storage_full', 'signing_key_mismatch']);
+    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 503), ['shutting_down', 'database_unavailable', 'storage_full']);
     assert.deepEqual(codes('POST', `${C}/agents`, 409), ['agent_exists']);
     for (const base of [C, M]) {
       assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);
@@ -155,6 +155,9 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
         // Only a body is read and can be too large or of another type; GETs have none.
         assert.equal(statuses.includes(413), body, `${label}: 413 with a body only`);
         assert.equal(statuses.includes(415), body, `${label}: 415 with a body only`);
+        // A route that may write (a body, or a console session's last use recorded) is refused while the disk is full.
+        const session = (o.security ?? []).some((s: object) => 'session' in s);
+        assert.equal(codes(503).includes('storage_full'), body || session, `${label}: storage_full where a write may be made`);
         // Every GET of the API refuses query parameters it does not take (http/app.ts): its input too.
         assert.equal(statuses.includes(400), body || (o.parameters ?? []).length > 0 || (method === 'get' && path.startsWith('/v1/')), `${label}: 400 with input only`);
         // The CSRF token and the site are checked on console mutations (login and register included), never on reads or API keys.

@@ -73,8 +73,9 @@ function shapeErrors({ auth, body = false, project = auth !== 'none' }: RouteSha
     out[415] = { what: MEANING[415]!, codes: ['unsupported_media_type'] };
   }
   out[500] = { what: MEANING[500]!, codes: ['internal_error'] };
-  // Any route, while the service closes (http/app.ts); any that reads the database, while it cannot be reached.
-  out[503] = { what: MEANING[503]!, codes: ['shutting_down', ...(auth !== 'none' || body ? ['database_unavailable'] : [])] };
+  // Any route, while the service closes (http/app.ts); any that reads the database, while it cannot
+  // be reached; any that may write (a body, or a console session, whose last use is recorded), while its disk is full.
+  out[503] = { what: MEANING[503]!, codes: ['shutting_down', ...(auth !== 'none' || body ? ['database_unavailable'] : []), ...(body || auth === 'session' ? ['storage_full'] : [])] };
   return out;
 }
 

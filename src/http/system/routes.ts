@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { errorResponses } from '../schemas/common.ts';
 import { Problem } from '../problem.ts';
+import { sendProblem } from '../errors.ts';
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
   app.get('/healthz', {
@@ -10,9 +11,12 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
-    schema: { tags: ['system'], summary: 'Readiness: the database answers', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses({ auth: 'none' }, { 503: { what: 'Not ready: the database does not answer, or the service is closing (then retry after `retry-after`)', codes: ['not_ready'] } }) } },
-  }, async () => {
-    if (!(await app.gavel.store.ping())) throw new Problem(503, 'not_ready', 'the database does not answer');
+    schema: { tags: ['system'], summary: 'Readiness: the database answers', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses({ auth: 'none' }, { 503: { what: 'Not ready: the database does not answer, or its disk is full (a write failed for want of space, and none has committed since), or the service is closing (then retry after `retry-after`)', codes: ['not_ready'] } }) } },
+  }, async (request, reply) => {
+    const { store } = app.gavel;
+    // Sent, not thrown: the full disk was logged once when writes began to fail, not at every probe.
+    if (store.space.full()) return sendProblem(reply, request, new Problem(503, 'not_ready', 'the database\'s disk is full: writes fail for want of space'));
+    if (!(await store.ping())) throw new Problem(503, 'not_ready', 'the database does not answer');
     return { status: 'ready' as const };
   });
 

@@ -43,5 +43,11 @@ export const jsonProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures
  */
 export const checkKeepingProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['authorize.commitPrepared']);
 
+/**
+ * Procedures a background loop calls, which commit even when they find nothing to write: their
+ * commit says nothing of whether the database can grow again (store/space.ts).
+ */
+export const spaceBlindProcedures: ReadonlySet<string> = new Set<keyof GavelProcedures>(['auditlog.sequence']);
+
 /** Procedures whose calls cross as text of their own (wire.ts, TextCodec): the hot one. */
 export const textProcedures: TextCodecs = { 'authorize.commitPrepared': preparedDecisionText };

@@ -10,7 +10,7 @@
 // next call starts a new thread.
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { setFlagsFromString, type HeapInfo } from 'node:v8';
-import type { Procedures, Writer } from './writer.ts';
+import type { Procedures, Writer, WriterSpace } from './writer.ts';
 import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
 import { textProcedures } from './procedures.ts';
 import { PendingCalls } from './pending-calls.ts';
@@ -28,6 +28,8 @@ export interface ThreadWriterOptions {
   json?: ReadonlySet<string>;
   /** Node options of the thread (default: the process's). Tests preload a probe of its flushes with `--import`. */
   execArgv?: string[];
+  /** Cleared by a unit that commits while writes are failing for want of space (writer.ts). */
+  space?: WriterSpace;
 }
 
 /**
@@ -181,7 +183,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       // than when the loop reaches their message, so their answers leave before more requests are
       // parsed (a 4-byte read when none waits).
       if (Atomics.load(posted, 0) !== taken) takeOutcomes();
-      return new Promise((resolve, reject) => {
+      const answer = new Promise<Awaited<ReturnType<P[typeof name]>>>((resolve, reject) => {
         const id = pending.add({ resolve: resolve as (v: unknown) => void, reject });
         outbox.push({ id, name, args });
         // A full message leaves now, so the writer commits it while this thread parses the rest of
@@ -193,6 +195,9 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
           setImmediate(flush);
         }
       });
+      // While writes fail for want of space, one that commits says there is space again.
+      const space = options.space;
+      return space?.watch.marked && !space.blind.has(name) ? space.watch.clearedBy(answer) : answer;
     },
     async close() {
       closed = true;

@@ -6,6 +6,7 @@
 import type { Committer } from '../../store/group-commit.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import type { SqlTarget } from '../../store/fixed-sql.ts';
+import type { SpaceWatch } from '../../store/space.ts';
 
 /** Where a procedure's fixed statements run (on SQLite, straight on the writer's connection). */
 export type ProcedureEnv = SqlTarget;
@@ -26,8 +27,14 @@ export interface Writer<P extends Procedures> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AtomicProcedures = Record<string, ((db: Db | Tx, args: any, env: ProcedureEnv) => unknown) | undefined>;
 
+/**
+ * What a writer tells of space (store/space.ts): a unit that commits clears the mark, unless its
+ * procedure is `blind` (one a background loop calls, which may commit without writing a page).
+ */
+export interface WriterSpace { watch: SpaceWatch; blind: ReadonlySet<string> }
+
 /** Runs procedures in this thread through `committer` (PostgreSQL, or SQLite without a file). */
-export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv, atomics: AtomicProcedures = {}): Writer<P> {
+export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv, atomics: AtomicProcedures = {}, space?: WriterSpace): Writer<P> {
   let pending = 0;
   const idle: (() => void)[] = [];
   return {
@@ -38,7 +45,8 @@ export function localWriter<P extends Procedures>(committer: Committer, procedur
       pending++;
       try {
         const atomic = atomics[name];
-        return await committer.run((trx) => proc(trx, args as never, env), atomic && ((db) => atomic(db, args, env)));
+        const run = committer.run((trx) => proc(trx, args as never, env), atomic && ((db) => atomic(db, args, env)));
+        return await (space?.watch.marked && !space.blind.has(name) ? space.watch.clearedBy(run) : run);
       } finally {
         if (--pending === 0) idle.splice(0).forEach((f) => f());
       }
