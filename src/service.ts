@@ -24,6 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
 import { pruneIdentityRows, PRUNE_EVERY_MS } from './services/identity/prune.ts';
 import { takeServingLock } from './store/sqlite/serving-lock.ts';
+import { outOfSpace } from './store/space.ts';
 
 export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
@@ -127,7 +128,8 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
     witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,
     now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
-    onError: (err) => app.log.error({ err }, 'audit log tick failed'),
+    // A checkpoint refused for want of space is tried at every tick: the full disk is logged once (store/space.ts).
+    onError: (err) => { if (outOfSpace(err)) store.space.refused(err); else app.log.error({ err }, 'audit log tick failed'); },
     onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
   // Finished throttle counters and sessions are deleted every hour (services/identity/prune.ts).

@@ -15,7 +15,7 @@ export const FULL_FOR_MS = 5_000;
 
 /**
  * Whether writes are failing for want of space. Marked where a request's failure is classified
- * (http/errors.ts), cleared by the next unit of the writer (decisions, their events, execution
+ * (http/errors.ts) and by the audit log's loop (service.ts), cleared by the next unit of the writer (decisions, their events, execution
  * outcomes) that commits: background transactions (checkpoints, heartbeats, pruning) may commit
  * on a full disk, a page with room, and would clear it at every tick. A write's path reads one
  * number of it, and chains a promise only while it is marked (services/writer).

@@ -81,3 +81,26 @@ for (const backend of backends()) {
     } finally { try { await svc.stop(); } finally { await merchant.close(); } }
   });
 }
+
+const postgres = backends().find((b) => b.name === 'postgres');
+
+test('checkpoints that fail for want of space mark the disk full once, not an error line at every tick (PostgreSQL)', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  // A checkpoint due at every tick; on SQLite one fits in a page the capped database has, so only PostgreSQL's trigger refuses it.
+  const svc = await startService(postgres!, { auditTickMs: 20, checkpointIntervalMs: 10 });
+  const changes: boolean[] = [];
+  svc.ts.store.space.onChange = (full) => changes.push(full);
+  try {
+    const key = await svc.keyHeader([]);
+    await fillDisk(svc.ts.store, ['audit_checkpoints']);
+    // An event to put under a checkpoint (only the checkpoints' table cannot grow).
+    await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: newAgent().did, permit: 'x', action: 'read', resource: 'resource://docs/a' } });
+    // Its commit clears a mark an earlier checkpoint's refusal set: counted from here.
+    changes.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const notReady = await svc.app.inject({ method: 'GET', url: '/readyz' });
+    assert.deepEqual([notReady.statusCode, notReady.json().code, changes], [503, 'not_ready', [true]], notReady.body);
+    await freeDisk(svc.ts.store, ['audit_checkpoints']);
+    await svc.auditLog.tick();
+    assert.ok((await svc.ts.store.db.selectFrom('audit_checkpoints').select('size').execute()).length > 0);
+  } finally { await svc.stop(); }
+});

@@ -20,8 +20,11 @@ async function toWriterThread(message: 'full' | 'space'): Promise<void> {
   } finally { channel.close(); }
 }
 
-/** Fills the database's disk (SQLite: the writer thread must run, started with FULL_DISK_WRITER). */
-export async function fillDisk(store: Store): Promise<void> {
+/**
+ * Fills the database's disk (SQLite: the writer thread must run, started with FULL_DISK_WRITER).
+ * PostgreSQL: `tables` say which cannot grow (default the events').
+ */
+export async function fillDisk(store: Store, tables: readonly ('audit_events' | 'audit_checkpoints')[] = ['audit_events']): Promise<void> {
   if (store.dialect === 'sqlite') {
     const pages = Number((await sql<{ page_count: number }>`pragma page_count`.execute(store.db)).rows[0]!.page_count);
     await sql.raw(`pragma max_page_count = ${pages}`).execute(store.db);
@@ -30,15 +33,15 @@ export async function fillDisk(store: Store): Promise<void> {
   }
   await sql.raw(`create or replace function gavel_test_disk_full() returns trigger language plpgsql as $$ begin
     raise exception 'could not extend file "base/16384/16385": No space left on device' using errcode = '53100', hint = 'Check free disk space.'; end $$`).execute(store.db);
-  await sql.raw('create trigger gavel_test_disk_full before insert on audit_events for each statement execute function gavel_test_disk_full()').execute(store.db);
+  for (const t of tables) await sql.raw(`create trigger gavel_test_disk_full before insert on ${t} for each statement execute function gavel_test_disk_full()`).execute(store.db);
 }
 
 /** Frees space again. */
-export async function freeDisk(store: Store): Promise<void> {
+export async function freeDisk(store: Store, tables: readonly ('audit_events' | 'audit_checkpoints')[] = ['audit_events']): Promise<void> {
   if (store.dialect === 'sqlite') {
     await sql.raw('pragma max_page_count = 4294967294').execute(store.db);
     await toWriterThread('space');
     return;
   }
-  await sql.raw('drop trigger gavel_test_disk_full on audit_events').execute(store.db);
+  for (const t of tables) await sql.raw(`drop trigger gavel_test_disk_full on ${t}`).execute(store.db);
 }
