@@ -96,6 +96,8 @@ test('checkpoints that fail for want of space mark the disk full once, not an er
     await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: newAgent().did, permit: 'x', action: 'read', resource: 'resource://docs/a' } });
     // Its commit clears a mark an earlier checkpoint's refusal set: counted from here.
     changes.length = 0;
+    // Refused at the next tick that finds a checkpoint due, then at every tick after it.
+    for (let waited = 0; changes.length === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
     await new Promise((resolve) => setTimeout(resolve, 300));
     const notReady = await svc.app.inject({ method: 'GET', url: '/readyz' });
     assert.deepEqual([notReady.statusCode, notReady.json().code, changes], [503, 'not_ready', [true]], notReady.body);
