@@ -82,7 +82,7 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
     return new Problem(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', { headers: { 'retry-after': '1' } });
   }
   if (outOfSpace(error)) {
-    return new Problem(503, 'storage_full', 'the database\'s disk is full: this request\'s write was not made; retry once space is freed', { headers: { 'retry-after': '5' } });
+    return new Problem(503, 'storage_full', 'the database\'s disk is full: what this request had to record was not recorded; retry once space is freed', { headers: { 'retry-after': '5' } });
   }
   if (error.validation) {
     return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {

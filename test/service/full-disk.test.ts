@@ -94,13 +94,16 @@ test('checkpoints that fail for want of space mark the disk full once, not an er
     await fillDisk(svc.ts.store, ['audit_checkpoints']);
     // An event to put under a checkpoint (only the checkpoints' table cannot grow).
     await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: newAgent().did, permit: 'x', action: 'read', resource: 'resource://docs/a' } });
-    // Its commit clears a mark an earlier checkpoint's refusal set: counted from here.
+    // Its commit clears a mark an earlier checkpoint's refusal set: counted from here. (A refusal
+    // may also land while the decision commits, before this line: the mark then stands, unannounced again.)
     changes.length = 0;
     // Refused at the next tick that finds a checkpoint due, then at every tick after it.
-    for (let waited = 0; changes.length === 0 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let waited = 0; !svc.ts.store.space.marked && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
     await new Promise((resolve) => setTimeout(resolve, 300));
     const notReady = await svc.app.inject({ method: 'GET', url: '/readyz' });
-    assert.deepEqual([notReady.statusCode, notReady.json().code, changes], [503, 'not_ready', [true]], notReady.body);
+    assert.deepEqual([notReady.statusCode, notReady.json().code], [503, 'not_ready'], notReady.body);
+    // Over 15 ticks and more, each refused: announced once at most, never cleared.
+    assert.ok(changes.length <= 1 && !changes.includes(false), JSON.stringify(changes));
     await freeDisk(svc.ts.store, ['audit_checkpoints']);
     await svc.auditLog.tick();
     assert.ok((await svc.ts.store.db.selectFrom('audit_checkpoints').select('size').execute()).length > 0);
