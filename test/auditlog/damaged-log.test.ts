@@ -97,3 +97,21 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`with the newest sequenced event's row deleted, new events take the next leaf indexes: the log's history is not appended again (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      const store = a.svc.ts.store;
+      await addEvents(store, a.svc.projectId, 4);
+      await a.svc.auditLog.tick({ force: true });
+      const { size } = await ensureLogState(store);
+      await store.db.deleteFrom('audit_events').where('leaf_index', '=', size - 1).execute();
+      const [added] = await addEvents(store, a.svc.projectId, 1);
+      await a.svc.auditLog.tick({ force: true });
+      const row = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', added!).executeTakeFirstOrThrow();
+      assert.equal(Number(row.leaf_index), size, 'the new event is the next leaf');
+      assert.equal((await ensureLogState(store)).size, size + 1, 'no sequenced event was appended a second time');
+    } finally { await a.stop(); }
+  });
+}

@@ -46,13 +46,17 @@ export async function sequenceBatch(store: Store, max = defaultBatch(store.diale
 // PostgreSQL: a lower seq can commit after a higher one, so the waiting events are found by the
 // partial index on unsequenced rows. SQLite: one writer at a time, so commit order is seq order
 // and the waiting events are exactly those after the last sequenced one (no index to maintain:
-// migration 0601 drops it there).
+// migration 0601 drops it there). Where the newest leaf's row is gone (deleted by hand), the last
+// sequenced row is found walking back from the newest seq instead, and a sequenced row is never
+// taken again: from seq 0, the log's whole history would be appended to it a second time.
 // An event written with its leaf hash (migration 0605) is read without its text.
 const WAITING_COLUMNS = `id, leaf_hash, project_id, kind, actor, created_at, case when leaf_hash is null then data end as data`;
 const WAITING = {
   postgres: fixedSql(`select ${WAITING_COLUMNS} from audit_events where leaf_index is null order by seq limit ?`).postgres,
   sqlite: `select seq, ${WAITING_COLUMNS} from audit_events
-    where seq > coalesce((select seq from audit_events where leaf_index = ?), 0) order by seq limit ?`,
+    where seq > coalesce((select seq from audit_events where leaf_index = ?),
+      (select seq from audit_events where leaf_index is not null order by seq desc limit 1), 0)
+    and leaf_index is null order by seq limit ?`,
 };
 type Waiting = Omit<StoredEvent, 'data'> & { data: string | null; leaf_hash: Uint8Array | null; seq?: number };
 const leafOf = (e: Waiting): Uint8Array => (e.leaf_hash ? fromBlob(e.leaf_hash) : leafHashOfStoredEvent(e as StoredEvent));
