@@ -115,3 +115,30 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`a log that lacks a node its next checkpoint needs is recorded as rolled_back, and its proofs say so, instead of failing every tick (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    try {
+      const store = a.svc.ts.store;
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const key = await a.svc.keyHeader([]);
+      // An odd size: its newest leaf is a peak of its own, which the next consistency proof needs.
+      await addEvents(store, a.svc.projectId, (await ensureLogState(store)).size % 2 === 0 ? 3 : 2);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      const { size } = await ensureLogState(store);
+      assert.equal(size % 2, 1);
+      // The newest leaf's row deleted: the consistency proof from the witnessed size (and, read back, the tree's right edge) needs it.
+      await store.db.deleteFrom('audit_events').where('leaf_index', '=', size - 1).execute();
+      const [added] = await addEvents(store, a.svc.projectId, 1);
+      const t = await a.svc.auditLog.tick({ force: true });
+      assert.equal(t.witness?.kind, 'rolled_back', JSON.stringify(t));
+      const dashboard = await a.svc.app.inject({ method: 'GET', url: `/v1/console/projects/${a.svc.projectId}/dashboard`, headers: auditor.get });
+      assert.equal(dashboard.json().audit_log.witness_problem?.kind, 'rolled_back', dashboard.body);
+      assert.match(dashboard.json().audit_log.witness_problem.reason, new RegExp(`lacks a node .*node 0/${size - 1} not found`));
+      const p = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${added}/proof`, headers: key });
+      assert.equal(p.statusCode, 409, p.body);
+      assert.match(p.json().detail, /none will until the log is put right/);
+    } finally { await a.stop(); }
+  });
+}

@@ -10,6 +10,7 @@ import type { Store } from '../../store/store.ts';
 import { checkpointIfDue, witnessLatest, type CheckpointPolicy, type WitnessOutcome } from './checkpointer.ts';
 import { checkContinuity, classifyWitnessOutcome, openRollback, ROLLED_BACK, type ContinuityCheck } from './continuity.ts';
 import { ensureLogState } from './log.ts';
+import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { sequencePending, type SequenceBatch } from './sequencer.ts';
 
 export interface AuditLogOptions extends CheckpointPolicy {
@@ -136,9 +137,20 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
       // The witness holds a size the log reaches: a checkpoint submitted from there says whether it is the same history.
       if (continuity?.kind === 'witness_ahead') force = true;
     }
-    const sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
-    const cp = await checkpointIfDue(store, signer, now(), options, force);
-    let witness: WitnessOutcome = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
+    let sequenced = 0;
+    let cp: Awaited<ReturnType<typeof checkpointIfDue>>;
+    let witness: WitnessOutcome;
+    try {
+      sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
+      cp = await checkpointIfDue(store, signer, now(), options, force);
+      witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
+    } catch (e) {
+      // A node the tree's right edge or the consistency proof from the witnessed size needs is gone
+      // (rows deleted, a partial restore): no checkpoint will be witnessed again. Recorded as such,
+      // not thrown at every tick where nobody reads it.
+      if (!(e instanceof AuditLogError && e.code === 'missing_node')) throw e;
+      witness = { kind: ROLLED_BACK, reason: `the log lacks a node it needs to grow or to prove it extends its witnessed checkpoint (a partial restore, or deleted rows): ${e.message}` };
+    }
     if (witness.kind === 'conflict' || witness.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
     // A rollback found either way wins; an outage found by the check alone is not recorded (the
     // checkpointer records one when it has something to submit).
