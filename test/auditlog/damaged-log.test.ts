@@ -142,3 +142,30 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`an event whose leaf index is past the tree is 500 log_damaged and INVALID, not proof_not_ready forever (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    try {
+      const store = a.svc.ts.store;
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const key = await a.svc.keyHeader([]);
+      const ids = await addEvents(store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      const { size } = await ensureLogState(store);
+      // The sequencer writes a leaf index and the size that counts it in one transaction: an index the tree does not reach was put there by hand.
+      await store.db.updateTable('audit_events').set({ leaf_index: size + 100 }).where('id', '=', ids[1]!).execute();
+      const p = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${ids[1]}/proof`, headers: key });
+      assert.equal(p.statusCode, 500, p.body);
+      assert.equal(p.json().code, 'log_damaged');
+      assert.match(p.json().detail, new RegExp(`leaf ${size + 100}, but the tree holds ${size} leaves`));
+      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[1] } });
+      assert.equal(v.statusCode, 200, v.body);
+      assert.equal(v.json().verification, 'INVALID', v.body);
+      assert.match(v.json().reason, new RegExp(`leaf ${size + 100}, but the tree holds ${size} leaves`));
+      // An event the sequencer has not reached yet is still only not ready.
+      const [waiting] = await addEvents(store, a.svc.projectId, 1);
+      assert.equal((await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${waiting}/proof`, headers: key })).statusCode, 409);
+    } finally { await a.stop(); }
+  });
+}

@@ -9,7 +9,7 @@ import type { Signer } from '../../signer/signer.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
-import { logIdentity, readNodes } from './log.ts';
+import { ensureLogState, logIdentity, readNodes } from './log.ts';
 import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -68,6 +68,17 @@ export function notReady(deps: AuditLogDeps, detail: string, retryAfterSeconds =
   });
 }
 
+/**
+ * Why an event's leaf index is damage rather than not ready: the tree does not reach it. The
+ * sequencer writes an index and the size that counts it in one transaction, so such a row was
+ * altered or restored apart from the log. Read only where no checkpoint covers the event (one
+ * primary-key read), after the event: the size read is as new as the index or newer.
+ */
+export async function leafPastTheTree(store: Store, id: string, index: number): Promise<string | undefined> {
+  const { size } = await ensureLogState(store);
+  return index >= size ? `audit event ${id} names leaf ${index}, but the tree holds ${size} leaves: the sequencer writes both in one transaction, so its row was altered or restored apart from the log` : undefined;
+}
+
 /** How long to wait when the witness is refusing or unreachable: no next checkpoint will be cosigned sooner by itself. */
 const WITNESS_PROBLEM_RETRY_SECONDS = 30;
 
@@ -93,6 +104,8 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
   if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
   const cp = await anchorFor(deps, row.leaf_index);
   if (!cp) {
+    const past = await leafPastTheTree(deps.store, row.id, row.leaf_index);
+    if (past) throw new Problem(500, 'log_damaged', `${past}; the verification route reports the same`);
     if (!deps.witnessUrl) throw notReady(deps, 'no signed checkpoint covers the event yet');
     // While the witness refuses or cannot be reached, say so: retrying every second would not help.
     const problem = await openWitnessProblem(deps.store.db);

@@ -17,7 +17,8 @@ import { verifyInclusion } from '../../domain/auditlog/verify.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
 import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
 import { logIdentity } from './log.ts';
-import { inclusionFromStore, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
+import { inclusionFromStore, leafPastTheTree, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
+import { Problem } from '../../http/problem.ts';
 
 export type Verification = 'VERIFIED' | 'INVALID' | 'NOT_WITNESSED' | 'UNAVAILABLE';
 
@@ -69,7 +70,15 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
   const witnessed = await latestCheckpoint(db, { witnessed: true });
   const newest = await latestCheckpoint(db);
   const cp = witnessed && witnessed.size > index ? witnessed : newest && newest.size > index ? newest : undefined;
-  if (!cp) throw notReady(deps, 'no checkpoint covers the event yet');
+  if (!cp) {
+    const past = await leafPastTheTree(deps.store, row.id, index);
+    if (!past) throw notReady(deps, 'no checkpoint covers the event yet');
+    if (!newest) throw new Problem(500, 'log_damaged', past);
+    return {
+      verification: 'INVALID', independently_witnessed: false, reason: past,
+      evidence: { local_proof: 'invalid', chain_witness: null, root: toBase64(newest.root), anchored_height: newest.size, finality: 'local', leaf_index: index, witness: null },
+    };
+  }
 
   const id = await logIdentity(deps.store, deps.signer);
   const logKey = parseVkey(id.vkey);
