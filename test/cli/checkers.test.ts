@@ -115,3 +115,19 @@ test('consistency: checkpoints of two logs, a stated root that is not a root, an
     assert.match(r.text, why);
   }
 });
+
+test('a checkpoint checked with the wrong log key says which keys signed it and which was given (names and key IDs, public)', async () => {
+  const other = keyPair();
+  const idOf = (vkey: string) => vkey.split('+')[1]!;
+  for (const wrong of [formatVkey(ORIGIN, SIG_TYPE_ED25519, other.pub), formatVkey('example.test/another-log', SIG_TYPE_ED25519, other.pub)]) {
+    const r = await consistent(consistency, ['--log-key', wrong]);
+    assert.equal(r.code, 1, r.text);
+    assert.match(r.text, /no signature from a known key/);
+    // The log's line and witness A's cosignature (type 0x04) are both named; the key given too.
+    assert.ok(r.text.includes(`${ORIGIN} (key ID ${idOf(logKey)})`), r.text);
+    assert.ok(r.text.includes(`a.example/witness (key ID ${idOf(keyA)})`), r.text);
+    assert.ok(r.text.includes(`the key given: ${wrong.split('+')[0]} (key ID ${idOf(wrong)})`), r.text);
+    const v = await verify(proof, ['--log-key', wrong, '--witness-key', keyA]);
+    assert.ok(v.text.includes(`${ORIGIN} (key ID ${idOf(logKey)})`), v.text);
+  }
+});

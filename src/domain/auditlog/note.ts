@@ -151,6 +151,11 @@ export function openNote(note: string, keys: readonly VerifierKey[]): { note: No
     }
     if (!verifiedBy.includes(key)) verifiedBy.push(key);
   }
-  if (verifiedBy.length === 0) throw new AuditLogError('unverified_note', 'no signature from a known key');
+  if (verifiedBy.length === 0) {
+    // Which keys signed it and which were given (names and key IDs are public), so that a wrong key is told from a forged note.
+    const named = (k: { name: string; keyId: Uint8Array }) => `${k.name} (key ID ${toHex(k.keyId)})`;
+    throw new AuditLogError('unverified_note', `no signature from a known key: signed by ${parsed.signatures.map(named).join(', ')}; `
+      + `the key${keys.length === 1 ? '' : 's'} given: ${keys.map(named).join(', ') || 'none'}`);
+  }
   return { note: parsed, verifiedBy };
 }
