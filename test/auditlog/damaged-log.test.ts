@@ -26,6 +26,7 @@ for (const backend of backends()) {
       const auditor = await consoleMember(a.svc, ['AUDITOR']);
       const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids.find((id) => id !== first.id) } });
       assert.equal(v.json().verification, 'INVALID', v.body);
+      assert.match(v.json().reason, /the tree lacks a node the inclusion path of leaf \d+ needs: node 0\/0 not found/, 'which node, as the proof route says');
     } finally { await a.stop(); }
   });
 }

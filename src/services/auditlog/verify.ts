@@ -48,14 +48,14 @@ export interface VerifyDeps extends AuditLogDeps {
   witnessTimeoutMs?: number;
 }
 
-function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | undefined): string | null {
+function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | AuditLogError): string | null {
   try {
     const opened = openCheckpoint(note, [logKey]);
     if (opened.checkpoint.size !== cp.size || !bytesEqual(opened.checkpoint.root, cp.root)) return 'the stored checkpoint does not match its signed text';
-  } catch {
-    return 'the stored checkpoint is not signed by the log key';
+  } catch (e) {
+    return `the stored checkpoint is not signed by the log key: ${(e as Error).message}`;
   }
-  if (!path) return 'the tree lacks a node the inclusion path needs';
+  if (path instanceof AuditLogError) return `the tree lacks a node the inclusion path of leaf ${index} needs: ${path.message}`;
   if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) {
     return `the stored event does not hash to leaf ${index} under root ${toBase64(cp.root)} (the event row or the tree was altered)`;
   }
@@ -86,12 +86,12 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
   // (services/audit/record.ts), not of the row parsed back: a text that parses to the signed record
   // yet reads otherwise (a member named twice, the first of which SQLite's json_extract reads) was altered.
   const leaf = leafHashOfStoredEvent(row);
-  let path: Uint8Array[] | undefined;
+  let path: Uint8Array[] | AuditLogError;
   try { path = await inclusionFromStore(db, index, cp.size); } catch (e) {
     // A tree that cannot give the path fails the proof; a database that could not answer (a dropped
     // connection) is no verdict, and must not read as tampering: the error goes on (503).
     if (!(e instanceof AuditLogError)) throw e;
-    path = undefined;
+    path = e;
   }
   const localFailure = localCheck(cp.note, logKey, cp, leaf, index, path);
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
