@@ -170,3 +170,27 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`a state row set back under its checkpoint is recorded as rolled_back even while sequencing fails on it (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    try {
+      const store = a.svc.ts.store;
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      await addEvents(store, a.svc.projectId, 3);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      const { size } = await ensureLogState(store);
+      // Its size edited down by hand: the next leaf index it gives is one an event already holds.
+      await store.db.updateTable('audit_log_state').set({ size: size - 1 }).execute();
+      await addEvents(store, a.svc.projectId, 1);
+      await a.svc.close();
+      // The start's tick checks continuity, then fails to sequence (the index is taken).
+      const b = await restartAuditService(a);
+      try {
+        const dashboard = await b.app.inject({ method: 'GET', url: `/v1/console/projects/${b.projectId}/dashboard`, headers: auditor.get });
+        assert.equal(dashboard.json().audit_log.witness_problem?.kind, 'rolled_back', dashboard.body);
+        assert.match(dashboard.json().audit_log.witness_problem.reason, new RegExp(`signed a checkpoint of size ${size} .* holds fewer events`));
+      } finally { await b.stop(); }
+    } finally { await a.stop(); }
+  });
+}

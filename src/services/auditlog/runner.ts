@@ -139,7 +139,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     }
     let sequenced = 0;
     let cp: Awaited<ReturnType<typeof checkpointIfDue>>;
-    let witness: WitnessOutcome;
+    let witness: WitnessOutcome | undefined;
+    let failed: { error: unknown } | undefined;
     try {
       sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
       cp = await checkpointIfDue(store, signer, now(), options, force);
@@ -148,10 +149,11 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
       // A node the tree's right edge or the consistency proof from the witnessed size needs is gone
       // (rows deleted, a partial restore): no checkpoint will be witnessed again. Recorded as such,
       // not thrown at every tick where nobody reads it.
-      if (!(e instanceof AuditLogError && e.code === 'missing_node')) throw e;
-      witness = { kind: ROLLED_BACK, reason: `the log lacks a node it needs to grow or to prove it extends its witnessed checkpoint (a partial restore, or deleted rows): ${e.message}` };
+      if (e instanceof AuditLogError && e.code === 'missing_node') {
+        witness = { kind: ROLLED_BACK, reason: `the log lacks a node it needs to grow or to prove it extends its witnessed checkpoint (a partial restore, or deleted rows): ${e.message}` };
+      } else failed = { error: e }; // Thrown once what the continuity check found is recorded: it may be the cause.
     }
-    if (witness.kind === 'conflict' || witness.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
+    if (witness?.kind === 'conflict' || witness?.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
     // A rollback found either way wins; an outage found by the check alone is not recorded (the
     // checkpointer records one when it has something to submit).
     const problem = [continuity, witness].find((o) => o?.kind === 'rolled_back')
@@ -166,6 +168,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
       }
       options.onWitnessProblem?.(problem);
     }
+    if (failed) throw failed.error;
     return { leader, sequenced, checkpoint: cp?.size, witness, continuity };
   };
 
