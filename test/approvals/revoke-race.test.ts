@@ -4,12 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
+import { startService, type TestService } from '../support/service.ts';
 import { holdRow, holdTable } from '../support/hold-table.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { retireApprovalKey } from '../../src/services/approvals/keys.ts';
-import { revokeRole } from '../../src/services/identity/members.ts';
-import { approvedCallsFixture, newApprover, seedObligation } from '../support/approvals.ts';
+import { revokeMember, revokeRole } from '../../src/services/identity/members.ts';
+import { approvedCallsFixture, newApprover, seedObligation, type Approver } from '../support/approvals.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
 
@@ -61,7 +61,7 @@ test('an authorize that loses the row to a revoke asks again, with a new obligat
   }
 });
 
-// Retiring the key or revoking the role withdraws unused approvals (docs/approvals.md), like a permit
+// Retiring the key, revoking the role or removing the member withdraws unused approvals (docs/approvals.md), like a permit
 // revocation (decision 0011, session-36 addendum): once it has answered, no decision that read the
 // approval as usable commits an ALLOW. Here the decision waits on its budget after reading it.
 for (const [what, withdraw, withdrawing] of [
@@ -69,6 +69,8 @@ for (const [what, withdraw, withdrawing] of [
     retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: who.keyId, actor: 'system', mayRetire: () => true }, new Date()), 'update "approval_keys"%'],
   ['revoking the approver\'s role', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
     revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, role: 'APPROVER', actor: 'system' }, new Date()), 'delete from "role_grants"%'],
+  ['removing the approver from the project', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
+    revokeMember(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, actor: 'system' }, new Date()), 'update "memberships"%'],
 ] as const) {
   test(`${what} while a decision consumes its approval: it answers after that ALLOW, never before`, { skip: !postgres && 'PostgreSQL not configured' }, async () => {
     const svc = await startService(postgres!);
@@ -76,15 +78,8 @@ for (const [what, withdraw, withdrawing] of [
       const key = await svc.keyHeader([]);
       await activatePolicy(svc, ALLOW_PAYMENTS);
       const approver = await newApprover(svc);
-      const agent = newAgent();
-      const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 100_000, currency: 'EUR' } });
-      const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
-      const authorize = async (body: Record<string, unknown>) => (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
-      const base = `/v1/projects/${svc.projectId}/approvals`;
-      const id = (await authorize(req)).approval_request_id as string;
-      const signed = (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id).statement;
-      const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(signed) } });
-      assert.equal(recorded.statusCode, 201, recorded.body);
+      const authorize = authorizer(svc, key);
+      const { req, id } = await approvedPayment(svc, key, approver);
 
       // The decision reads the approval as usable, consumes it, then waits to spend the budget.
       const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'permit_usage', 'exclusive');
@@ -102,3 +97,53 @@ for (const [what, withdraw, withdrawing] of [
     }
   });
 }
+
+// Consumption holds the approver's key, membership (with its principal) and grant FOR SHARE, in that
+// order; a removal writes the membership, then the grants; a retirement the key alone. No cycle: a
+// removal queued behind one consumption, with a second consumption of the same approver's approval
+// arriving behind it (its share lock joins the first), waits for both, and neither deadlocks (40P01)
+// nor fails; an approval consumed after the removal committed is lapsed.
+test('a member removal queued between two consumptions of one approver\'s approvals waits for both, without a deadlock', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  const svc = await startService(postgres!);
+  try {
+    const key = await svc.keyHeader([]);
+    await activatePolicy(svc, ALLOW_PAYMENTS);
+    const approver = await newApprover(svc);
+    const authorize = authorizer(svc, key);
+    const approved = async () => { const { req, id } = await approvedPayment(svc, key, approver); return { ...req, approval_request_id: id }; };
+    const [first, second, third] = [await approved(), await approved(), await approved()];
+    const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'permit_usage', 'exclusive');
+    const order: string[] = [];
+    const decide = (req: Record<string, unknown>, name: string) => authorize(req).then((r) => { order.push(`${name} ${r.decision} ${r.reason_code}`); return r; });
+    const one = decide(first, 'first');
+    await held.reached('insert into "permit_usage"%');
+    const removed = revokeMember(svc.deps.store, { projectId: svc.projectId, principalId: approver.principalId, actor: 'system' }, new Date()).then(() => { order.push('removed'); });
+    await held.reached('update "memberships"%', { unless: removed });
+    const two = decide(second, 'second');
+    await held.reached('insert into "permit_usage"%', { statements: 2, unless: removed }).finally(() => held.release());
+    await Promise.all([one, two, removed]);
+    assert.deepEqual(order.slice(0, 2).sort(), ['first ALLOW approval_granted', 'second ALLOW approval_granted']);
+    assert.equal(order[2], 'removed');
+    const late = await authorize(third);
+    assert.equal(late.decision, 'REQUIRE_APPROVAL');
+    assert.match(late.detail, /is lapsed: the owner of approval key .* is no longer a member/);
+  } finally {
+    await svc.stop();
+  }
+});
+
+/** A payment the policy sends to approval, its obligation approved by `approver`: `req` re-sent with `id` consumes it. */
+async function approvedPayment(svc: TestService, key: { authorization: string }, approver: Approver) {
+  const agent = newAgent();
+  const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 100_000, currency: 'EUR' } });
+  const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
+  const base = `/v1/projects/${svc.projectId}/approvals`;
+  const id = (await authorizer(svc, key)(req)).approval_request_id as string;
+  const signed = (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id).statement;
+  const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(signed) } });
+  assert.equal(recorded.statusCode, 201, recorded.body);
+  return { req, id };
+}
+
+const authorizer = (svc: TestService, key: { authorization: string }) => async (body: Record<string, unknown>) =>
+  (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
