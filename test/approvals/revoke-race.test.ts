@@ -20,7 +20,7 @@ test('a revoke that loses the row to a consumption answers 409 approval_consumed
     const approver = await newApprover(svc);
     const id = await seedObligation(svc);
     const base = `/v1/projects/${svc.projectId}/approvals`;
-    const view = async () => (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);
+    const view = () => listed(svc, key, id);
     const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await view()).statement) } });
     assert.equal(recorded.statusCode, 201, recorded.body);
 
@@ -64,14 +64,15 @@ test('an authorize that loses the row to a revoke asks again, with a new obligat
 // Retiring the key, revoking the role or removing the member withdraws unused approvals (docs/approvals.md), like a permit
 // revocation (decision 0011, session-36 addendum): once it has answered, no decision that read the
 // approval as usable commits an ALLOW. Here the decision waits on its budget after reading it.
-for (const [what, withdraw, withdrawing] of [
+const WITHDRAWALS = [
   ['retiring the approval key', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
     retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: who.keyId, actor: 'system', mayRetire: () => true }, new Date()), 'update "approval_keys"%'],
   ['revoking the approver\'s role', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
     revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, role: 'APPROVER', actor: 'system' }, new Date()), 'delete from "role_grants"%'],
   ['removing the approver from the project', (svc: Awaited<ReturnType<typeof startService>>, who: Awaited<ReturnType<typeof newApprover>>) =>
     revokeMember(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, actor: 'system' }, new Date()), 'update "memberships"%'],
-] as const) {
+] as const;
+for (const [what, withdraw, withdrawing] of WITHDRAWALS) {
   test(`${what} while a decision consumes its approval: it answers after that ALLOW, never before`, { skip: !postgres && 'PostgreSQL not configured' }, async () => {
     const svc = await startService(postgres!);
     try {
@@ -92,6 +93,35 @@ for (const [what, withdraw, withdrawing] of [
       assert.deepEqual(order, [], `${what} answered while a decision that read the approval as usable was in flight`);
       await Promise.all([decided, withdrawn]);
       assert.deepEqual(order, ['ALLOW approval_granted', 'withdrawn']);
+    } finally {
+      await svc.stop();
+    }
+  });
+}
+
+// Recording an approval reads the same rows: a withdrawal that answers before the recording would
+// leave a 201 saying "approved" for an approval already lapsed. So the recording holds them FOR SHARE
+// too (PostgreSQL): the withdrawal either commits first (the recording is refused) or waits for it.
+for (const [what, withdraw, withdrawing] of WITHDRAWALS) {
+  test(`${what} while an approval by that approver is being recorded: it answers after the 201, never before`, { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+    const svc = await startService(postgres!);
+    try {
+      const key = await svc.keyHeader([]);
+      const approver = await newApprover(svc);
+      const id = await seedObligation(svc);
+      const base = `/v1/projects/${svc.projectId}/approvals`;
+      const { statement } = await listed(svc, key, id);
+      // The recording has checked the approver and waits to mark the obligation approved.
+      const held = await holdRow(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'approval_requests', id);
+      const order: string[] = [];
+      const recorded = svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(statement) } })
+        .then((r) => { order.push(`${r.statusCode} ${r.json().status}`); });
+      await held.reached('update "approval_requests"%');
+      const withdrawn = withdraw(svc, approver).then(() => { order.push('withdrawn'); });
+      await held.reached(withdrawing, { unless: withdrawn }).finally(() => held.release());
+      await Promise.all([recorded, withdrawn]);
+      assert.deepEqual(order, ['201 approved', 'withdrawn'], `${what} answered while an approval by that approver was being recorded`);
+      assert.equal((await listed(svc, key, id)).status, 'lapsed');
     } finally {
       await svc.stop();
     }
@@ -139,11 +169,14 @@ async function approvedPayment(svc: TestService, key: { authorization: string },
   const req = { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
   const base = `/v1/projects/${svc.projectId}/approvals`;
   const id = (await authorizer(svc, key)(req)).approval_request_id as string;
-  const signed = (await svc.app.inject({ method: 'GET', url: `${base}?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id).statement;
-  const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(signed) } });
+  const recorded = await svc.app.inject({ method: 'POST', url: base, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await listed(svc, key, id)).statement) } });
   assert.equal(recorded.statusCode, 201, recorded.body);
   return { req, id };
 }
 
 const authorizer = (svc: TestService, key: { authorization: string }) => async (body: Record<string, unknown>) =>
   (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: body })).json();
+
+/** Obligation `id` as the machine list shows it. */
+const listed = async (svc: TestService, key: { authorization: string }, id: string) =>
+  (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key })).json().approvals.find((o: { id: string }) => o.id === id);

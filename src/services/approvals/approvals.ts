@@ -158,7 +158,7 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
   const at = now.toISOString();
   return store.transaction(async (trx) => {
     const { row } = await load(trx, input.projectId, input.approvalRequestId);
-    const eligible = await approverEligibility(trx, input.projectId, input.keyId);
+    const eligible = await approverEligibility(trx, input.projectId, input.keyId, undefined, store.dialect === 'postgres');
     if (!eligible.ok) throw new Problem(422, eligible.code, eligible.detail);
     // Four eyes: whoever holds the API key that asked cannot be the person who approves. Two hold a
     // key's secret: its principal, and whoever minted it (an ADMIN may mint for another principal).

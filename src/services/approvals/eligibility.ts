@@ -10,9 +10,12 @@ export type Eligibility = { ok: true; principalId: string; publicKey: string } |
 
 /**
  * `approvedAt`: when the approval being consumed was recorded (absent while recording one).
- * `lockRows` (PostgreSQL, consumption): the rows read are held FOR SHARE until the decision commits,
- * so a retire or role revocation either committed before them (read here) or waits for the decision:
- * none answers while a decision that read the approval as usable can still commit an ALLOW.
+ * `lockRows` (PostgreSQL, recording and consumption): the rows read are held FOR SHARE until the
+ * transaction commits, so a retire, role revocation or member removal either committed before them
+ * (read here) or waits for it: none answers while a decision that read the approval as usable can
+ * still commit an ALLOW, or a recording can still answer 201 "approved" for an approval it lapsed.
+ * Every holder takes key, membership (with its principal), grant in that order, and a removal
+ * writes membership then grants: no cycle (test/approvals/revoke-race.test.ts).
  */
 export async function approverEligibility(db: Db | Tx, projectId: string, keyId: string, approvedAt?: string, lockRows = false): Promise<Eligibility> {
   const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId)
