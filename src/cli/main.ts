@@ -16,6 +16,7 @@ import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { SigningKeyMismatch } from '../signer/pinned.ts';
+import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -23,6 +24,8 @@ commands:
   up        the embedded default: API and console on loopback, SQLite under ./data (npm start)
   serve     the API and console only
   migrate   apply pending database migrations and exit
+  backup <file> [--force]
+            a consistent copy of the SQLite database, taken while the server runs (PostgreSQL: pg_dump)
   witness   the C2SP tlog-witness (gavel witness --help for flags)
   audit verify <proof.json> --log-key VKEY --witness-key VKEY
             check an exported audit proof offline, with public keys alone
@@ -210,6 +213,10 @@ try {
       if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);
       await migrate();
       break;
+    case 'backup':
+      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(BACKUP_USAGE + '\n'); break; }
+      process.stdout.write(runBackup(process.argv.slice(3)) + '\n');
+      break;
     case 'witness':
       if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
       await runWitnessCommand(process.argv.slice(3));
@@ -232,7 +239,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

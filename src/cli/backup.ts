@@ -1,0 +1,82 @@
+// `gavel backup <file> [--force]`: a consistent copy of the SQLite database, taken while `gavel serve`
+// runs. A `cp` of a live database in WAL mode may catch the file between a commit and its
+// checkpoint. VACUUM INTO on a read-only connection reads one snapshot (WAL readers never block the
+// writer) and touches neither the database nor the serving lock beside it. README, "Backups and restores".
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import BetterSqlite3 from 'better-sqlite3';
+import { loadConfig } from '../config/config.ts';
+import { storeOptions } from '../service.ts';
+
+export const BACKUP_USAGE = 'usage: gavel backup <file> [--force]';
+
+/** A refusal said in one line, exit 2. */
+export class BackupRefused extends Error {}
+
+/** Copies the configured SQLite database to the file named in `argv`; returns what to print. */
+export function runBackup(argv: readonly string[]): string {
+  let values: { force?: boolean };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: [...argv], options: { force: { type: 'boolean' } }, allowPositionals: true, strict: true }));
+  } catch (e) { throw new BackupRefused(`gavel backup: ${(e as Error).message} (${BACKUP_USAGE})`); }
+  if (positionals.length === 0) throw new BackupRefused(`gavel backup takes the file to write (${BACKUP_USAGE})`);
+  if (positionals.length > 1) throw new BackupRefused(`gavel backup takes one file, got ${positionals.length} (${BACKUP_USAGE})`);
+  const config = loadConfig();
+  const where = storeOptions(config);
+  if (where.kind !== 'sqlite') throw new BackupRefused('GAVEL_DATABASE_URL names a PostgreSQL database: back it up with pg_dump (README, "Backups and restores"); gavel backup copies the SQLite database');
+  const database = where.file;
+  if (!existsSync(database)) throw new BackupRefused(`no SQLite database at ${database}: nothing to back up (GAVEL_DATA_DIR)`);
+  const target = resolve(positionals[0]!);
+  // --force renames over the target: never over the live database or a file SQLite keeps beside it.
+  const live = [database, `${database}-wal`, `${database}-shm`, `${database}-serving.lock`];
+  if (live.some((f) => sameFile(f, target))) throw new BackupRefused(`${target} is the database itself or one of its files: name a file elsewhere`);
+  if (existsSync(target) && !values.force) throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
+  if (!existsSync(dirname(target))) throw new BackupRefused(`cannot write ${target}: its directory does not exist`);
+  // The copy holds password, key and session hashes: its owner's alone, as the data directory is.
+  process.umask(0o077);
+  const partial = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
+  try {
+    const source = new BetterSqlite3(database, { readonly: true, fileMustExist: true, timeout: 10_000 });
+    try { source.prepare('VACUUM INTO ?').run(partial); } finally { source.close(); }
+    const events = checkCopy(partial);
+    flush(partial);
+    if (values.force) renameSync(partial, target);
+    else {
+      // A link never replaces a file another process created meanwhile.
+      try { linkSync(partial, target); } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
+        throw e;
+      }
+    }
+    flush(dirname(target));
+    return `backed up ${database} to ${target} (${statSync(target).size} bytes, an audit log of ${events} events); keep it with ${join(config.dataDir, 'keys')} (README, "Backups and restores")`;
+  } finally {
+    rmSync(partial, { force: true });
+  }
+}
+
+/** The copy opens and is intact; the size of its audit log. */
+function checkCopy(file: string): number {
+  const copy = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  try {
+    const check = copy.pragma('integrity_check', { simple: true });
+    if (check !== 'ok') throw new Error(`the copy failed PRAGMA integrity_check (${String(check)}); the database may be damaged`);
+    return (copy.prepare('SELECT size FROM audit_log_state WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+  } finally { copy.close(); }
+}
+
+function flush(path: string): void {
+  const fd = openSync(path, 'r');
+  try { fsyncSync(fd); } finally { closeSync(fd); }
+}
+
+function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === b) return true;
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch { return false; }
+}

@@ -1,0 +1,161 @@
+// `gavel backup <file>`: a consistent copy of a served SQLite database, taken under decision load
+// without touching the serving lock; the copy restored (with the same keys) serves, and its audit
+// log is found rolled back as docs/audit-log.md says. README, "Backups and restores".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { backends } from '../support/backends.ts';
+import { MAIN, prepareForChildren, spawnGavel } from '../support/process.ts';
+import { logIdentity } from '../../src/services/auditlog/log.ts';
+import { LocalSigner } from '../../src/signer/local.ts';
+import { openStore } from '../../src/store/store.ts';
+import { startWitness } from '../../src/witness/server.ts';
+
+const sqlite = backends().find((b) => b.name === 'sqlite')!;
+
+const backup = (args: string[], env: Record<string, string | undefined>) =>
+  spawnSync(process.execPath, [MAIN, 'backup', ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+
+/** The same, without blocking this process's event loop (the test keeps deciding meanwhile). */
+const backupAsync = (args: string[], env: Record<string, string | undefined>) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+  const child = spawn(process.execPath, [MAIN, 'backup', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.once('exit', (status) => resolve({ status, stdout, stderr }));
+});
+
+test('gavel backup refuses bad input in one line, exit 2: no file, two files, an unknown flag, no database, a file that exists, a PostgreSQL URL', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
+  try {
+    const env = { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_DATABASE_URL: '' };
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [[], {}, /^gavel: gavel backup takes the file to write \(usage: gavel backup <file> \[--force\]\)\n$/],
+      [['a.db', 'b.db'], {}, /^gavel: gavel backup takes one file, got 2 .*\n$/],
+      [['a.db', '--overwrite'], {}, /^gavel: gavel backup: .*--overwrite.*\n$/],
+      [[join(dir, 'copy.db')], {}, /^gavel: no SQLite database at .*gavel\.db: nothing to back up \(GAVEL_DATA_DIR\)\n$/],
+      [[join(dir, 'copy.db')], { GAVEL_DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x' }, /^gavel: GAVEL_DATABASE_URL names a PostgreSQL database: back it up with pg_dump .*\n$/],
+    ];
+    for (const [args, extra, stderr] of cases) {
+      const r = backup(args, { ...env, ...extra });
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, stderr);
+      assert.equal(r.stdout, '');
+    }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('gavel backup copies a served SQLite database consistently under decision load; the copy, restored with the keys, serves and is found rolled back', async () => {
+  const p = await prepareForChildren(sqlite);
+  const dataDir = p.svc.ts.dataDir;
+  const out = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
+  const store = openStore(p.svc.ts.options);
+  const id = await logIdentity(store, new LocalSigner(join(dataDir, 'keys'))).finally(() => store.close());
+  const witnessDir = join(out, 'witness');
+  const witness = await startWitness({ dataDir: witnessDir, logs: [{ origin: id.origin, vkeys: [id.vkey] }] });
+  const env = { ...p.env, GAVEL_WITNESS_URL: witness.url, GAVEL_WITNESS_VKEY: witness.publicKeyVkey, GAVEL_CHECKPOINT_INTERVAL_MS: '50', GAVEL_AUDIT_TICK_MS: '10' };
+  const server = await spawnGavel(env);
+  let restored: Awaited<ReturnType<typeof spawnGavel>> | undefined;
+  try {
+    const decide = async (url: string) => {
+      const res = await fetch(`${url}/v1/authorize`, {
+        method: 'POST', headers: { ...p.key, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: p.agent.did, permit: p.jws, action: 'read', resource: 'resource://docs/a' }),
+      });
+      assert.equal(res.status, 200);
+      const body = await res.json() as { decision: string; audit_id: string };
+      assert.equal(body.decision, 'ALLOW');
+      return body.audit_id;
+    };
+    const proof = (url: string, auditId: string) => fetch(`${url}/v1/projects/${p.svc.projectId}/audit/${auditId}/proof`, { headers: p.key });
+    const before: string[] = [];
+    for (let i = 0; i < 20; i++) before.push(await decide(server.url));
+    // Witnessed before the copy is taken, so the copy holds the checkpoint that proves them.
+    for (let t = Date.now(); (await proof(server.url, before.at(-1)!)).status !== 200; await new Promise((r) => setTimeout(r, 20))) {
+      assert.ok(Date.now() - t < 15_000, 'the decisions before the backup were not witnessed');
+    }
+
+    const file = join(out, 'gavel-backup.db');
+    const during: string[] = [];
+    let copying = true;
+    const load = Promise.all(Array.from({ length: 4 }, async () => {
+      while (copying || during.length < 300) during.push(await decide(server.url));
+    }));
+    while (during.length < 50) await new Promise((r) => setTimeout(r, 5));
+    const answeredBefore = [...before, ...during];
+    const taken = await backupAsync([file], env);
+    copying = false;
+    await load;
+    assert.equal(taken.status, 0, taken.stderr);
+    assert.match(taken.stdout, new RegExp(`^backed up .*gavel\\.db to ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(\\d+ bytes, an audit log of \\d+ events\\); keep it with .*keys`));
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    // The backup neither took nor broke the serving lock: a second server is still refused.
+    await assert.rejects(spawnGavel(env), /another Gavel process is serving/);
+    // A file that exists is kept unless --force.
+    const again = backup([file], env);
+    assert.equal(again.status, 2, again.stderr);
+    assert.match(again.stderr, /^gavel: .*gavel-backup\.db exists: name another file, or give --force to replace it\n$/);
+
+    const copy = new BetterSqlite3(file, { readonly: true });
+    try {
+      assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
+      const ids = new Set((copy.prepare('select id from audit_events').pluck().all() as string[]));
+      assert.deepEqual(answeredBefore.filter((a) => !ids.has(a)), [], 'every decision answered before the backup began is in the copy');
+      assert.ok(during.some((a) => !ids.has(a)), 'decisions kept being answered while the copy was taken');
+    } finally { copy.close(); }
+
+    // Decisions after the copy, witnessed as the server stops: what the restored copy lacks.
+    const after = await decide(server.url);
+    await server.kill('SIGTERM');
+
+    // Restored: the copy as gavel.db in a new data directory beside the same keys.
+    const restoredDir = join(out, 'restored');
+    cpSync(join(dataDir, 'keys'), join(restoredDir, 'keys'), { recursive: true });
+    copyFileSync(file, join(restoredDir, 'gavel.db'));
+    restored = await spawnGavel({ ...env, GAVEL_DATA_DIR: restoredDir });
+    const banner = restored.lines.join('\n');
+    assert.match(banner, /^Warning: the audit log was rolled back \(found .*\): the witness holds a checkpoint of size \d+, larger than the log/m);
+    assert.match(banner, /restore the newest copy of the database/);
+    assert.ok((await decide(restored.url)).length > 0, 'the restored copy serves decisions');
+    const kept = await proof(restored.url, before[0]!);
+    assert.equal(kept.status, 200, 'what the witness cosigned before the copy still proves');
+    // …offline too, with the log's and the witness's public keys alone.
+    writeFileSync(join(out, 'proof.json'), await kept.text());
+    const verified = spawnSync(process.execPath, [MAIN, 'audit', 'verify', join(out, 'proof.json'), '--log-key', id.vkey, '--witness-key', witness.publicKeyVkey], { encoding: 'utf8' });
+    assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+    assert.match(verified.stdout, /^VERIFIED/);
+    const lost = await proof(restored.url, after);
+    assert.equal(lost.status, 404);
+    assert.match((await lost.json() as { detail: string }).detail, /the log was rolled back since/);
+  } finally {
+    await restored?.kill('SIGTERM');
+    await server.kill('SIGKILL');
+    await witness.close().catch(() => {});
+    await p.svc.stop();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('gavel backup --force replaces a file that exists, and never the database itself', async () => {
+  const p = await prepareForChildren(sqlite);
+  const out = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
+  try {
+    const file = join(out, 'old.db');
+    writeFileSync(file, 'an older backup');
+    const r = backup([file, '--force'], p.env);
+    assert.equal(r.status, 0, r.stderr);
+    const copy = new BetterSqlite3(file, { readonly: true });
+    try { assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok'); } finally { copy.close(); }
+    const self = backup([join(p.svc.ts.dataDir, 'gavel.db'), '--force'], p.env);
+    assert.equal(self.status, 2, self.stderr);
+    assert.match(self.stderr, /^gavel: .*gavel\.db is the database itself.*\n$/);
+  } finally {
+    await p.svc.stop();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
