@@ -1,7 +1,9 @@
 // `gavel backup <file> [--force]`: a consistent copy of the SQLite database, taken while `gavel serve`
 // runs. A `cp` of a live database in WAL mode may catch the file between a commit and its
 // checkpoint. VACUUM INTO on a read-only connection reads one snapshot (WAL readers never block the
-// writer) and touches neither the database nor the serving lock beside it. README, "Backups and restores".
+// writer) and touches neither the database nor the serving lock beside it. It keeps every INTEGER
+// PRIMARY KEY (audit_events.seq, the sequencer's order); nothing reads another table's implicit
+// rowid, which VACUUM may renumber. README, "Backups and restores".
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
@@ -40,7 +42,11 @@ export function runBackup(argv: readonly string[]): string {
   const partial = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
   try {
     const source = new BetterSqlite3(database, { readonly: true, fileMustExist: true, timeout: 10_000 });
-    try { source.prepare('VACUUM INTO ?').run(partial); } finally { source.close(); }
+    try { source.prepare('VACUUM INTO ?').run(partial); } catch (e) {
+      // The database is open: what failed is writing the copy (a directory not writable, a full disk).
+      if (/^SQLITE_(CANTOPEN|FULL|IOERR|READONLY|PERM)/.test((e as { code?: string }).code ?? '')) throw new BackupRefused(`cannot write ${target} (${(e as Error).message})`);
+      throw e;
+    } finally { source.close(); }
     const events = checkCopy(partial);
     flush(partial);
     if (values.force) renameSync(partial, target);

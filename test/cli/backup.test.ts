@@ -89,8 +89,10 @@ test('gavel backup copies a served SQLite database consistently under decision l
     while (during.length < 50) await new Promise((r) => setTimeout(r, 5));
     const answeredBefore = [...before, ...during];
     const taken = await backupAsync([file], env);
+    const whileCopying = before.length + during.length - answeredBefore.length;
     copying = false;
     await load;
+    assert.ok(whileCopying > 0, 'decisions were answered while the backup ran');
     assert.equal(taken.status, 0, taken.stderr);
     assert.match(taken.stdout, new RegExp(`^backed up .*gavel\\.db to ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(\\d+ bytes, an audit log of \\d+ events\\); keep it with .*keys`));
     assert.equal(statSync(file).mode & 0o777, 0o600);
@@ -101,16 +103,16 @@ test('gavel backup copies a served SQLite database consistently under decision l
     assert.equal(again.status, 2, again.stderr);
     assert.match(again.stderr, /^gavel: .*gavel-backup\.db exists: name another file, or give --force to replace it\n$/);
 
+    // Decisions after the copy, witnessed as the server stops: what the restored copy lacks.
+    const after = await decide(server.url);
     const copy = new BetterSqlite3(file, { readonly: true });
     try {
       assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
       const ids = new Set((copy.prepare('select id from audit_events').pluck().all() as string[]));
       assert.deepEqual(answeredBefore.filter((a) => !ids.has(a)), [], 'every decision answered before the backup began is in the copy');
-      assert.ok(during.some((a) => !ids.has(a)), 'decisions kept being answered while the copy was taken');
+      assert.ok(!ids.has(after), 'a decision answered after the backup is not in the copy');
     } finally { copy.close(); }
 
-    // Decisions after the copy, witnessed as the server stops: what the restored copy lacks.
-    const after = await decide(server.url);
     await server.kill('SIGTERM');
 
     // Restored: the copy as gavel.db in a new data directory beside the same keys.
@@ -141,7 +143,7 @@ test('gavel backup copies a served SQLite database consistently under decision l
   }
 });
 
-test('gavel backup --force replaces a file that exists, and never the database itself', async () => {
+test('gavel backup --force replaces a file that exists, and never the database itself; a copy it cannot write is named', async () => {
   const p = await prepareForChildren(sqlite);
   const out = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
   try {
@@ -154,6 +156,10 @@ test('gavel backup --force replaces a file that exists, and never the database i
     const self = backup([join(p.svc.ts.dataDir, 'gavel.db'), '--force'], p.env);
     assert.equal(self.status, 2, self.stderr);
     assert.match(self.stderr, /^gavel: .*gavel\.db is the database itself.*\n$/);
+    // A place the copy cannot be written is named as the copy's, not the database's.
+    const nowhere = backup(['/proc/gavel-backup.db'], p.env);
+    assert.equal(nowhere.status, 2, nowhere.stderr);
+    assert.match(nowhere.stderr, /^gavel: cannot write \/proc\/gavel-backup\.db \(unable to open database.*\)\n$/);
   } finally {
     await p.svc.stop();
     rmSync(out, { recursive: true, force: true });
