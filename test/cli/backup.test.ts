@@ -62,10 +62,12 @@ test('gavel backup copies a served SQLite database consistently under decision l
   const server = await spawnGavel(env);
   let restored: Awaited<ReturnType<typeof spawnGavel>> | undefined;
   try {
-    const decide = async (url: string) => {
+    const decide = async (url: string, pay = false) => {
       const res = await fetch(`${url}/v1/authorize`, {
         method: 'POST', headers: { ...p.key, 'content-type': 'application/json' },
-        body: JSON.stringify({ agent: p.agent.did, permit: p.jws, action: 'read', resource: 'resource://docs/a' }),
+        body: JSON.stringify(pay
+          ? { agent: p.agent.did, permit: p.budget.jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 250, currency: 'EUR' } }
+          : { agent: p.agent.did, permit: p.jws, action: 'read', resource: 'resource://docs/a' }),
       });
       assert.equal(res.status, 200);
       const body = await res.json() as { decision: string; audit_id: string };
@@ -73,7 +75,7 @@ test('gavel backup copies a served SQLite database consistently under decision l
       return body.audit_id;
     };
     const proof = (url: string, auditId: string) => fetch(`${url}/v1/projects/${p.svc.projectId}/audit/${auditId}/proof`, { headers: p.key });
-    const before: string[] = [];
+    const before: string[] = [await decide(server.url, true)];
     for (let i = 0; i < 20; i++) before.push(await decide(server.url));
     // Witnessed before the copy is taken, so the copy holds the checkpoint that proves them.
     for (let t = Date.now(); (await proof(server.url, before.at(-1)!)).status !== 200; await new Promise((r) => setTimeout(r, 20))) {
@@ -104,13 +106,15 @@ test('gavel backup copies a served SQLite database consistently under decision l
     assert.match(again.stderr, /^gavel: .*gavel-backup\.db exists: name another file, or give --force to replace it\n$/);
 
     // Decisions after the copy, witnessed as the server stops: what the restored copy lacks.
-    const after = await decide(server.url);
+    const after = await decide(server.url, true);
     const copy = new BetterSqlite3(file, { readonly: true });
     try {
       assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
       const ids = new Set((copy.prepare('select id from audit_events').pluck().all() as string[]));
       assert.deepEqual(answeredBefore.filter((a) => !ids.has(a)), [], 'every decision answered before the backup began is in the copy');
       assert.ok(!ids.has(after), 'a decision answered after the backup is not in the copy');
+      // …nor what it spent: a restore forgets budgets spent since the copy (README).
+      assert.deepEqual(copy.prepare('select uses, spent_minor from permit_usage where commitment = ?').get(p.budget.commitment), { uses: 1, spent_minor: 250 });
     } finally { copy.close(); }
 
     await server.kill('SIGTERM');
