@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig } from '../config/config.ts';
 import { storeOptions } from '../service.ts';
+import { NO_LINKS } from '../lib/key-file.ts';
 
 export const BACKUP_USAGE = 'usage: gavel backup <file> [--force]';
 
@@ -44,17 +45,20 @@ export function runBackup(argv: readonly string[]): string {
     const source = new BetterSqlite3(database, { readonly: true, fileMustExist: true, timeout: 10_000 });
     try { source.prepare('VACUUM INTO ?').run(partial); } catch (e) {
       // The database is open: what failed is writing the copy (a directory not writable, a full disk).
-      if (/^SQLITE_(CANTOPEN|FULL|IOERR|READONLY|PERM)/.test((e as { code?: string }).code ?? '')) throw new BackupRefused(`cannot write ${target} (${(e as Error).message})`);
+      if (/^SQLITE_(CANTOPEN|FULL|READONLY|PERM|IOERR_WRITE|IOERR_FSYNC)/.test((e as { code?: string }).code ?? '')) throw new BackupRefused(`cannot write ${target} (${(e as Error).message})`);
       throw e;
     } finally { source.close(); }
     const events = checkCopy(partial);
     flush(partial);
     if (values.force) renameSync(partial, target);
     else {
-      // A link never replaces a file another process created meanwhile.
+      // A link never replaces a file another process created meanwhile. Where the file system has
+      // no hard links (a FAT or SMB backup volume), a rename checked just before it.
       try { linkSync(partial, target); } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
-        throw e;
+        const code = (e as NodeJS.ErrnoException).code ?? '';
+        if (code === 'EEXIST' || (NO_LINKS.has(code) && existsSync(target))) throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
+        if (!NO_LINKS.has(code)) throw e;
+        renameSync(partial, target);
       }
     }
     flush(dirname(target));
