@@ -2,7 +2,9 @@
 // (<dataDir>/witness), as the audit-log issue and DESIGN.md require. In the log's process its key
 // would sit in the memory of what it vouches for, and a cosignature would prove nothing independent.
 // The child exits when this process does, however it ends (its IPC channel closes), so a restart
-// after kill -9 finds the port free.
+// after kill -9 finds the port free. A child that dies while this process runs is started again on
+// the same port, key and storage (`superviseLocalWitness`): without it every later checkpoint went
+// unwitnessed, and every proof not ready, until someone restarted `gavel up`.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -10,6 +12,8 @@ export interface LocalWitness {
   readonly url: string;
   readonly publicKeyVkey: string;
   close(): Promise<void>;
+  /** Settles when the child exits, however it exits (after `close()` too). */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** The witness could not start (its port taken, its key damaged): its own one-line reason. */
@@ -26,7 +30,7 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
   let stderr = '';
   let started = false;
   child.stderr!.on('data', (d: Buffer) => { if (started) process.stderr.write(d); else stderr += d; });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const close = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
@@ -52,8 +56,55 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
         // Only this listener: close() awaits `exited`, and a start that fails later (its port
         // taken, a merchants file missing) closes the witness before it says why.
         child.removeListener('exit', failedToStart);
-        resolve({ url, publicKeyVkey: vkey, close });
+        resolve({ url, publicKeyVkey: vkey, close, exited });
       }
     });
   });
+}
+
+/** The first wait before starting a dead witness again, and the longest (doubling between them). */
+export const RESTART_FIRST_MS = 500;
+const RESTART_MAX_MS = 30_000;
+
+/**
+ * `spawnLocalWitness`, started again whenever its child exits before `close()`: on the port it
+ * listened on (GAVEL_WITNESS_PORT may be 0), so the URL the log submits to stays right, with the
+ * same key and storage. A start that fails (the port taken meanwhile) is tried again, waiting twice
+ * as long each time up to 30 s. `say` reports each exit and restart (the service's log, once it runs).
+ */
+export async function superviseLocalWitness(opts: { dataDir: string; port: number; origin: string; vkey: string }, say: { warn(msg: string): void; error(msg: string): void }): Promise<LocalWitness> {
+  let current = await spawnLocalWitness(opts);
+  const { url, publicKeyVkey } = current;
+  const port = Number(new URL(url).port);
+  let closing = false;
+  let timer: NodeJS.Timeout | undefined;
+  const watch = (w: LocalWitness) => {
+    void w.exited.then(({ code, signal }) => {
+      if (closing) return;
+      say.error(`the local witness exited (${signal ?? `code ${code}`}); starting it again on ${url}`);
+      restart(RESTART_FIRST_MS);
+    });
+  };
+  const restart = (waitMs: number) => {
+    timer = setTimeout(() => {
+      spawnLocalWitness({ ...opts, port }).then((w) => {
+        if (closing) { void w.close(); return; }
+        current = w;
+        say.warn(`the local witness is running again on ${url}`);
+        watch(w);
+      }, (e: unknown) => {
+        if (closing) return;
+        const next = Math.min(waitMs * 2, RESTART_MAX_MS);
+        say.error(`the local witness could not be started again (${(e as Error).message}); trying again in ${next / 1000} s`);
+        restart(next);
+      });
+    }, waitMs);
+    timer.unref();
+  };
+  watch(current);
+  return {
+    url, publicKeyVkey,
+    get exited() { return current.exited; },
+    async close() { closing = true; clearTimeout(timer); await current.close(); },
+  };
 }

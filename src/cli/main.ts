@@ -11,7 +11,7 @@ import { logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
-import { LocalWitnessFailed, spawnLocalWitness, type LocalWitness } from './local-witness.ts';
+import { LocalWitnessFailed, superviseLocalWitness, type LocalWitness } from './local-witness.ts';
 import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
@@ -83,12 +83,12 @@ function fail(message: string): never {
  * that trusts this installation's log key, so checkpoints are witnessed out of the box. It runs in
  * a process of its own (cli/local-witness.ts).
  */
-async function localWitness(config: ReturnType<typeof loadConfig>): Promise<LocalWitness> {
+async function localWitness(config: ReturnType<typeof loadConfig>, say: { warn(msg: string): void; error(msg: string): void }): Promise<LocalWitness> {
   const store = openStore(storeOptions(config));
   try {
     await migrateToLatest(store);
     const id = await logIdentity(store, new LocalSigner(join(config.dataDir, 'keys')));
-    return await spawnLocalWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, origin: id.origin, vkey: id.vkey });
+    return await superviseLocalWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, origin: id.origin, vkey: id.vkey }, say);
   } finally {
     await store.close();
   }
@@ -113,8 +113,10 @@ async function serve(embedded: boolean): Promise<void> {
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
   let witness: LocalWitness | undefined;
   let service: Awaited<ReturnType<typeof createService>>;
+  // The witness's exits and restarts, told in the service's log once it runs (before, on stderr).
+  let say: { warn(msg: string): void; error(msg: string): void } = { warn: (msg) => process.stderr.write(`gavel: ${msg}\n`), error: (msg) => process.stderr.write(`gavel: ${msg}\n`) };
   try {
-    witness = embedded && !config.witnessUrl ? await localWitness(config) : undefined;
+    witness = embedded && !config.witnessUrl ? await localWitness(config, { warn: (m) => say.warn(m), error: (m) => say.error(m) }) : undefined;
     if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
     service = await createService(config, { ...(servingLock ? { servingLock } : {}), announceAdmin });
   } catch (e) {
@@ -123,6 +125,7 @@ async function serve(embedded: boolean): Promise<void> {
     throw e;
   }
   const { app } = service;
+  say = { warn: (msg) => app.log.warn(msg), error: (msg) => app.log.error(msg) };
   app.log.info({ config: redactConfig(config) }, 'configuration');
   for (const { name, meant } of unknownVariables()) {
     app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`);

@@ -64,6 +64,33 @@ test('gavel up runs its witness as a child process with its own storage, which e
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('a local witness that dies while gavel up runs is started again on the same URL, with the same key and state', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
+  try {
+    const running = await up(dir);
+    try {
+      const [witness] = childrenOf(running.pid);
+      const before = await (await fetch(`${running.witnessUrl}/`)).json() as { vkey: string };
+      process.kill(witness!, 'SIGKILL');
+      let again: number | undefined;
+      for (let i = 0; i < 100 && again === undefined; i++) {
+        await sleep(100);
+        again = childrenOf(running.pid).find((pid) => pid !== witness && alive(pid));
+      }
+      assert.ok(again !== undefined, 'a new witness process');
+      let answer: { vkey: string } | undefined;
+      for (let i = 0; i < 100 && answer === undefined; i++) {
+        answer = await fetch(`${running.witnessUrl}/`).then((r) => r.json() as Promise<{ vkey: string }>, () => undefined);
+        if (answer === undefined) await sleep(100);
+      }
+      assert.equal(answer?.vkey, before.vkey, 'the same witness, where the log looks for it');
+      running.kill('SIGTERM');
+      for (let i = 0; i < 100 && (alive(running.pid) || alive(again)); i++) await sleep(100);
+      assert.equal(alive(again), false, 'a graceful stop stops the restarted witness too');
+    } finally { running.kill('SIGKILL'); }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 test('gavel serve starts no witness, nor does gavel up given GAVEL_WITNESS_URL: it uses that one', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
   let other: RunningWitness | undefined;
