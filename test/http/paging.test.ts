@@ -35,9 +35,10 @@ describe('key cursors', () => {
 });
 
 // A cursor is opaque, but a client can forge one: a sort key holding a NUL (which PostgreSQL's text
-// refuses) or a lone surrogate is no position any list issued, so it is a 400, never a 500.
+// refuses) or a lone surrogate, or a policy version past PostgreSQL's integer, is no position any
+// list issued, so it is a 400, never a 500.
 for (const backend of backends()) {
-  test(`a forged key cursor holding text no store keeps is 400 invalid_cursor (${backend.name})`, async () => {
+  test(`a forged cursor holding a value no store keeps is 400 invalid_cursor (${backend.name})`, async () => {
     const svc = await startService(backend);
     try {
       const admin = await consoleMember(svc, ['ADMIN', 'AUDITOR']);
@@ -50,6 +51,17 @@ for (const backend of backends()) {
           assert.equal(res.statusCode, 400, `${path} with ${JSON.stringify(key)}: ${res.body}`);
           assert.equal(res.json().errors[0].code, 'invalid_cursor');
         }
+      }
+      const key = await svc.keyHeader(['AUDITOR']);
+      for (const [path, headers] of [[`/v1/projects/${svc.projectId}/policy/versions`, key], [`${P}/policy/versions`, admin.get]] as const) {
+        for (const v of [2 ** 31, Number.MAX_SAFE_INTEGER]) {
+          const cursor = Buffer.from(JSON.stringify({ v })).toString('base64url');
+          const res = await svc.app.inject({ method: 'GET', url: `${path}?cursor=${cursor}`, headers });
+          assert.equal(res.statusCode, 400, `${path} with version ${v}: ${res.body}`);
+          assert.equal(res.json().errors[0].code, 'invalid_cursor');
+        }
+        const last = Buffer.from(JSON.stringify({ v: 2 ** 31 - 1 })).toString('base64url');
+        assert.equal((await svc.app.inject({ method: 'GET', url: `${path}?cursor=${last}`, headers })).statusCode, 200, 'the largest version is a position');
       }
     } finally {
       await svc.stop();

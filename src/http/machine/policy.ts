@@ -29,7 +29,9 @@ const State = Type.Union([Type.Literal('saved'), Type.Literal('active'), Type.Li
   description: 'saved: never active; active: decides now; retired: was active, since replaced (may be activated again)',
 });
 const PolicyDocumentSchema = Type.Unknown({ description: 'A policy document (spec 2.7); validated by the policy engine, every error reported under /policy' });
-const VersionNumber = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+/** The largest policy version: PostgreSQL's integer column holds no larger. */
+const MAX_VERSION = 2_147_483_647;
+const VersionNumber = Type.Integer({ minimum: 1, maximum: MAX_VERSION });
 
 const VersionSummary = Type.Object({
   version: Type.Integer(), id: Type.String(), state: State, hash: Sha256, note: Type.String(),
@@ -113,7 +115,8 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Number.isSafeInteger(parsed?.v) && parsed.v >= 1) return parsed.v as number;
+    // A version the column cannot hold was never issued (PostgreSQL's integer refuses the comparison).
+    if (Number.isSafeInteger(parsed?.v) && parsed.v >= 1 && parsed.v <= MAX_VERSION) return parsed.v as number;
   } catch { /* fall through */ }
   throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
 }
