@@ -5,19 +5,19 @@ import { listAuditEvents } from '../../services/auditlog/proofs.ts';
 import { verifyProof } from '../../services/auditlog/verify.ts';
 import { consoleAuth } from '../auth/session.ts';
 import { decodeCursor, page } from '../paging.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, AuditPageQuery, auditPageLimit, PROOF_NOT_READY, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
+import { AuditPage, PROOF_NOT_READY, VerificationSchema, VerifyBody } from '../schemas/audit.ts';
 
 export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/audit', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
-      params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }, { 500: ['log_damaged'] }) },
+      params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };
-    const limit = auditPageLimit(q.limit);
+    const limit = pageLimit(q.limit);
     return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor, 'aud'), limit), limit);
   });
 

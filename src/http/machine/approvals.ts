@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { machineAuth } from '../auth/api-key.ts';
 import { decodeCursor, page } from '../paging.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { ObligationList, ObligationListQuery, ObligationView, RecordApprovalBody, RevokeApprovalBody } from '../schemas/approvals.ts';
 import { listObligations, recordApproval, revokeApproval } from '../../services/approvals/approvals.ts';
 import type { ApprovalStatus } from '../../domain/approval/index.ts';
@@ -51,7 +51,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
 export async function listObligationsPage(request: FastifyRequest): Promise<{ approvals: unknown[]; next_cursor: string | null }> {
   const { gavel } = request.server;
   const q = request.query as { cursor?: string; limit?: string; status?: ApprovalStatus; agent?: string };
-  const limit = q.limit ? Number(q.limit) : 50;
+  const limit = pageLimit(q.limit);
   const before = decodeCursor(q.cursor, 'apr');
   const rows = await listObligations(gavel.store.db, request.auth!.projectId, { limit: limit + 1, ...(before ? { before } : {}), ...(q.status ? { status: q.status } : {}), ...(q.agent ? { agent: q.agent } : {}) }, gavel.clock.now());
   const { items, next_cursor } = page(rows, limit);

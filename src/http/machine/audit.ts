@@ -7,8 +7,8 @@ import { ensureLogState, logIdentity } from '../../services/auditlog/log.ts';
 import { consistencyBetween, listAuditEvents, proofFor } from '../../services/auditlog/proofs.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { decodeCursor, page } from '../paging.ts';
-import { errorResponses, ProjectParams } from '../schemas/common.ts';
-import { AuditPage, AuditPageQuery, auditPageLimit, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema, PROOF_NOT_READY } from '../schemas/audit.ts';
+import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
+import { AuditPage, AuditParams, AuditProofSchema, ConsistencyQuery, ConsistencySchema, LogInfoSchema, PROOF_NOT_READY } from '../schemas/audit.ts';
 
 export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/:auditId/proof', {
@@ -54,11 +54,11 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['audit'], summary: 'Audit events of the project, newest first',
-      security: [{ apiKey: [] }], params: ProjectParams, querystring: AuditPageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
+      security: [{ apiKey: [] }], params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const q = request.query as { cursor?: string; limit?: string };
-    const limit = auditPageLimit(q.limit);
+    const limit = pageLimit(q.limit);
     return page(await listAuditEvents(app.gavel.store.db, request.auth!.projectId, decodeCursor(q.cursor, 'aud'), limit), limit);
   });
 }

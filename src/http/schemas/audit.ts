@@ -1,7 +1,6 @@
 // Wire shapes of the audit-log routes. Hashes are standard base64 (padded), as in checkpoints.
 import { Type } from 'typebox';
-import { PageCursor, PageLimit, ProjectParams } from './common.ts';
-import { DEFAULT_LIMIT } from '../paging.ts';
+import { ProjectParams } from './common.ts';
 
 export const AuditId = Type.String({ pattern: '^aud_[0-9a-z]{26}$', description: 'Audit event id' });
 export const AuditParams = Type.Object({ projectId: ProjectParams.properties.projectId, auditId: AuditId }, { additionalProperties: false });
@@ -64,12 +63,6 @@ export const VerificationSchema = Type.Object({
   }),
 });
 
-// Query strings arrive as text (no coercion in this service): the limit is a decimal string.
-export const AuditPageQuery = Type.Object({
-  cursor: Type.Optional(PageCursor),
-  limit: Type.Optional(PageLimit),
-}, { additionalProperties: false });
-export const auditPageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
 
 /** 409 of a route that proves an event: no checkpoint covers it yet (services/auditlog/proofs.ts). */
 export const PROOF_NOT_READY = { what: 'No checkpoint covers the event yet; retry after `retry-after`', codes: ['proof_not_ready'] };

@@ -1,5 +1,6 @@
 // Schemas shared by route groups. Objects are closed (additionalProperties: false) by default.
 import { Type, type TSchema, type TSchemaOptions } from 'typebox';
+import { DEFAULT_LIMIT } from '../paging.ts';
 
 /** A value of `t`, or null. */
 export const Nullable = <T extends TSchema>(t: T, options?: TSchemaOptions) => Type.Union([t, Type.Null()], options);
@@ -121,7 +122,7 @@ export const Money = Type.Object({
 export const PageLimit = Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' });
 /** Opaque; long enough for a key cursor over the longest DID (http/paging.ts). */
 export const PageCursor = Type.String({ maxLength: 4096, description: 'next_cursor of the previous page of this list' });
-export const pageLimit = (limit: string | undefined): number => (limit === undefined ? 50 : Number(limit));
+export const pageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
 
 export const PageQuery = Type.Object({
   cursor: Type.Optional(PageCursor),

@@ -1,6 +1,6 @@
 // Wire shapes of executions (spec 2.5, 2.6).
 import { Type } from 'typebox';
-import { PageCursor, PageLimit } from './common.ts';
+import { PageCursor, PageLimit, pageLimit } from './common.ts';
 
 export const ExecutionStatus = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
   { description: 'IN_FLIGHT while the merchant call is under way; UNKNOWN means it may or may not have happened' });
@@ -49,4 +49,4 @@ export const ExecutionPageQuery = Type.Object({
   cursor: Type.Optional(PageCursor),
   limit: Type.Optional(PageLimit),
 }, { additionalProperties: false });
-export const pageOf = (q: { cursor?: string; limit?: string; status?: string }) => ({ cursor: q.cursor, limit: q.limit === undefined ? undefined : Number(q.limit), status: q.status });
+export const pageOf = (q: { cursor?: string; limit?: string; status?: string }) => ({ cursor: q.cursor, limit: pageLimit(q.limit), status: q.status });
