@@ -207,7 +207,12 @@ for (const backend of backends()) {
       for (const r of routes) {
         for (const limit of [1, 2, 3]) {
           const expected = (await all(r)).map(r.kind.key);
-          assert.deepEqual(await walk(r, limit), expected, `${r.template} walked at limit=${limit}`);
+          const walked = await walk(r, limit);
+          // Items added before the first page was read (the recovery sweep audits the seeded executions
+          // it finds UNKNOWN, in the background) lead the walk: they were newest when it began.
+          const start = walked.indexOf(expected[0]!);
+          assert.ok(start >= 0 && walked.slice(0, start).every((k) => !expected.includes(k)), `${r.template} walked at limit=${limit}: ${walked.slice(0, start + 1).join(', ')}`);
+          assert.deepEqual(walked.slice(start), expected, `${r.template} walked at limit=${limit}`);
         }
       }
     });
