@@ -57,6 +57,25 @@ export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: st
   };
 }
 
+/**
+ * Logs a failed pass of the audit log's loop (a database outage, a damaged store). The loop ticks
+ * ten times a second and a lasting cause fails every tick: the same failure is logged again only
+ * after a minute, with how many were not logged meanwhile; another failure, at once.
+ */
+export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => number = Date.now): (err: unknown) => void {
+  let last = '';
+  let at = 0;
+  let unlogged = 0;
+  return (err) => {
+    const key = err instanceof Error ? `${(err as { code?: unknown }).code ?? ''}:${err.message}` : String(err);
+    if (key === last && now() - at < 60_000) { unlogged++; return; }
+    app.log.error({ err, ...(key === last && unlogged > 0 ? { repeated: unlogged } : {}) }, 'audit log tick failed');
+    last = key;
+    at = now();
+    unlogged = 0;
+  };
+}
+
 export interface Service {
   app: FastifyInstance;
   deps: AppDeps;
@@ -124,12 +143,13 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   // On PostgreSQL most are found after start, by the periodic sweep (recovery.ts): said the same way.
   onMarked = (n) => app.log.warn({ executions: n }, 'executions left in flight by a stopped process are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');
   if (recovered > 0) onMarked(recovered);
+  const tickFailed = tickFailureLog(app);
   const auditLog = startAuditLog(store, signer, {
     tickMs: config.auditTickMs, intervalMs: config.checkpointIntervalMs, maxEvents: config.checkpointMaxEvents,
     witness: config.witnessUrl && config.witnessVkey ? { url: config.witnessUrl, vkey: config.witnessVkey } : undefined,
     now: () => deps.clock.now(), sequence: (max, now) => writer.call('auditlog.sequence', { max, now }),
     // A checkpoint refused for want of space is tried at every tick: the full disk is logged once (store/space.ts).
-    onError: (err) => { if (outOfSpace(err)) store.space.refused(err); else app.log.error({ err }, 'audit log tick failed'); },
+    onError: (err) => { if (outOfSpace(err)) store.space.refused(err); else tickFailed(err); },
     onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
   // Finished throttle counters and sessions are deleted every hour (services/identity/prune.ts).

@@ -74,3 +74,15 @@ test('a witness that does not cosign is logged: a refusal as an error, an outage
   report({ kind: 'refused', reason: 'fork' });
   assert.deepEqual(lines, [['warn', 'unavailable'], ['error', 'invalid_cosignature'], ['error', 'refused']]);
 });
+
+test('a failing pass of the audit log loop is logged once a minute while it fails the same way, another failure at once', async () => {
+  const { tickFailureLog } = await import('../../src/service.ts');
+  const lines: { message: string; repeated?: number }[] = [];
+  const log = { error: (o: { err: Error; repeated?: number }) => lines.push({ message: o.err.message, ...(o.repeated ? { repeated: o.repeated } : {}) }) };
+  let clock = 0;
+  const failed = tickFailureLog({ log } as never, () => clock);
+  for (let i = 0; i < 601; i++) { failed(new Error('connect ECONNREFUSED')); clock += 100; }
+  failed(new Error('missing node 3/0'));
+  failed(new Error('missing node 3/0'));
+  assert.deepEqual(lines, [{ message: 'connect ECONNREFUSED' }, { message: 'connect ECONNREFUSED', repeated: 599 }, { message: 'missing node 3/0' }]);
+});
