@@ -26,6 +26,9 @@ const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent
  *  a freed socket to a queued request without marking it reused, so the socket is what is asked. */
 const established = new WeakSet<Socket>();
 
+/** The most of an answer's body read (and dropped) before its connection is closed instead. */
+const DRAIN_LIMIT = 1024 * 1024;
+
 export function callMerchant(input: CallInput): Promise<CallOutcome> {
   let text: string;
   // Bodies are bounded in depth where they are parsed (http/body.ts); should a payload still not
@@ -40,10 +43,10 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
     // Node holds the request's bytes until the socket is connected (for https, until the TLS
     // handshake has finished: no early data), so until then nothing can have reached the merchant.
     let connected = false;
+    // The timer is not cleared when the status settles the call: it also bounds the body's drain.
     const settle = (outcome: CallOutcome) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
       resolve(outcome);
     };
     // Redirects are never followed: node:http does not follow them.
@@ -62,10 +65,15 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
             Math.floor(input.now.getTime() / 1000)),
         },
       }, (res: IncomingMessage) => {
-        // The status line decides; the body is not needed, so it is read and dropped.
-        res.on('error', () => {});
-        res.resume();
+        // The status line decides; the body is not needed, so it is read and dropped, but only
+        // within the call's timeout and up to DRAIN_LIMIT bytes: a merchant sending a body without
+        // end, or stalling in it, would otherwise be read or hold the socket forever. Past either,
+        // the connection is closed (the next call opens another); the outcome stands.
         settle(classifyStatus(res.statusCode ?? 0));
+        let left = DRAIN_LIMIT;
+        res.on('error', () => {});
+        res.on('data', (chunk: Buffer) => { if ((left -= chunk.length) < 0) req.destroy(); });
+        res.on('close', () => clearTimeout(timer));
       });
     } catch (error) {
       resolve(classifyError(error, false));
@@ -76,12 +84,12 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
       socket.once(https ? 'secureConnect' : 'connect', () => { established.add(socket); connected = true; });
     });
     const timer = setTimeout(() => {
-      settle(connected
+      if (!settled) settle(connected
         ? { status: 'UNKNOWN', httpStatus: null, note: `no answer within ${timeoutMs} ms: the merchant may or may not have acted` }
         : { status: 'FAILED', httpStatus: null, note: `not delivered: no connection within ${timeoutMs} ms` });
       req.destroy();
     }, timeoutMs);
-    req.on('error', (error) => settle(classifyError(error, connected)));
+    req.on('error', (error) => { clearTimeout(timer); settle(classifyError(error, connected)); });
     req.end(body);
   });
 }

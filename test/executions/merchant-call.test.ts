@@ -2,7 +2,8 @@
 // reach through a running merchant. A failure before the connection (for https, its handshake) was
 // established is FAILED (nothing was delivered), one after it UNKNOWN;
 // connections are kept alive between calls; a body cut off after the status line neither crashes
-// the process nor changes the outcome the status decided.
+// the process nor changes the outcome the status decided, and one without end, or stalled, is not
+// read or held past a bound.
 import { test } from 'node:test';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,12 @@ import { verifySignature } from '../../src/merchants/signature.ts';
 const execFileAsync = promisify(execFile);
 const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const close = (server: Server) => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
+/** Waits for `event`, failing with `why()` if it has not happened within `ms`. */
+async function within(event: Promise<void>, ms: number, why: () => string) {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(why())), ms); });
+  try { await Promise.race([event, late]); } finally { clearTimeout(timer); }
+}
 
 function call(baseUrl: string, path: string, nonce = 'n-1', { method = 'POST', timeoutMs = 2_000 } = {}) {
   const merchant = parseMerchants({ merchants: { m: { base_url: baseUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations: { op: { method, path } } } } }).get('m')!;
@@ -171,9 +178,7 @@ test('a merchant silent past its timeout: UNKNOWN at the timeout, and the reques
     assert.match(outcome.note, /no answer within 300 ms/);
     assert.ok(took >= 290 && took < 2_500, `answered after ${Math.round(took)} ms`);
     // The connection is closed, not left waiting on the merchant.
-    let timer: NodeJS.Timeout | undefined;
-    const stillOpen = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('the connection was still open 2 s after the timeout')), 2_000); });
-    try { await Promise.race([closed, stillOpen]); } finally { clearTimeout(timer); }
+    await within(closed, 2_000, () => 'the connection was still open 2 s after the timeout');
   } finally { await close(server); }
 });
 
@@ -309,4 +314,59 @@ test('over TLS the request leaves once the handshake has finished: a reset then 
     assert.match(cut.note, /may have been sent/);
     assert.equal(calls, 2);
   } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+// A hostile merchant's body after a decided status: the socket is not held, nor the body read, without end.
+test('a body that never ends after a 2xx: SUCCEEDED, and the connection is closed rather than read forever', async () => {
+  let sent = 0;
+  let closed!: () => void;
+  const gone = new Promise<void>((resolve) => { closed = resolve; });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' }); // chunked, without end
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = () => { while (!res.destroyed) { sent += chunk.length; if (!res.write(chunk)) { res.once('drain', pump); return; } } };
+      pump();
+      res.socket!.on('close', () => closed());
+    });
+  });
+  const url = await listen(server);
+  try {
+    const outcome = await call(url, '/pay', 'n-endless', { timeoutMs: 60_000 });
+    assert.deepEqual([outcome.status, outcome.httpStatus], ['SUCCEEDED', 200]);
+    await within(gone, 3_000, () => `still reading after ${sent} bytes`);
+    assert.ok(sent < 16 * 2 ** 20, `${sent} bytes were read`);
+  } finally { await close(server); }
+});
+
+test('headers then a stall: the status decides, and the connection is closed at the timeout, not held', async () => {
+  let closed!: () => void;
+  const gone = new Promise<void>((resolve) => { closed = resolve; });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"a"');
+      res.socket!.on('close', () => closed());
+    });
+  });
+  const url = await listen(server);
+  try {
+    const outcome = await call(url, '/pay', 'n-stall', { timeoutMs: 300 });
+    assert.deepEqual([outcome.status, outcome.httpStatus], ['SUCCEEDED', 200]);
+    await within(gone, 2_000, () => 'the connection was still open 2 s after the timeout');
+  } finally { await close(server); }
+});
+
+test('informational answers (100, 102, 103) then 200: SUCCEEDED', async () => {
+  const server = createNetServer((socket) => {
+    socket.once('data', () => socket.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n'
+      + 'HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 9\r\nconnection: close\r\n\r\n{not json'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  try {
+    const outcome = await call(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/pay', 'n-info');
+    assert.deepEqual([outcome.status, outcome.httpStatus], ['SUCCEEDED', 200]);
+  } finally { await new Promise((resolve) => server.close(resolve)); }
 });
