@@ -340,6 +340,43 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).approval.key_id, approver.keyId);
     });
 
+    test('a signature counts for its own obligation\'s exact bytes only: not a twin obligation, not replayed after use, not S + L, not the statement re-serialized', async () => {
+      // An intent outside ASCII, so Unicode normalization and JSON escapes change the bytes.
+      const first = await opened({ intent: 'caf\u00e9' });
+      // The same agent, action, resource, amount and intent asked again: a second obligation, a twin but for its id.
+      const twin = (await authorize(first.req)).json();
+      assert.equal(twin.decision, 'REQUIRE_APPROVAL');
+      assert.notEqual(twin.approval_request_id, first.id);
+      const signed = approver.sign((await obligation(first.id)).statement);
+      const refused = async (id: string, signature: string) => {
+        const res = await record({ approval_request_id: id, key_id: approver.keyId, signature });
+        assert.equal(res.statusCode, 422, res.body);
+        assert.equal(res.json().code, 'signature_invalid');
+      };
+      await refused(twin.approval_request_id, signed);
+      const statement = (await obligation(twin.approval_request_id)).statement as string;
+      const parsed = JSON.parse(statement) as Record<string, unknown>;
+      for (const variant of [
+        JSON.stringify(parsed, null, 1), `${statement}\n`, JSON.stringify(Object.fromEntries(Object.entries(parsed).reverse())),
+        statement.normalize('NFD'), statement.replace('\u00e9', '\\u00e9'),
+      ]) {
+        assert.notEqual(variant, statement);
+        await refused(twin.approval_request_id, approver.sign(variant));
+      }
+      // S + L: the same signature with a non-canonical scalar (RFC 8032 §5.1.7 requires S < L).
+      const sig = Buffer.from(approver.sign(statement), 'base64url');
+      const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+      let s = BigInt(`0x${Buffer.from(sig.subarray(32)).reverse().toString('hex')}`) + L;
+      for (let i = 32; i < 64; i++, s >>= 8n) sig[i] = Number(s & 0xffn);
+      await refused(twin.approval_request_id, sig.toString('base64url'));
+      assert.equal((await obligation(twin.approval_request_id)).status, 'pending');
+      // The first approval is used; its signature replayed on a new obligation for the same request is not an approval.
+      assert.equal((await record({ approval_request_id: first.id, key_id: approver.keyId, signature: signed })).statusCode, 201);
+      assert.equal((await authorize({ ...first.req, approval_request_id: first.id })).json().reason_code, 'approval_granted');
+      const next = (await authorize(first.req)).json();
+      await refused(next.approval_request_id, signed);
+    });
+
     test('retiring the key or revoking the approver\'s role after approving withdraws the unconsumed approval', async () => {
       const signer = await newApprover(svc);
       const { req, id } = await opened();
