@@ -111,6 +111,13 @@ for (const backend of backends()) {
         assert.equal(res.statusCode, status, JSON.stringify(public_key));
         assert.equal(res.json().code, 'invalid_request');
       }
+      // A JWK declared for another algorithm or use is not taken as a signature key.
+      const declared: [Record<string, unknown>, string][] = [[{ alg: 'RS256' }, 'key_type'], [{ use: 'enc' }, 'key_use'], [{ key_ops: ['encrypt'] }, 'key_use']];
+      for (const [extra, code] of declared) {
+        const res = await registerKey(approver, approver.principalId, { public_key: { kty: 'OKP', crv: 'Ed25519', x: ed25519Pair().publicKey, ...extra } });
+        assert.equal(res.statusCode, 400, res.body);
+        assert.deepEqual([res.json().code, res.json().errors[0].code], ['invalid_request', code]);
+      }
       // Nobody registers a key for another principal, known or not (decision 0502, addendum).
       const unknown = await registerKey(admin, 'prn_00000000000000000000000000', { public_key: ed25519Pair().publicKey });
       assert.equal(unknown.statusCode, 403);

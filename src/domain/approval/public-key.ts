@@ -1,6 +1,7 @@
 // Parses an approval key as registered: raw 32 bytes in base64url, or an Ed25519 public JWK
 // (RFC 8037: kty OKP, crv Ed25519, x). Private JWKs are refused so a key's secret half is never
-// sent to the service by mistake and stored.
+// sent to the service by mistake and stored. So is a JWK whose own alg, use or key_ops say it is
+// not an EdDSA verification key (RFC 7517 §4.2-4.4): its holder meant it for something else.
 import { base64urlDecode } from '../permit/base64url.ts';
 import { ed25519PublicKey } from '../permit/ed25519.ts';
 import { isWeakEd25519Key } from '../permit/ed25519-order.ts';
@@ -13,6 +14,11 @@ export function parseApprovalPublicKey(input: unknown): ParsedKey {
     const jwk = input as Record<string, unknown>;
     if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519') return { ok: false, code: 'key_type', detail: 'a JWK approval key must have kty "OKP" and crv "Ed25519"' };
     if ('d' in jwk) return { ok: false, code: 'private_key', detail: 'this JWK carries a private key (d); send only the public key' };
+    // "EdDSA" (RFC 8037) or the fully specified "Ed25519" (RFC 9864).
+    if ('alg' in jwk && jwk.alg !== 'EdDSA' && jwk.alg !== 'Ed25519') return { ok: false, code: 'key_type', detail: 'this JWK names an alg other than "EdDSA" or "Ed25519"' };
+    if (('use' in jwk && jwk.use !== 'sig') || ('key_ops' in jwk && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify')))) {
+      return { ok: false, code: 'key_use', detail: 'this JWK is declared for another use: an approval key verifies signatures (use "sig", key_ops with "verify")' };
+    }
     x = jwk.x;
   }
   if (typeof x !== 'string') return { ok: false, code: 'malformed_key', detail: 'the public key must be base64url of 32 raw bytes, or an Ed25519 JWK' };

@@ -79,7 +79,7 @@ export const Jwk = Type.Object({
   kty: Type.String({ maxLength: 16 }),
   crv: Type.String({ maxLength: 16 }),
   x: Type.String({ maxLength: 128 }),
-}, { additionalProperties: true, maxProperties: 16, description: 'Ed25519 public JWK (RFC 8037); a private member d is refused' });
+}, { additionalProperties: true, maxProperties: 16, description: 'Ed25519 public JWK (RFC 8037); a private member d is refused, and so are an alg, use or key_ops that do not declare an EdDSA verification key' });
 
 export const RegisterApprovalKeyBody = Type.Object({
   public_key: Type.Union([Type.String({ minLength: 1, maxLength: 128, description: 'Raw 32 bytes, base64url' }), Jwk]),

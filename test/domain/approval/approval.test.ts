@@ -65,10 +65,23 @@ test('approval keys: raw base64url or a public Ed25519 JWK; private, wrong-type 
   assert.ok(raw.ok);
   assert.deepEqual(raw.ok && raw.raw, k.raw);
   assert.ok(parseApprovalPublicKey({ kty: 'OKP', crv: 'Ed25519', x: k.x }).ok);
+  // Members that agree with a verification key are fine: RFC 8037's alg, RFC 9864's, WebCrypto's export.
+  for (const extra of [{ alg: 'EdDSA', use: 'sig', kid: 'k1' }, { alg: 'Ed25519' }, { key_ops: ['verify'], ext: true }]) {
+    assert.ok(parseApprovalPublicKey({ kty: 'OKP', crv: 'Ed25519', x: k.x, ...extra }).ok, JSON.stringify(extra));
+  }
   const cases: [unknown, string][] = [
     [{ kty: 'OKP', crv: 'Ed25519', x: k.x, d: k.x }, 'private_key'],
     [{ kty: 'EC', crv: 'P-256', x: k.x }, 'key_type'],
     [{ kty: 'OKP', crv: 'X25519', x: k.x }, 'key_type'],
+    // A JWK that says it is for another algorithm or for anything but verifying (RFC 7517 §4.2-4.4).
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, alg: 'ES256' }, 'key_type'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, alg: 'ECDH-ES' }, 'key_type'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, alg: 42 }, 'key_type'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, use: 'enc' }, 'key_use'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, key_ops: ['encrypt', 'wrapKey'] }, 'key_use'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, key_ops: [] }, 'key_use'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, key_ops: 'verify' }, 'key_use'],
+    [{ kty: 'OKP', crv: 'Ed25519', x: k.x, use: 'enc', key_ops: ['verify'] }, 'key_use'],
     [k.x + 'A', 'malformed_key'],
     [k.x.slice(0, -2), 'malformed_key'],
     [`${k.x.slice(0, -1)}=`, 'malformed_key'],
