@@ -102,6 +102,31 @@ test('approval keys: raw base64url or a public Ed25519 JWK; private, wrong-type 
   fc.assert(fc.property(fc.anything(), (x) => { assert.equal(typeof parseApprovalPublicKey(x).ok, 'boolean'); }));
 });
 
+test('approval keys: every point of small order, every encoding of y >= p, and base64 that is not canonical base64url are refused', () => {
+  // The eight points of order 1, 2, 4 and 8 (both signs where x is not 0; x = 0 with the sign bit set is no encoding).
+  const small = ['01', 'ec' + 'ff'.repeat(30) + '7f', '00', '00'.repeat(31) + '80', 'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+    'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa', '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+    '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85', '01' + '00'.repeat(30) + '80'].map((h) => Buffer.from(h.padEnd(64, '0'), 'hex'));
+  // y = p + d for d in 0..18, with either sign bit: 2^255 - 19 + d does not reduce to one encoding.
+  const P = 2n ** 255n - 19n;
+  const above = Array.from({ length: 38 }, (_, i) => {
+    const n = P + BigInt(i >> 1) + (BigInt(i & 1) << 255n);
+    return Buffer.from(n.toString(16).padStart(64, '0'), 'hex').reverse();
+  });
+  for (const raw of [...small, ...above]) {
+    const x = raw.toString('base64url');
+    for (const input of [x, { kty: 'OKP', crv: 'Ed25519', x }]) assert.equal(parseApprovalPublicKey(input).ok, false, raw.toString('hex'));
+  }
+  let k = keypair();
+  while (!/[-_]/.test(k.x)) k = keypair();
+  for (const x of [k.x.replace(/-/g, '+').replace(/_/g, '/'), `${k.x}=`, ` ${k.x}`, `${k.x}\n`]) {
+    for (const input of [x, { kty: 'OKP', crv: 'Ed25519', x }]) {
+      const r = parseApprovalPublicKey(input);
+      assert.equal(!r.ok && r.code, 'malformed_key', JSON.stringify(input));
+    }
+  }
+});
+
 test('coverage is exact: agent, action, resource, amount (both ways, and currency) and intent', () => {
   const req = { agent: facts.agent, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } };
   assert.equal(uncoveredField(facts, req), null);
