@@ -37,6 +37,10 @@ for (const backend of backends()) {
       const dup = await registerKey(approver, approver.principalId, { public_key: raw.publicKey });
       assert.equal(dup.statusCode, 409);
       assert.equal(dup.json().code, 'approval_key_exists');
+      // Nor by another principal: one public key names one approver in a project.
+      const second = await consoleMember(svc, ['APPROVER']);
+      const taken = await registerKey(second, second.principalId, { public_key: { kty: 'OKP', crv: 'Ed25519', x: raw.publicKey } });
+      assert.deepEqual([taken.statusCode, taken.json().code], [409, 'approval_key_exists']);
       const list = await svc.app.inject({ method: 'GET', url: `${C()}/principals/${approver.principalId}/approval-keys`, headers: approver.get });
       assert.equal(list.statusCode, 200, list.body);
       assert.equal(list.json().approval_keys.length, 2);
