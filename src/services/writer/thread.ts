@@ -10,7 +10,7 @@
 // next call starts a new thread.
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { setFlagsFromString, type HeapInfo } from 'node:v8';
-import type { Procedures, Writer, WriterSpace } from './writer.ts';
+import { clearingSpace, type Procedures, type Writer, type WriterSpace } from './writer.ts';
 import { decodeBatch, encodeCalls, fromWire, type CallMessage, type OutcomeBatch, type OutcomeMessage } from './wire.ts';
 import { textProcedures } from './procedures.ts';
 import { PendingCalls } from './pending-calls.ts';
@@ -196,8 +196,7 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
         }
       });
       // While writes fail for want of space, one that commits says there is space again.
-      const space = options.space;
-      return space?.watch.marked && !space.blind.has(name) ? space.watch.clearedBy(answer) : answer;
+      return clearingSpace(options.space, name, answer);
     },
     async close() {
       closed = true;

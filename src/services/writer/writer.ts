@@ -33,6 +33,11 @@ export type AtomicProcedures = Record<string, ((db: Db | Tx, args: any, env: Pro
  */
 export interface WriterSpace { watch: SpaceWatch; blind: ReadonlySet<string> }
 
+/** `write`, clearing the full-disk mark when it commits, while one is set and `name` is not blind. */
+export function clearingSpace<T>(space: WriterSpace | undefined, name: string, write: Promise<T>): Promise<T> {
+  return space?.watch.marked && !space.blind.has(name) ? space.watch.clearedBy(write) : write;
+}
+
 /** Runs procedures in this thread through `committer` (PostgreSQL, or SQLite without a file). */
 export function localWriter<P extends Procedures>(committer: Committer, procedures: P, env: ProcedureEnv, atomics: AtomicProcedures = {}, space?: WriterSpace): Writer<P> {
   let pending = 0;
@@ -46,7 +51,7 @@ export function localWriter<P extends Procedures>(committer: Committer, procedur
       try {
         const atomic = atomics[name];
         const run = committer.run((trx) => proc(trx, args as never, env), atomic && ((db) => atomic(db, args, env)));
-        return await (space?.watch.marked && !space.blind.has(name) ? space.watch.clearedBy(run) : run);
+        return await clearingSpace(space, name, run);
       } finally {
         if (--pending === 0) idle.splice(0).forEach((f) => f());
       }
