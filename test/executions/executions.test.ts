@@ -1,7 +1,7 @@
 // Executions end to end against a real merchant on loopback: one call per nonce (also under 100
 // concurrent identical requests), classification, REPLAY, in-flight conflicts, nonce reuse,
 // refusals before any decision, paging, and resolution races (invariants 2, 6, 7).
-import { test, describe, before, after } from 'node:test';
+import { test, describe, before, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
@@ -271,6 +271,24 @@ for (const backend of backends()) {
         const decision = events.findIndex((e) => e.kind === 'decision' && e.data.includes(decisionId));
         assert.ok(started >= 0 && decision > started, `execution ${executionId}: started listed at ${started}, its decision at ${decision}`);
       }
+    });
+
+    test('executions made within one millisecond list newest first in the order they were made', async () => {
+      // The list is ordered by id; ids minted with random low bits listed a millisecond's
+      // executions either way. The clock held still makes every one of them share it.
+      const frozen = Date.now();
+      const clock = mock.method(Date, 'now', () => frozen);
+      const made: string[] = [];
+      try {
+        for (let i = 0; i < 8; i++) {
+          const res = (await pay('ok', randomUUID())).json();
+          assert.equal(res.execution.status, 'SUCCEEDED', JSON.stringify(res));
+          made.push(res.execution.id);
+        }
+      } finally { clock.mock.restore(); }
+      const listed = (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=500`, headers: key })).json().executions
+        .map((e: { id: string }) => e.id).filter((id: string) => made.includes(id));
+      assert.deepEqual(listed, [...made].reverse());
     });
 
     test('resolve: only UNKNOWN; the first of racing resolvers stands; every other gets conflict, however late', async () => {

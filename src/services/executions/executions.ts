@@ -5,7 +5,7 @@
 // spend, no new decision, only an audit event saying it was replayed.
 import type { AuthorizeInput, DecisionRecord } from '../authorize/authorize.ts';
 import type { ExecutionReservation } from './reserve.ts';
-import { newId } from '../../lib/ids.ts';
+import { newMonotonicId } from '../../lib/ids.ts';
 import { callMerchant, type CallOutcome } from '../../merchants/call.ts';
 import type { MerchantRegistry, Merchant, Operation } from '../../merchants/config.ts';
 import type { GavelWriter } from '../writer/procedures.ts';
@@ -64,7 +64,8 @@ export class Executions {
     if (seen) return this.#repeat(ctx, seen, fingerprint);
     const target = this.resolveTarget(exec);
 
-    const executionId = newId('exe');
+    // Monotonic: the list is ordered by id, and several executions may start in one millisecond.
+    const executionId = newMonotonicId('exe');
     const reservation: ExecutionReservation = {
       executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, call: executionCall(exec), merchant: exec.merchant, operation: exec.operation,
       agent: input.agent, action: input.action, resource: input.resource,
