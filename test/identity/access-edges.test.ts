@@ -1,7 +1,7 @@
 // Edges of identity and access that a mutation audit found untested: disabled principals, what
 // another project holds, former members, audit events of key and member changes, and the exact
 // password bound at login.
-import { test, describe, before, after } from 'node:test';
+import { test, describe, before, after, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { consoleMember, login, type ConsoleMember } from '../support/console.ts';
@@ -128,6 +128,22 @@ for (const backend of backends()) {
       assert.equal((await post(`${P}/members`, { principal_id: m.principalId })).statusCode, 201);
       assert.equal(await listed(), true, 'added again, it is a member again');
       assert.equal((await post(`${P}/members/${m.principalId}/roles`, { role: 'APPROVER' })).statusCode, 200);
+    });
+
+    test('API keys minted within one millisecond list newest first in the order they were minted', async () => {
+      // Keys are listed by id; ids with random low bits listed a millisecond's keys either way.
+      const frozen = Date.now();
+      const clock = mock.method(Date, 'now', () => frozen);
+      const minted: string[] = [];
+      try {
+        for (let i = 0; i < 6; i++) {
+          const res = await post(`${P}/api-keys`, { name: `same-ms-${i}`, roles: [] });
+          assert.equal(res.statusCode, 201, res.body);
+          minted.push(res.json().id);
+        }
+      } finally { clock.mock.restore(); }
+      const listed = ((await get(`${P}/api-keys?limit=500`)).json().api_keys as { id: string }[]).map((k) => k.id).filter((id) => minted.includes(id));
+      assert.deepEqual(listed, [...minted].reverse());
     });
 
     test('API keys page without repeats; a principal created on the machine plane is audited', async () => {

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { API_KEY_PREFIX, hashSecret } from '../../http/auth/api-key.ts';
 import { Problem } from '../../http/problem.ts';
-import { newId } from '../../lib/ids.ts';
+import { newMonotonicId } from '../../lib/ids.ts';
 import { isRole, type Role } from '../../domain/access/roles.ts';
 import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
 import type { Db, Tx } from '../../store/store.ts';
@@ -24,7 +24,8 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   }
   const roles = [...new Set(input.roles)].sort() as Role[];
   const secret = API_KEY_PREFIX + randomBytes(32).toString('base64url');
-  const id = newId('key');
+  // Monotonic: keys are listed by id, and several may be minted in one millisecond.
+  const id = newMonotonicId('key');
   // A key counts only grants no newer than itself (http/auth/api-key.ts). Its time is never before
   // the grants of its roles, so a grant stamped by an instance whose clock runs ahead still counts.
   const newestGrant = grants.filter((g) => roles.includes(g.role as Role)).reduce((t, g) => (g.granted_at > t ? g.granted_at : t), '');
