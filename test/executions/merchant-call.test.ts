@@ -370,3 +370,29 @@ test('informational answers (100, 102, 103) then 200: SUCCEEDED', async () => {
     assert.deepEqual([outcome.status, outcome.httpStatus], ['SUCCEEDED', 200]);
   } finally { await new Promise((resolve) => server.close(resolve)); }
 });
+
+test('101 Switching Protocols to a plain call: UNKNOWN at once (the merchant may have acted), not at the timeout', async () => {
+  // Node's client has no answer for an upgrade it did not ask for: without an 'upgrade' listener it
+  // destroys the socket and reports nothing, so the call waited out its whole timeout.
+  const server = createNetServer((socket) => {
+    socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n'));
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  try {
+    const outcome = call(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/pay', 'n-101', { timeoutMs: 60_000 });
+    await within(outcome.then(() => {}), 10_000, () => 'the call was still waiting 10 s after the 101');
+    assert.deepEqual([(await outcome).status, (await outcome).httpStatus], ['UNKNOWN', 101]);
+  } finally { await new Promise((resolve) => server.close(resolve)); }
+});
+
+test('a connection closed after the request with no answer and no error: UNKNOWN at once, not at the timeout', async () => {
+  // A merchant that closes cleanly (FIN) once it has the request: Node reports "socket hang up".
+  const server = createNetServer((socket) => { socket.once('data', () => socket.end()); socket.on('error', () => {}); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  try {
+    const outcome = call(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/pay', 'n-fin', { timeoutMs: 60_000 });
+    await within(outcome.then(() => {}), 10_000, () => 'the call was still waiting 10 s after the close');
+    assert.equal((await outcome).status, 'UNKNOWN');
+  } finally { await new Promise((resolve) => server.close(resolve)); }
+});
