@@ -157,7 +157,7 @@ export interface ParsedNote { text: string; signatures: NoteSignatureLine[] }
 
 /** Key names: non-empty, no Unicode spaces, no plus. */
 export function checkKeyName(name: string): void {
-  if (name.length === 0 || /[\s+]/u.test(name)) fail(`signed-note: bad key name ${JSON.stringify(name)}`);
+  if (name.length === 0 || /[\p{White_Space}+]/u.test(name)) fail(`signed-note: bad key name ${JSON.stringify(name)}`);
 }
 
 /** key ID = SHA-256(key name || 0x0A || signature type || public key)[:4] */

@@ -42,8 +42,10 @@ export interface NoteSigner {
   sign: SignFn;
 }
 
+// "Unicode spaces" are the White_Space property (Go's unicode.IsSpace): JavaScript's \s lacks U+0085
+// and counts U+FEFF, which is not one.
 export function checkKeyName(name: string): void {
-  if (typeof name !== 'string' || name.length === 0 || /[\s+\u0000-\u001f]/u.test(name)) {
+  if (typeof name !== 'string' || name.length === 0 || /[\p{White_Space}+\u0000-\u001f]/u.test(name)) {
     throw new AuditLogError('malformed_note', 'key name must be non-empty, without spaces, plus or control characters');
   }
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, sign } from 'node:crypto';
 import {
+  checkKeyName,
   ed25519NoteSigner,
   formatVkey,
   keyId,
@@ -94,4 +95,12 @@ test('hostile notes are typed errors', () => {
     assert.equal(code(() => parseNote(bad)), 'malformed_note', JSON.stringify(bad));
   }
   assert.equal(code(() => parseNote(null as unknown as string)), 'malformed_note');
+});
+
+test('key names refuse exactly the Unicode spaces (White_Space, as signed-note and Go\'s unicode.IsSpace say) and plus', () => {
+  // U+0085 (NEXT LINE) is a Unicode space that JavaScript's \s leaves out; U+FEFF is no space, though \s counts it.
+  for (const bad of ['a b', 'a\u0085b', 'a\u00a0b', 'a\u2028b', 'a\u3000b', 'a+b', '']) {
+    assert.throws(() => checkKeyName(bad), AuditLogError, JSON.stringify(bad));
+  }
+  for (const good of ['example.com/log', 'a\ufeffb', 'ünïcödé/ключ']) assert.doesNotThrow(() => checkKeyName(good), JSON.stringify(good));
 });
