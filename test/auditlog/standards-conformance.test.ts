@@ -86,10 +86,17 @@ for (const backend of backends()) {
 
       // Every leaf of the tree, as stored; recomputed from its event where the project can read it (below).
       const size = Math.max(...checkpointSizes);
-      const rows = await store.db.selectFrom('audit_events').select(['id', 'leaf_index', 'leaf_hash'])
+      const rows = await store.db.selectFrom('audit_events').select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index', 'leaf_hash'])
         .where('leaf_index', 'is not', null).where('leaf_index', '<', size).orderBy('leaf_index').execute();
       assert.deepEqual(rows.map((r) => Number(r.leaf_index)), Array.from({ length: size }, (_, i) => i), 'leaf indexes are gapless');
       const leaves = rows.map((r) => Buffer.from(r.leaf_hash!));
+      // Every leaf, of every kind of event (bootstrap, keys, policy, permits, decisions), is the
+      // hash of the JCS text of its record with leaf_version (decision 0600).
+      for (const r of rows) {
+        const record = { id: r.id, project_id: r.project_id, kind: r.kind, actor: r.actor, created_at: r.created_at, data: JSON.parse(r.data), leaf_version: 'gavel-audit-v1' };
+        assert.equal(b64(v.leafHash(Buffer.from(v.canonicalJson(record), 'utf8'))), b64(r.leaf_hash!), `leaf ${r.leaf_index} (${r.kind}) recomputes from its row`);
+      }
+      assert.ok(new Set(rows.map((r) => r.kind)).size >= 4, `kinds: ${[...new Set(rows.map((r) => r.kind))].join(', ')}`);
       const rootAt = (n: number) => v.mth(leaves.slice(0, n));
 
       // Every checkpoint: a signed note opened with the log's key, a tlog-checkpoint body of exactly
@@ -252,6 +259,7 @@ for (const backend of backends()) {
         assert.ok(proof.every((h) => h.length === 32));
         const note = body.slice(m[0].length);
         const cp = v.parseCheckpoint(v.openNote(note, logKey).text);
+        if (cp.size === 0) assert.equal(b64(cp.root), b64(v.mth([])), 'the empty tree\'s root is SHA-256()');
         if (old === 0) assert.deepEqual(proof, [], 'the proof is empty when the old size is 0');
         else v.verifyConsistency(old, cp.size, roots.get(old)!, cp.root, proof);
         roots.set(cp.size, cp.root);
@@ -266,3 +274,62 @@ for (const backend of backends()) {
     }
   });
 }
+
+test('the witness serves a log that is not Gavel as tlog-witness says: extension lines cosigned, foreign signatures ignored, RFC 9162 proofs checked', async () => {
+  // A log of our own making: its key, its leaves, its checkpoints, all built with the independent code.
+  const origin = 'log.example/other';
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const pub = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
+  const id = v.keyId(origin, v.SIG_ED25519, pub);
+  const vkey = `${origin}+${id.toString('hex')}+${b64(Buffer.concat([Uint8Array.of(v.SIG_ED25519), pub]))}`;
+  assert.equal(v.parseVkey(vkey).name, origin);
+  const leaves = Array.from({ length: 20 }, (_, i) => v.leafHash(Buffer.from(`entry ${i}`)));
+  const forked = [...leaves.slice(0, 8), ...Array.from({ length: 12 }, (_, i) => v.leafHash(Buffer.from(`other ${i}`)))];
+  // A foreign signature the size of an ML-DSA-44 one (4 + 2420 bytes) from a key the witness does not know.
+  const foreign = `\u2014 mirror.example/m ${b64(Buffer.alloc(4 + 2420, 7))}\n`;
+  const checkpoint = (tree: Buffer[], n: number, extensions: string[] = []) => {
+    const text = [origin, String(n), b64(v.mth(tree.slice(0, n))), ...extensions].join('\n') + '\n';
+    const sig = Buffer.concat([id, sign(null, Buffer.from(text), privateKey)]);
+    return { text, note: `${text}\n${foreign.repeat(14)}\u2014 ${origin} ${sig.toString('base64')}\n${foreign}` };
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-'));
+  const w = await startWitness({ dataDir: dir, logs: [{ origin, vkeys: [vkey] }] });
+  const witnessKey = v.parseVkey(w.publicKeyVkey);
+  const add = async (old: number, proof: Buffer[], note: string) => {
+    const r = await fetch(`${w.url}/add-checkpoint`, { method: 'POST', body: `old ${old}\n${proof.map((h) => `${b64(h)}\n`).join('')}\n${note}` });
+    return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
+  };
+  try {
+    // 16 signature lines, one the log's, and an extension line: cosigned, the extension line in the signed message.
+    const c5 = checkpoint(leaves, 5, ['ext: opaque']);
+    const first = await add(0, [], c5.note);
+    assert.equal(first.status, 200, first.body);
+    assert.equal(v.verifyCosignatures(c5.note + first.body, witnessKey).length, 1);
+    // Growth with PROOF(5, D[13]): cosigned.
+    const c13 = checkpoint(leaves, 13);
+    assert.equal((await add(5, v.consistencyProof(5, leaves.slice(0, 13)), c13.note)).status, 200);
+    // Growth from a power of two's neighbour to a power of two, then to the full tree.
+    const c16 = checkpoint(leaves, 16);
+    assert.equal((await add(13, v.consistencyProof(13, leaves.slice(0, 16)), c16.note)).status, 200);
+    // A fork: the proof from the held size cannot lead to another history's root.
+    const f20 = checkpoint(forked, 20);
+    assert.equal((await add(16, v.consistencyProof(16, forked.slice(0, 20)), f20.note)).status, 422);
+    // The held size with another root: 409 and the held size.
+    const f16 = checkpoint(forked, 16);
+    const same = await add(16, [], f16.note);
+    assert.deepEqual([same.status, same.type, same.body], [409, 'text/x.tlog.size', '16\n']);
+    // A stale old size: 409 and the held size.
+    const c20 = checkpoint(leaves, 20);
+    const stale = await add(13, v.consistencyProof(13, leaves.slice(0, 20)), c20.note);
+    assert.deepEqual([stale.status, stale.body], [409, '16\n']);
+    // A rollback (old above the checkpoint's size): 400.
+    assert.equal((await add(16, [], checkpoint(leaves, 13).note)).status, 400);
+    // And the true growth still goes through.
+    const last = await add(16, v.consistencyProof(16, leaves.slice(0, 20)), c20.note);
+    assert.equal(last.status, 200);
+    assert.equal(v.verifyCosignatures(c20.note + last.body, witnessKey).length, 1);
+  } finally {
+    await w.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
