@@ -68,8 +68,13 @@ function subproof(m: number, leaves: readonly Uint8Array[], b: boolean): Buffer[
 
 // ---- RFC 9162 §2.1.3.2: verifying an inclusion proof ----
 
+// Arithmetic, not bitwise: sizes go up to 2^53 - 1 and JavaScript's bitwise operators cut to 32 bits.
 const lsb = (x: number): boolean => x % 2 === 1;
 const shift = (x: number): number => Math.floor(x / 2);
+function isPowerOfTwo(x: number): boolean {
+  while (x > 1 && x % 2 === 0) x /= 2;
+  return x === 1;
+}
 
 export function verifyInclusion(leafIndex: number, treeSize: number, hash: Uint8Array, inclusionPath: readonly Uint8Array[], rootHash: Uint8Array): void {
   // 1. leaf_index >= tree_size fails.
@@ -112,7 +117,7 @@ export function verifyConsistency(first: number, second: number, firstHash: Uint
   // 1. An empty path fails.
   if (consistencyPath.length === 0) fail('consistency: empty path');
   // 2. If first is an exact power of 2, prepend first_hash.
-  const cp = (first & (first - 1)) === 0 ? [firstHash, ...consistencyPath] : [...consistencyPath];
+  const cp = isPowerOfTwo(first) ? [firstHash, ...consistencyPath] : [...consistencyPath];
   // 3. fn = first - 1, sn = second - 1; 4. shift while LSB(fn).
   let fn = first - 1;
   let sn = second - 1;
