@@ -84,6 +84,11 @@ for (const backend of backends()) {
       assert.equal(announced.vkey, info.witness_vkey);
       assert.equal(v.parseVkey(announced.vkey).name, announced.name);
 
+      // The log route's newest checkpoint is the newest witnessed one here: signed, cosigned.
+      assert.equal(info.checkpoint, info.witnessed_checkpoint);
+      assert.equal(v.parseCheckpoint(v.openNote(info.checkpoint, logKey).text).size, Math.max(...checkpointSizes));
+      assert.equal(v.verifyCosignatures(info.checkpoint, witnessKey).length, 1);
+
       // Every leaf of the tree, as stored; recomputed from its event where the project can read it (below).
       const size = Math.max(...checkpointSizes);
       const rows = await store.db.selectFrom('audit_events').select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index', 'leaf_hash'])
@@ -133,6 +138,7 @@ for (const backend of backends()) {
         assert.deepEqual(hashes.map(b64), v.path(proof.leaf_index, leaves.slice(0, proof.tree_size)).map(b64), `the path of leaf ${proof.leaf_index} is PATH(m, D[${proof.tree_size}])`);
         v.verifyInclusion(proof.leaf_index, proof.tree_size, leaf, hashes, cp.root);
         assert.equal(v.verifyCosignatures(proof.checkpoint, witnessKey).length, 1);
+        assert.equal(proof.log_vkey, info.log_vkey);
         assert.deepEqual(proof.cosignatures.map((l: string) => l), v.parseNote(proof.checkpoint).signatures.slice(1).map((s) => s.line));
       }
 
