@@ -109,7 +109,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   if (combined.decision !== 'DENY' && permit) {
     // An ALLOW spends; a REQUIRE_APPROVAL only checks that the spend would fit, so no person is
     // asked to approve what the permit's remaining budget or uses would deny anyway.
-    const spent = await spendLimits(trx, projectId, permit.counters, input.amount, combined.decision !== 'ALLOW');
+    const spent = await spendLimits(trx, projectId, permit.counters, input.amount, permit.chain.length, combined.decision !== 'ALLOW');
     if (!spent.ok) combined = { decision: 'DENY', reason_code: DECISION_REASONS.permitInvalid, detail: spent.detail };
   }
   if (consumed) {

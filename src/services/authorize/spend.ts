@@ -8,8 +8,8 @@ import type { Tx } from '../../store/store.ts';
 
 export type SpendResult = { ok: true } | { ok: false; detail: string };
 
-/** With `dryRun`, checks that the spend would fit and changes nothing. */
-export async function spendLimits(trx: Tx, projectId: string, counters: LiveCounter[], amount: Money | undefined, dryRun = false): Promise<SpendResult> {
+/** `links`: how many links the presented chain has (1 for a root permit). With `dryRun`, checks that the spend would fit and changes nothing. */
+export async function spendLimits(trx: Tx, projectId: string, counters: LiveCounter[], amount: Money | undefined, links: number, dryRun = false): Promise<SpendResult> {
   if (counters.length === 0) return { ok: true };
   await sql`savepoint spend`.execute(trx);
   for (const c of counters) {
@@ -28,7 +28,7 @@ export async function spendLimits(trx: Tx, projectId: string, counters: LiveCoun
       // The counters as they stood (the rollback undid this request's insert), to name the limit
       // that refused: a link may carry both, and either may be the one that ran out.
       const row = await trx.selectFrom('permit_usage').select('uses').where('commitment', '=', c.commitment).executeTakeFirst();
-      return { ok: false, detail: exhaustedDetail(c, row?.uses ?? 0) };
+      return { ok: false, detail: exhaustedDetail(c, row?.uses ?? 0, links) };
     }
   }
   if (dryRun) await sql`rollback to savepoint spend`.execute(trx);
@@ -37,8 +37,10 @@ export async function spendLimits(trx: Tx, projectId: string, counters: LiveCoun
 }
 
 /** The detail of a refused spend, starting with the check (docs/reason-codes.md): uses first, since no amount could pass then. */
-function exhaustedDetail(c: LiveCounter, uses: number): string {
-  const what = c.link === 0 ? 'the permit' : `delegation link ${c.link} of the permit`;
+function exhaustedDetail(c: LiveCounter, uses: number, links: number): string {
+  // Through a delegate, "the permit" would read as the delegate's own link, whose view may show
+  // budget to spare: the root that ran out is named as such.
+  const what = c.link > 0 ? `delegation link ${c.link} of the permit` : links > 1 ? 'the root permit (link 0) of the chain' : 'the permit';
   if (c.max_uses !== undefined && uses + 1 > c.max_uses) return `uses_exhausted: ${what} has no uses left (${c.max_uses} allowed)`;
   return `budget_exhausted: ${what} has not enough budget left for this amount`;
 }
