@@ -113,8 +113,9 @@ export function parseJson(bytes: Buffer): unknown {
     if (!clean(parsed)) throw invalidRequest(forbiddenMembers(parsed), 'the body has a member that could set an object\'s prototype; see errors');
     if (tooDeep) throw invalidRequest([{ pointer: '', code: 'too_deep', message: `nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }], `the body nests more than ${MAX_JSON_DEPTH} levels deep; see errors`);
     if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
-    if (inexactNumber) throw invalidRequest(inexactNumbers(parsed), 'the body has a number JSON does not carry exactly; see errors');
+    // Rounded first: its walk names the other inexact numbers too, so one answer lists both kinds.
     if (names.rounded) throw invalidRequest(roundedIntegers(text), 'the body has a number JSON does not carry exactly; see errors');
+    if (inexactNumber) throw invalidRequest(inexactNumbers(parsed), 'the body has a number JSON does not carry exactly; see errors');
     return parsed;
   }
   return value;
@@ -217,6 +218,7 @@ export const MAX_JSON_DEPTH = 128;
 const isExact = (n: number) => Number.isSafeInteger(n) || (Number.isFinite(n) && !Number.isInteger(n));
 
 const ROUNDED = Object.freeze({});
+const INEXACT_MESSAGE = 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude): no amount, limit or policy literal may be larger; a value of more digits in a merchant payload (an account number) goes as a string';
 const ROUNDED_MESSAGE = 'is written as a non-integer but reads as an integer; send the exact value';
 /** Bodies up to this size have each such number located; JSON.parse with a reviver costs 20-40 times plain parsing. */
 const LOCATE_ROUNDED_UP_TO = 64 * 1024;
@@ -224,6 +226,7 @@ const LOCATE_ROUNDED_UP_TO = 64 * 1024;
  * Every number written as a non-integer that reads as an integer (5000.0000000000001 as 5000), with
  * its pointer: a money amount in minor units would be recorded as another than was sent. Only for a
  * text memberNames found one in; a fraction that reads as a fraction keeps JSON's usual reading.
+ * The numbers not read exactly (inexactNumbers) are named in the same walk, in text order.
  */
 function roundedIntegers(text: string): FieldError[] {
   if (text.length > LOCATE_ROUNDED_UP_TO) return [{ pointer: '', code: 'inexact_number', message: `holds a number that ${ROUNDED_MESSAGE}` }];
@@ -233,6 +236,7 @@ function roundedIntegers(text: string): FieldError[] {
   if (root !== null && typeof root === 'object') {
     eachMember(root, (pointer, _key, v) => {
       if (v === ROUNDED) errors.push({ pointer, code: 'inexact_number', message: ROUNDED_MESSAGE });
+      else if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: INEXACT_MESSAGE });
     }, errors);
   }
   return errors;
@@ -242,7 +246,7 @@ function roundedIntegers(text: string): FieldError[] {
 function inexactNumbers(root: object): FieldError[] {
   const errors: FieldError[] = [];
   eachMember(root, (pointer, _key, v) => {
-    if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude): no amount, limit or policy literal may be larger; a value of more digits in a merchant payload (an account number) goes as a string' });
+    if (typeof v === 'number' && !isExact(v)) errors.push({ pointer, code: 'inexact_number', message: INEXACT_MESSAGE });
   }, errors);
   return errors;
 }

@@ -273,3 +273,11 @@ for (const backend of backends()) {
     });
   });
 }
+
+test('a body with numbers of both inexact kinds names every one of them, as docs/reason-codes.md says (the rounded one went unnamed until the other was fixed)', () => {
+  const text = '{"w": 5000.0000000000001, "z": 9007199254740993, "v": [1e400, 4999.9999999999999]}';
+  assert.throws(() => parseJson(Buffer.from(text)), (e: { errors?: { pointer: string; code: string }[] }) => {
+    assert.deepEqual(e.errors?.map(({ pointer, code }) => ({ pointer, code })), ['/w', '/z', '/v/0', '/v/1'].map((pointer) => ({ pointer, code: 'inexact_number' })));
+    return true;
+  });
+});
