@@ -69,6 +69,19 @@ for (const backend of backends()) {
       }
     });
 
+    test('without credentials, what the parser refuses is 400 and a lone surrogate or a NUL is 401 (the check runs with the schema, after authentication), as docs/reason-codes.md says', async () => {
+      const anonymous = (payload: string) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: JSON_TYPE, payload });
+      for (const [payload, code] of [['{"a":1,"a":2}', 'duplicate_member'], ['{"a":1e400}', 'inexact_number'], ['{"a":5000.0000000000001}', 'inexact_number'], ['{"__proto__":1}', 'forbidden_member'], [`{"a":${'['.repeat(129)}${']'.repeat(129)}}`, 'too_deep']]) {
+        const res = await anonymous(payload!);
+        assertProblem(res, 400, 'invalid_request', payload);
+        assert.equal(fieldErrors(res)[0]?.code, code, payload);
+      }
+      for (const payload of ['{"a":"\\ud800"}', '{"a":"\\u0000"}']) assertProblem(await anonymous(payload), 401, 'unauthorized', payload);
+      const surrogate = await authorize('{"a":"\\ud800"}');
+      assertProblem(surrogate, 400, 'invalid_request');
+      assert.deepEqual(fieldErrors(surrogate), [{ pointer: '/a', code: 'invalid_unicode' }]);
+    });
+
     test('POST /v1/authorize refuses bytes that are not UTF-8 and records nothing (they were audited as U+FFFD)', async () => {
       const text = await decisionBody('"INTENT"');
       const [head, tail] = text.split('INTENT') as [string, string];
