@@ -48,7 +48,7 @@ function allWellFormed(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return storable(value);
   if (value === null || typeof value !== 'object') return true;
   // Deep bodies take the iterative walk below, so this recursion is bounded.
-  if (depth > 32) return illFormedPointer(value) === null;
+  if (depth > 32) return illFormedPointers(value, 1).length === 0;
   if (Array.isArray(value)) {
     for (const v of value) if (!allWellFormed(v, depth + 1)) return false;
     return true;
@@ -69,37 +69,45 @@ function allWellFormed(value: unknown, depth: number): boolean {
  * building pointers; the walk that names the culprit runs only when there is one.
  */
 export function illFormedString(value: unknown): string | null {
-  return allWellFormed(value, 0) ? null : illFormedPointer(value);
+  return allWellFormed(value, 0) ? null : illFormedPointers(value, 1)[0] ?? null;
 }
 
-/** Iterative, so a deeply nested body cannot exhaust the stack. */
-function illFormedPointer(value: unknown): string | null {
+/** Every such string's pointer, in the order the body writes them (decision 0001: every error at once). */
+function illFormedStrings(value: unknown): string[] {
+  return allWellFormed(value, 0) ? [] : illFormedPointers(value, Infinity);
+}
+
+/** Iterative, so a deeply nested body cannot exhaust the stack. Stops after `most`. */
+function illFormedPointers(value: unknown, most: number): string[] {
+  const found: string[] = [];
+  // A member name is checked where it is written: before its value, after the members before it.
   const stack: [unknown, string][] = [[value, '']];
-  while (stack.length > 0) {
+  while (stack.length > 0 && found.length < most) {
     const [v, pointer] = stack.pop()!;
     if (typeof v === 'string') {
-      if (!storable(v)) return pointer;
+      if (!storable(v)) found.push(pointer);
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${pointer}/${i}`]);
     } else if (v !== null && typeof v === 'object') {
-      for (const [k, inner] of Object.entries(v)) {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, inner] = entries[i]!;
         const at = `${pointer}/${escapePointer(k)}`;
-        if (!storable(k)) return at;
-        stack.push([inner, at]);
+        stack.push([inner, at], [k, at]);
       }
     }
   }
-  return null;
+  return found;
 }
 
 type Validate = ((data: unknown) => boolean) & { errors?: unknown[] | null };
 
-/** `validate`, after a check for text no store can keep: `culprit` names its pointer, or null. */
-function storableText(validate: Validate, culprit: (data: unknown) => string | null, message: string): Validate {
+/** `validate`, after a check for text no store can keep: `culprits` names their pointers. */
+function storableText(validate: Validate, culprits: (data: unknown) => string[], message: string): Validate {
   const wrapped: Validate = (data: unknown) => {
-    const pointer = culprit(data);
-    if (pointer !== null) {
-      wrapped.errors = [{ keyword: 'wellFormed', instancePath: pointer, params: {}, message }];
+    const pointers = culprits(data);
+    if (pointers.length > 0) {
+      wrapped.errors = pointers.map((instancePath) => ({ keyword: 'wellFormed', instancePath, params: {}, message }));
       return false;
     }
     const ok = validate(data);
@@ -110,14 +118,13 @@ function storableText(validate: Validate, culprit: (data: unknown) => string | n
 }
 
 /** A query string or path decodes %00 to NUL, which PostgreSQL cannot compare or store: refused as in bodies. */
-function nulParameter(data: unknown): string | null {
-  if (data === null || typeof data !== 'object') return null;
+function nulParameters(data: unknown): string[] {
+  if (data === null || typeof data !== 'object') return [];
   const hasNul = (x: unknown) => typeof x === 'string' && x.includes('\0');
-  for (const [k, v] of Object.entries(data)) if (hasNul(v) || (Array.isArray(v) && v.some(hasNul))) return `/${escapePointer(k)}`;
-  return null;
+  return Object.entries(data).filter(([, v]) => hasNul(v) || (Array.isArray(v) && v.some(hasNul))).map(([k]) => `/${escapePointer(k)}`);
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body'
-    ? storableText(strictBodies.compile(schema as object) as Validate, illFormedString, 'is not text every store can keep (a lone surrogate or a NUL character)')
-    : storableText(textParts.compile(schema as object) as Validate, nulParameter, 'holds a NUL character')) as never;
+    ? storableText(strictBodies.compile(schema as object) as Validate, illFormedStrings, 'is not text every store can keep (a lone surrogate or a NUL character)')
+    : storableText(textParts.compile(schema as object) as Validate, nulParameters, 'holds a NUL character')) as never;

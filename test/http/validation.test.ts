@@ -51,3 +51,17 @@ test('a NUL is refused in bodies, query strings and paths alike: PostgreSQL cann
     assert.deepEqual(v.errors!.map((e) => [e.keyword, e.instancePath]), [['wellFormed', '/s']], part);
   }
 });
+
+test('a body with several strings no store can keep names every one of them, in the order they are written', async () => {
+  // Decision 0001: every error at once. Only one was named (for members, the last written), the
+  // next only after the first was mended.
+  const { validatorCompiler } = await import('../../src/http/validation.ts');
+  const validate = validatorCompiler({ schema: { type: 'object' }, httpPart: 'body', method: 'POST', url: '/x' } as never) as unknown as ((d: unknown) => boolean) & { errors: { instancePath: string }[] };
+  const body = { x: '\ud800', n: { ['k\u0000']: ['ok', 'a\udfff'] }, y: 'fine', z: ['\u0000'] };
+  assert.equal(validate(body), false);
+  assert.deepEqual(validate.errors.map((e) => e.instancePath), ['/x', '/n/k\u0000', '/n/k\u0000/1', '/z/0']);
+  let deep: unknown = ['\ud800', 'ok', '\udc00'];
+  for (let i = 0; i < 50_000; i++) deep = { k: deep };
+  assert.equal(validate(deep), false);
+  assert.deepEqual(validate.errors.map((e) => e.instancePath), [`${'/k'.repeat(50_000)}/0`, `${'/k'.repeat(50_000)}/2`]);
+});
