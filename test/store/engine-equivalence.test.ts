@@ -48,6 +48,14 @@ async function handLink(chain: string, from: Agent, to: string, gavel: Omit<Gave
   return `${chain}~${await signPermitClaims(claims, `${issuer}#x`, from.sign)}`;
 }
 
+/** `ms` as an RFC 3339 time at an offset of `minutes` from UTC. */
+function withOffset(ms: number, minutes: number): string {
+  const local = new Date(ms + minutes * 60_000).toISOString().slice(0, -1);
+  const sign = minutes < 0 ? '-' : '+';
+  const abs = Math.abs(minutes);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
 interface Step { label: string; status: number; body: unknown }
 
 /** The scenario on one engine: every answer, in order. */
@@ -230,6 +238,8 @@ async function scenario(svc: TestService): Promise<Step[]> {
 
   // A checkpoint here, another at the end: the consistency proof between them is compared too.
   const midSize = (await svc.auditLog.tick({ force: true })).checkpoint!;
+  const midAt = Date.now();
+  await tick();
 
   // Permit revocation.
   const p5 = await permitOf('a5 to revoke', { agent: a5.did, actions: ['pay'], resources: ['resource://shop/*'] });
@@ -292,6 +302,11 @@ async function scenario(svc: TestService): Promise<Step[]> {
   // Replay of the decisions recorded so far against each version and an unsaved document.
   await call('policy: replay v1', 'POST', `${M}/policy/replay`, authorKey, { version: 1 });
   await call('policy: replay document', 'POST', `${C}/policy/replay`, author.post, { policy: { spec_version: '1', rules: [POLICY.rules[3]] }, last: 30 });
+  // A window in other offsets than UTC: compared as instants on both engines, not as text.
+  await call('policy: replay window in offsets', 'POST', `${M}/policy/replay`, authorKey, { version: 1, from: withOffset(midAt, 330), until: withOffset(Date.now() + 86_400_000, -480) });
+  await call('policy: replay window ending at mid', 'POST', `${M}/policy/replay`, authorKey, { version: 1, until: withOffset(midAt, -90) });
+  await call('policy: replay window reversed', 'POST', `${M}/policy/replay`, authorKey, { version: 1, from: withOffset(midAt, 60), until: withOffset(midAt - 1000, 0) });
+  await call('policy: replay window in microseconds', 'POST', `${M}/policy/replay`, authorKey, { version: 1, from: '2026-01-01T00:00:00.123456Z' });
   await call('policy: replay bad', 'POST', `${M}/policy/replay`, authorKey, { version: 1, policy: POLICY });
 
   // The audit log: sequence everything, then every list route paged and proofs of each event.
@@ -343,6 +358,8 @@ async function scenario(svc: TestService): Promise<Step[]> {
 const ID = /\b(prj|prn|key|ses|aud|dec|req|exe|pol|apr|apv|apk|agt|pmt|chk|evt|frz|res|cred|chl)_[0-9a-z]{26}\b/g;
 // Only the wire's one spelling of a time: another (no milliseconds, an offset) is a difference.
 const TIME = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
+/** A time at an offset, as a request gave it (echoed back as sent). */
+const OFFSET_TIME = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d/g;
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
 /** A SHA-256 in base64 (tree hashes and roots of the audit log). */
 const B64_HASH = /^[A-Za-z0-9+/]{43}=$/;
@@ -360,7 +377,7 @@ function normalise(steps: Step[]): Step[] {
     if (!n) { n = `<${kind}#${(counters.get(kind) ?? 0) + 1}>`; counters.set(kind, (counters.get(kind) ?? 0) + 1); names.set(value, n); }
     return n;
   };
-  const str = (s: string) => s.replace(JWS, (m) => rename('jws', m)).replace(ID, (m, prefix: string) => rename(prefix, m)).replace(TIME, '<time>').replace(HEX, (m) => rename('hex', m)).replace(UUID, (m) => rename('uuid', m));
+  const str = (s: string) => s.replace(JWS, (m) => rename('jws', m)).replace(ID, (m, prefix: string) => rename(prefix, m)).replace(TIME, '<time>').replace(OFFSET_TIME, '<time at an offset>').replace(HEX, (m) => rename('hex', m)).replace(UUID, (m) => rename('uuid', m));
   const walk = (v: unknown, key = ''): unknown => {
     if (typeof v === 'string') return VOLATILE.has(key) ? rename(key, v) : B64_HASH.test(v) ? rename('sha256', v) : str(v);
     if (Array.isArray(v)) return v.map((x) => walk(x, key));
