@@ -1,5 +1,6 @@
 // Agents in the console: register, list, inspect, freeze and release (spec 4.7).
 // Freezing is an emergency stop, so every role that oversees agents may pull it.
+import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
@@ -66,11 +67,14 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     const limit = pageLimit(q.limit);
     const before = decodeKeyCursor(q.cursor, 'agents');
     let query = app.gavel.store.db.selectFrom('agents').selectAll().where('project_id', '=', request.auth!.projectId);
+    // Agents one decision adds share created_at; the tie is in the DIDs' bytes on both engines
+    // (SQLite's order), not in the PostgreSQL database's collation (en_US puts "to" before "tU").
+    const did = app.gavel.store.dialect === 'postgres' ? sql<string>`did collate "C"` : sql<string>`did`;
     if (before) {
-      const [at = '', did = ''] = before.split('~');
-      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('did', '<', did)])]));
+      const [at = '', after = ''] = before.split('~');
+      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb(did, '<', after)])]));
     }
-    const rows = await query.orderBy('created_at', 'desc').orderBy('did', 'desc').limit(limit + 1).execute();
+    const rows = await query.orderBy('created_at', 'desc').orderBy(did, 'desc').limit(limit + 1).execute();
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return { agents: items.map(toView), next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.did}`, 'agents') : null };
