@@ -10,7 +10,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
-import { backends, type Backend } from '../support/backends.ts';
+import { sql } from 'kysely';
+import { backends, type Backend, type TestStore } from '../support/backends.ts';
+import type { Config } from '../../src/config/config.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { delegate, type Agent } from '../support/authorize.ts';
@@ -56,12 +58,44 @@ function withOffset(ms: number, minutes: number): string {
   return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
 
+/**
+ * PostgreSQL compares text by the database's collation, and many installations are created under
+ * en_US (case-insensitive at first: "to" before "tU"); SQLite compares bytes. Every text column of
+ * the test schema is given an English collation, as such a database would give it, where the
+ * server has ICU (the test's own database may well be C, which would hide the difference).
+ */
+async function underEnglishCollation(ts: TestStore): Promise<Partial<Config>> {
+  if (ts.options.kind !== 'postgres') return {};
+  const db = ts.store.db;
+  const icu = await sql<{ n: number }>`select count(*)::int as n from pg_collation where collname = 'en-x-icu'`.execute(db);
+  if (icu.rows[0]!.n === 0) return {};
+  const cols = await sql<{ t: string; c: string }>`select table_name as t, column_name as c from information_schema.columns
+    where table_schema = current_schema() and data_type = 'text'`.execute(db);
+  for (const { t, c } of cols.rows) await sql`alter table ${sql.id(t)} alter column ${sql.id(c)} type text collate "en-x-icu"`.execute(db);
+  return {};
+}
+
+interface PermitItem { created_at: string; agent: string; commitment: string }
+/**
+ * Permits with the same created_at (the links of one delegated chain, recorded by one decision) list
+ * by commitment, a hash over a random jti: an order of their own on every run, on either engine.
+ * Such ties are put in the order of their agents, who are the same on both.
+ */
+function tiesByAgent(items: PermitItem[]): PermitItem[] {
+  const runs: PermitItem[][] = [];
+  for (const item of items) {
+    const run = runs.at(-1);
+    if (run && run[0]!.created_at === item.created_at) run.push(item); else runs.push([item]);
+  }
+  return runs.flatMap((run) => run.sort((a, b) => (a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : 0)));
+}
+
 interface Step { label: string; status: number; body: unknown }
 
 /** The scenario on one engine: every answer, in order. */
 async function transcript(backend: Backend): Promise<Step[]> {
   const merchant = await startMerchant({ slowMs: 20 });
-  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 300), auditTickMs: 60_000, checkpointIntervalMs: 60_000 })
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 300), auditTickMs: 60_000, checkpointIntervalMs: 60_000 }, underEnglishCollation)
     .catch(async (e: unknown) => { await merchant.close(); throw e; });
   try {
     await new Promise((resolve) => setTimeout(resolve, 0));
@@ -194,6 +228,11 @@ async function scenario(svc: TestService): Promise<Step[]> {
   const d1 = await delegate(p1, a1, a4.did, narrow);
   await authorize('delegated allow', pay(100, { agent: a4.did, permit: d1 }));
   await authorize('delegated amount_exceeds_per_request', pay(5000, { agent: a4.did, permit: d1 }));
+  // Two agents new to the project in one decision (seeds whose DIDs order differently in bytes and
+  // in English): they share created_at, so the agent list breaks the tie on their DIDs.
+  const [y, z] = [seededAgent(17), seededAgent(21)];
+  const yz = await delegate(await delegate(d1, a4, y.did, narrow), y, z.did, narrow);
+  await authorize('delegated twice to new agents', pay(100, { agent: z.did, permit: yz }));
   await authorize('permit_invalid delegation_widened', pay(100, { agent: a4.did, permit: await handLink(p1, a1, a4.did, { ...narrow, actions: ['pay', 'steal'] }) }));
   await authorize('permit_invalid chain_broken', pay(100, { agent: a4.did, permit: await handLink(p1, a1, a4.did, narrow, 'f'.repeat(64)) }));
   await authorize('permit_invalid signature of a link', pay(100, { agent: a4.did, permit: await handLink(p1, a2, a4.did, narrow, undefined, a1.did) }));
@@ -329,13 +368,19 @@ async function scenario(svc: TestService): Promise<Step[]> {
     const kind = template.split('/').at(-1)!;
     for (const filter of ['', ...(filters[kind] ?? [])]) {
       for (const limit of [2, 500]) {
+        // A walk is one step: its pages' items in order, how many pages, and any refusal.
+        const items: unknown[] = [];
+        const statuses: number[] = [];
         let cursor: string | null = null;
-        let pages = 0;
         do {
-          const q = [filter, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ''].filter(Boolean).join('&');
-          const body = await call(`list ${template}?${filter}&limit=${limit} page ${pages}`, 'GET', `${url}?${q}`, headers);
+          const q: string = [filter, `limit=${limit}`, cursor ? `cursor=${encodeURIComponent(cursor)}` : ''].filter(Boolean).join('&');
+          const res = await svc.app.inject({ method: 'GET', url: `${url}?${q}`, headers });
+          const body: Record<string, unknown> & { next_cursor?: string | null } = res.json();
+          statuses.push(res.statusCode);
+          items.push(...(Object.entries(body).find(([k, v]) => k !== 'next_cursor' && Array.isArray(v))?.[1] as unknown[] ?? [body]));
           cursor = body.next_cursor ?? null;
-        } while (cursor && ++pages < 40);
+        } while (cursor && statuses.length < 40);
+        steps.push({ label: `list ${template}?${filter}&limit=${limit}`, status: Math.max(...statuses), body: { pages: statuses.length, items: kind === 'permits' ? tiesByAgent(items as PermitItem[]) : items } });
       }
     }
     await call(`list ${template} bad limit`, 'GET', `${url}?limit=0`, headers);
