@@ -321,6 +321,25 @@ async function scenario(svc: TestService): Promise<Step[]> {
     await authorize(`generated ${i}`, { agent: op.agent.did, permit: permitFor.get(op.agent.did), action: op.action, resource: op.resource, ...(op.amount ? { amount: op.amount } : {}), ...(op.intent ? { intent: op.intent } : {}) });
   }
 
+  // A delegated link revoked: the links below it read as revoked through it, and its chain is refused.
+  const a4permits = await call('permits: a4', 'GET', `${C}/permits?agent=${encodeURIComponent(a4.did)}&limit=500`, admin.get);
+  const link = (a4permits.permits as { commitment: string; issued_by: string }[]).find((x) => x.issued_by === a1.did)!;
+  await call('permit: revoke a delegated link', 'POST', `${C}/permits/${link.commitment}/revoke`, issuer.post, {});
+  await call('permits: below the revoked link', 'GET', `${C}/permits?agent=${encodeURIComponent(z.did)}`, admin.get);
+  await authorize('permit_invalid revoked ancestor', pay(100, { agent: z.did, permit: yz }));
+
+  // The active version damaged in storage: policy_integrity, until a sound version is activated.
+  const v3 = await call('policy: save v3', 'PUT', `${M}/policy`, authorKey, { policy: POLICY, note: 'v3' });
+  await call('policy: activate v3', 'POST', `${M}/policy/activate`, authorKey, { version: v3.version });
+  await svc.ts.store.db.updateTable('policy_versions').set({ document: '{"spec_version":' }).where('project_id', '=', p).where('version', '=', v3.version).execute();
+  await authorize('policy_integrity', pay(100));
+  await authorize('policy_integrity, frozen first', { agent: 'did:example:stranger', permit: p1, action: 'pay', resource: 'resource://shop/1' });
+  await call('policy: simulate under damage', 'POST', `${M}/policy/simulate`, authorKey, { request: { agent: a1.did, action: 'pay', resource: 'resource://shop/1' } });
+  await call('policy: get damaged', 'GET', `${M}/policy`, machine);
+  await call('policy: versions with a damaged one', 'GET', `${M}/policy/versions`, machine);
+  await call('policy: activate v2 after damage', 'POST', `${M}/policy/activate`, authorKey, { version: 2 });
+  await authorize('policy_allow after damage', pay(100));
+
   // Refusals of bad input.
   await authorize('empty object', {});
   await authorize('wrong types', { agent: 1, permit: [], action: '', resource: 'resource://x/../y', amount: { minor: -1, currency: 5 }, extra: true });
