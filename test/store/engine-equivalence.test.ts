@@ -340,6 +340,34 @@ async function scenario(svc: TestService): Promise<Step[]> {
   await call('policy: activate v2 after damage', 'POST', `${M}/policy/activate`, authorKey, { version: 2 });
   await authorize('policy_allow after damage', pay(100));
 
+  // A generated sequence of operations (fixed seed) on agents of its own: permits issued with
+  // budgets and uses, decisions, freezes and releases, revocations, interleaved.
+  const crew = [50, 51, 52].map(seededAgent);
+  const held = new Map<string, string[]>(crew.map((a) => [a.did, []]));
+  const money = fc.record({ minor: fc.constantFrom(0, 1, 250, 500, 501, 9_999, 10_001), currency: fc.constantFrom('EUR', 'EUR', 'EUR', 'USD') });
+  const commands = fc.sample(fc.oneof(
+    { weight: 6, arbitrary: fc.record({ kind: fc.constant('authorize' as const), who: fc.nat(2), permit: fc.nat(5), action: fc.constantFrom('pay', 'refund', 'read'), resource: fc.constantFrom('resource://shop/1', 'resource://shop/big/2', 'resource://docs/a'), amount: fc.option(money, { nil: undefined, freq: 5 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('issue' as const), who: fc.nat(2), actions: fc.subarray(['pay', 'refund', 'read'], { minLength: 1 }), budget: fc.option(fc.constantFrom(500, 1_000, 20_000), { nil: undefined }), uses: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('freeze' as const, 'release' as const), who: fc.nat(2) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('revoke' as const), who: fc.nat(2), permit: fc.nat(5) }) },
+  ), { seed: 7_2026, numRuns: 120 });
+  for (const [i, c] of commands.entries()) {
+    const agent = crew[c.who]!;
+    const mine = held.get(agent.did)!;
+    if (c.kind === 'issue') {
+      mine.push(await permitOf(`op ${i}`, { agent: agent.did, actions: c.actions, resources: ['resource://shop/*', 'resource://docs/*'], ...(c.budget ? { budget: { minor: c.budget, currency: 'EUR' } } : {}), ...(c.uses ? { max_uses: c.uses } : {}) }));
+    } else if (c.kind === 'authorize') {
+      await authorize(`op ${i}`, { agent: agent.did, permit: mine.length ? mine[c.permit % mine.length] : 'none', action: c.action, resource: c.resource, ...(c.amount ? { amount: c.amount } : {}) });
+    } else if (c.kind === 'revoke') {
+      if (mine.length === 0) continue;
+      const list = await call(`op ${i} permits`, 'GET', `${C}/permits?agent=${encodeURIComponent(agent.did)}&limit=500`, admin.get);
+      const ours = (list.permits as { commitment: string }[]).reverse(); // oldest first, as `mine`
+      await call(`op ${i}`, 'POST', `${C}/permits/${ours[c.permit % ours.length]!.commitment}/revoke`, issuer.post, {});
+    } else {
+      await call(`op ${i}`, 'POST', `${C}/agents/${c.kind}`, admin.post, { agent: agent.did });
+    }
+  }
+
   // Refusals of bad input.
   await authorize('empty object', {});
   await authorize('wrong types', { agent: 1, permit: [], action: '', resource: 'resource://x/../y', amount: { minor: -1, currency: 5 }, extra: true });
