@@ -78,6 +78,21 @@ for (const backend of backends()) {
       assert.deepEqual([early.statusCode, early.json().code], [422, 'invalid_permit_claims'], early.body);
     });
 
+    test('a permit time past 9999-12-31T23:59:59Z is refused: its ISO string (a signed six-digit year) would read as long expired', async () => {
+      // An offset west of UTC puts the last day of year 9999 into year 10000; accepted, the permit was
+      // listed as expired at once with expires_at "+010000-…", while decisions took it as valid.
+      const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: newAgent().did, actions: ['read'], resources: ['resource://r/*'], not_before: '9999-12-31T23:59:59-00:01', expires_at: '9999-12-31T23:59:59.999-01:00',
+      } });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(), ['/expires_at out_of_range', '/not_before out_of_range']);
+      const last = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: newAgent().did, actions: ['read'], resources: ['resource://r/*'], expires_at: '9999-12-31T23:59:59.999Z',
+      } });
+      assert.equal(last.statusCode, 201, last.body);
+      assert.deepEqual([last.json().expires_at, last.json().status], ['9999-12-31T23:59:59.000Z', 'active']);
+    });
+
     test('every claim error of a permit request comes at once, located; a 513-character pattern is allowed', async () => {
       const agent = newAgent().did;
       const soon = new Date(Date.now() + 60_000).toISOString();

@@ -393,6 +393,11 @@ async function scenario(svc: TestService): Promise<Step[]> {
   await call('policy: replay window ending at mid', 'POST', `${M}/policy/replay`, authorKey, { version: 1, until: withOffset(midAt, -90) });
   await call('policy: replay window reversed', 'POST', `${M}/policy/replay`, authorKey, { version: 1, from: withOffset(midAt, 60), until: withOffset(midAt - 1000, 0) });
   await call('policy: replay window in microseconds', 'POST', `${M}/policy/replay`, authorKey, { version: 1, from: '2026-01-01T00:00:00.123456Z' });
+  for (const [from, until] of [['0001-01-01T00:00:00+01:00', '9999-12-31T23:59:59.999-01:00'], ['0000-01-01T00:00:00Z', undefined], [undefined, '1970-01-01T00:00:00.000Z'], ['2026-02-30T00:00:00Z', undefined], ['2026-01-01T24:00:00Z', undefined], ['2026-01-01t00:00:00z', undefined], ['2026-01-01T00:00:60Z', undefined]]) {
+    await call(`policy: replay window ${from} ${until}`, 'POST', `${M}/policy/replay`, authorKey, { version: 2, ...(from ? { from } : {}), ...(until ? { until } : {}) });
+  }
+  await permitOf('the last instant', { agent: a5.did, actions: ['pay'], resources: ['resource://shop/*'], expires_at: '9999-12-31T23:59:59.999Z' });
+  await permitOf('past the last instant', { agent: a5.did, actions: ['pay'], resources: ['resource://shop/*'], expires_at: '9999-12-31T23:59:59.999-01:00' });
   await call('policy: replay bad', 'POST', `${M}/policy/replay`, authorKey, { version: 1, policy: POLICY });
 
   // The audit log: sequence everything, then every list route paged and proofs of each event.

@@ -8,6 +8,7 @@ import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
+import { LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import type { Static } from 'typebox';
 import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
@@ -51,6 +52,10 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const expiresAt = ok('expires_at') ? wholeSeconds(body.expires_at) : undefined;
     const notBefore = ok('not_before') ? wholeSeconds(body.not_before!) : undefined;
     if (expiresAt && expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
+    // Stored as ISO text that sorts as time: a later instant ("+010000-…") would read as long past.
+    for (const [member, at] of [['expires_at', expiresAt], ['not_before', notBefore]] as const) {
+      if (at && at.getTime() > LAST_ISO_INSTANT) errors.push({ pointer: `/${member}`, code: 'out_of_range', message: `${member} must be no later than 9999-12-31T23:59:59Z` });
+    }
     if (notBefore && expiresAt && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
     if (ok('max_per_request') && ok('budget') && body.max_per_request!.currency !== body.budget!.currency) {
       errors.push({ pointer: '/max_per_request', code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });

@@ -15,6 +15,7 @@ import { policyErrors, requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
+import { LAST_ISO_INSTANT } from '../../lib/time.ts';
 
 /** Longest stretch of replay evaluation between two turns of the event loop. */
 const REPLAY_SLICE_MS = 5;
@@ -22,8 +23,6 @@ const REPLAY_SLICE_MS = 5;
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
 export const REPLAY_SAMPLES = 20;
-/** The last instant whose ISO string has a four-digit year, as every stored created_at has. */
-const LAST_ISO_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 const POLICY_REASON_SET: ReadonlySet<string> = new Set(Object.values(POLICY_REASONS));
 
