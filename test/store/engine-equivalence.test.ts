@@ -158,6 +158,26 @@ async function scenario(svc: TestService): Promise<Step[]> {
   await call('api key: revoked key refused', 'GET', `${M}/policy`, { authorization: `Bearer ${doomed.secret}` });
   await call('api key: revoke again', 'POST', `${C}/api-keys/${doomed.id}/revoke`, admin.post, {});
 
+  // Accounts and sessions.
+  await call('register', 'POST', '/v1/console/register', {}, { name: 'erin', password: 'correct horse battery staple' });
+  await call('register taken', 'POST', '/v1/console/register', {}, { name: 'erin', password: 'another long password' });
+  await call('login wrong password', 'POST', '/v1/console/login', {}, { name: 'erin', password: 'wrong horse battery staple' });
+  await call('login unknown', 'POST', '/v1/console/login', {}, { name: 'nobody', password: 'whatever it is' });
+  const erinLogin = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'erin', password: 'correct horse battery staple' } });
+  steps.push({ label: 'login', status: erinLogin.statusCode, body: erinLogin.json() });
+  const erin = { cookie: erinLogin.cookies.map((c) => `${c.name}=${c.value}`).join('; '), 'x-csrf-token': erinLogin.json().csrf_token as string };
+  await call('erin projects', 'GET', '/v1/console/projects', { cookie: erin.cookie });
+  await call('erin: not a member', 'GET', `${C}/members`, { cookie: erin.cookie });
+  const erinMember = await call('member: add erin', 'POST', `${C}/members`, admin.post, { name: 'erin', roles: ['AUDITOR'] });
+  await call('erin: a member', 'GET', `${C}/me`, { cookie: erin.cookie });
+  await call('erin: mutation without csrf', 'POST', '/v1/console/logout', { cookie: erin.cookie }, {});
+  await call('member: revoke erin', 'POST', `${C}/members/${erinMember.principal_id ?? erinMember.member?.principal_id}/revoke`, admin.post, {});
+  await call('member: revoke erin again', 'POST', `${C}/members/${erinMember.principal_id ?? erinMember.member?.principal_id}/revoke`, admin.post, {});
+  await call('erin: no longer a member', 'GET', `${C}/me`, { cookie: erin.cookie });
+  await call('logout', 'POST', '/v1/console/logout', { ...erin, 'content-type': 'application/json' }, {});
+  await call('erin: after logout', 'GET', '/v1/console/projects', { cookie: erin.cookie });
+  await call('memberships', 'GET', `${C}/memberships?limit=500`, admin.get);
+
   // Agents.
   const agents = [1, 2, 3, 4, 5].map(seededAgent);
   const [a1, a2, a3, a4, a5] = agents as [Agent, Agent, Agent, Agent, Agent];
@@ -272,7 +292,17 @@ async function scenario(svc: TestService): Promise<Step[]> {
   await call('approval: revoke again', 'POST', `${M}/approvals/revoke`, approverMachine, { approval_request_id: second.approval_request_id });
   await authorize('approval withdrawn', pay(70_000, { approval_request_id: second.approval_request_id }));
   await call('approval: unknown', 'POST', `${M}/approvals`, approverMachine, { approval_request_id: 'apr_00000000000000000000000000', key_id: reg.id, signature: 'x' });
+  const third = await authorize('third obligation', pay(80_000));
+  const o3 = await call('approval: view third', 'GET', `${C}/approvals/${third.approval_request_id}`, admin.get);
+  await call('approval: record third', 'POST', `${M}/approvals`, approverMachine, { approval_request_id: third.approval_request_id, key_id: reg.id, signature: signStatement(o3.statement) });
+  const fourth = await authorize('fourth obligation', pay(90_000));
+  // Its time run out, as a day passing would leave it.
+  await svc.ts.store.db.updateTable('approval_requests').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', fourth.approval_request_id).execute();
+  await authorize('approval expired', pay(90_000, { approval_request_id: fourth.approval_request_id }));
   await call('approval key: retire', 'POST', `${C}/approval-keys/${reg.id}/retire`, approverPerson.post, {});
+  await call('approval: view lapsed', 'GET', `${C}/approvals/${third.approval_request_id}`, admin.get);
+  await authorize('approval lapsed (key retired)', pay(80_000, { approval_request_id: third.approval_request_id }));
+  await call('approval: record with a retired key', 'POST', `${M}/approvals`, approverMachine, { approval_request_id: fourth.approval_request_id, key_id: reg.id, signature: 'x' });
   await call('approval key: retire again', 'POST', `${C}/approval-keys/${reg.id}/retire`, approverPerson.post, {});
 
   // A checkpoint here, another at the end: the consistency proof between them is compared too.
@@ -307,6 +337,10 @@ async function scenario(svc: TestService): Promise<Step[]> {
     await call(`resolve ${i}`, 'POST', `${C}/executions/${e.id}/resolve`, admin.post, { outcome: i % 2 ? 'FAILED' : 'SUCCEEDED', note: 'checked' });
     await call(`resolve ${i} again`, 'POST', `${M}/executions/resolve`, adminKey, { execution_id: e.id, outcome: 'FAILED', note: 'late' });
   }
+
+  const done = await call('executions: succeeded', 'GET', `${M}/executions?status=SUCCEEDED&limit=1`, machine);
+  await call('resolve a succeeded execution', 'POST', `${C}/executions/${done.executions[0].id}/resolve`, admin.post, { outcome: 'FAILED', note: 'no' });
+  await call('resolve an unknown id', 'POST', `${C}/executions/exe_00000000000000000000000000/resolve`, admin.post, { outcome: 'FAILED', note: 'no' });
 
   // A generated sequence of decisions (fixed seed): agents, actions, resources and amounts mixed.
   const ops = fc.sample(fc.record({
@@ -410,7 +444,7 @@ async function scenario(svc: TestService): Promise<Step[]> {
   }
   assert.ok(lists.length >= 14, `list routes: ${lists.join(', ')}`);
   const filters: Record<string, string[]> = {
-    approvals: ['status=pending', 'status=approved', 'status=consumed', 'status=withdrawn', `agent=${encodeURIComponent(a1.did)}`],
+    approvals: ['status=pending', 'status=approved', 'status=consumed', 'status=withdrawn', 'status=expired', 'status=lapsed', `agent=${encodeURIComponent(a1.did)}`],
     executions: ['status=SUCCEEDED', 'status=FAILED', 'status=UNKNOWN', 'status=IN_FLIGHT'],
     permits: [`agent=${encodeURIComponent(a2.did)}`],
   };
