@@ -5,7 +5,10 @@
 // each engine; the transcripts of their answers must be equal once what must differ is renamed:
 // ids, times, signatures, hashes and cursors (each becomes `<kind#n>` by first appearance, so the
 // structure — which answer names which id — is still compared). Agent and approver keys are derived
-// from fixed seeds, so DIDs and public keys are the same on both engines.
+// from fixed seeds, so DIDs and public keys are the same on both engines. Nothing else is set aside:
+// no difference between the engines is intended. Not reached: `indeterminate_invalid_input`, which
+// POST /v1/authorize refuses with a 400 first (docs/reason-codes.md), as it does the permit checks
+// `resource_invalid`, `amount_invalid` and `time_invalid`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
