@@ -1,9 +1,9 @@
 // One clock for the service, so tests and simulation can see where time enters.
 export interface Clock { now(): Date }
 export const systemClock: Clock = { now: () => new Date() };
-/** Timestamps are stored and returned as RFC 3339 UTC with milliseconds; they sort as text. */
 /** The last instant whose ISO string has a four-digit year (later ones are "+010000-…" and sort first as text). */
 export const LAST_ISO_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** Timestamps are stored and returned as RFC 3339 UTC with milliseconds; they sort as text. */
 export const isoNow = (clock: Clock = systemClock): string => toIso(clock.now());
 
 // Date.prototype.toISOString formats through snprintf (about 0.5 µs here), and a decision stamps
