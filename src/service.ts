@@ -76,6 +76,9 @@ export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => num
   };
 }
 
+/** How long shutdown waits for merchant calls before giving them up (well within main.ts's 15 s). */
+export const CALL_GRACE_MS = 10_000;
+
 export interface Service {
   app: FastifyInstance;
   deps: AppDeps;
@@ -165,7 +168,11 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
         // close them as they do, or the server would wait for the clients' keep-alive timeout.
         clearInterval(prune);
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
-        try { await app.close(); } finally { clearInterval(idle); }
+        // A merchant may be given up to 2 minutes (merchants/config.ts), longer than a supervisor
+        // waits for a stop: calls still unanswered after CALL_GRACE_MS are given up as UNKNOWN and
+        // recorded, so that their callers get an answer and the process its clean exit.
+        const abandon = setTimeout(() => executions.abandonCalls(), CALL_GRACE_MS);
+        try { await app.close(); } finally { clearInterval(idle); clearTimeout(abandon); }
         // Every event the stopped server answered for is sequenced and under a signed (and, if a
         // witness answers, witnessed) checkpoint before it exits, not only after the next start.
         await auditLog.tick({ force: true }).catch((err: unknown) => app.log.warn({ err }, 'the last checkpoint before stopping failed'));

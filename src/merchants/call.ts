@@ -13,7 +13,11 @@ import { signatureHeader, SIGNATURE_HEADER } from './signature.ts';
 export type CallStatus = 'SUCCEEDED' | 'FAILED' | 'UNKNOWN';
 export interface CallOutcome { status: CallStatus; httpStatus: number | null; note: string }
 
-export interface CallInput { merchant: Merchant; operation: Operation; payload: unknown; nonce: string; executionId: string; now: Date }
+export interface CallInput {
+  merchant: Merchant; operation: Operation; payload: unknown; nonce: string; executionId: string; now: Date;
+  /** Aborted when the service stops waiting for calls on shutdown: the call is given up as the timeout gives it up. */
+  abandon?: AbortSignal;
+}
 
 
 // node:http rather than fetch: the same call cost about a quarter of the HTTP thread's time
@@ -47,10 +51,19 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
     const settle = (outcome: CallOutcome) => {
       if (settled) return;
       settled = true;
+      input.abandon?.removeEventListener('abort', abandoned);
       resolve(outcome);
+    };
+    // As the timeout does: once connected the merchant may have acted (UNKNOWN); before, nothing was sent.
+    const abandoned = () => {
+      settle(connected
+        ? { status: 'UNKNOWN', httpStatus: null, note: 'given up unanswered as the service was shutting down: the merchant may or may not have acted' }
+        : NOT_SENT_STOPPING);
+      req.destroy();
     };
     // Redirects are never followed: node:http does not follow them.
     let req: ReturnType<typeof httpRequest>;
+    if (input.abandon?.aborted) { resolve(NOT_SENT_STOPPING); return; }
     try {
       req = (https ? httpsRequest : httpRequest)(url, {
         method: input.operation.method,
@@ -79,6 +92,7 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
       resolve(classifyError(error, false));
       return;
     }
+    input.abandon?.addEventListener('abort', abandoned, { once: true });
     req.on('socket', (socket) => {
       if (established.has(socket)) { connected = true; return; }
       socket.once(https ? 'secureConnect' : 'connect', () => { established.add(socket); connected = true; });
@@ -104,6 +118,8 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
     req.end(body);
   });
 }
+
+const NOT_SENT_STOPPING: CallOutcome = { status: 'FAILED', httpStatus: null, note: 'not delivered: the service was shutting down before a connection was made' };
 
 function classifyStatus(s: number): CallOutcome {
   if (s >= 200 && s < 300) return { status: 'SUCCEEDED', httpStatus: s, note: `merchant answered ${s}` };

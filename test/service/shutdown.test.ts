@@ -70,3 +70,45 @@ test('a SIGTERM sent as soon as the banner is read still stops the server gracef
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A merchant may be given up to two minutes to answer (timeout_ms 120000), longer than a supervisor
+// waits for a stop: a call still unanswered when shutdown stops waiting for calls is abandoned as
+// UNKNOWN (it may have acted), recorded and audited, and its caller gets its ALLOW with that outcome
+// rather than a dropped connection, before the process exits 0.
+for (const b of backends()) {
+  test(`SIGTERM while a merchant call hangs on ${b.name}: abandoned as UNKNOWN, answered, recorded, exit 0`, async () => {
+    const merchant = await startMerchant();
+    const file = merchantsFile(merchant.url, 120_000);
+    const { svc, agent, jws, key, env } = await prepareForChildren(b, { merchantsFile: file });
+    const gavel = await spawnGavel(env);
+    try {
+      const nonce = randomUUID();
+      const pending = fetch(`${gavel.url}/v1/authorize`, {
+        method: 'POST', headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'hang', payload: {}, nonce } }),
+      }).then(async (r) => ({ status: r.status, body: await r.json() as { decision: string; execution?: { id: string; status: string }; audit_id: string } }));
+      await merchant.waitForCalls(1);
+      const exited = once(gavel.child, 'exit');
+      gavel.child.kill('SIGTERM');
+      const answer = await pending;
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body.decision, 'ALLOW');
+      assert.equal(answer.body.execution?.status, 'UNKNOWN');
+      assert.deepEqual(await exited, [0, null]);
+      const store = openStore(svc.ts.options);
+      try {
+        const row = await store.db.selectFrom('executions').select(['id', 'status', 'note']).where('nonce', '=', nonce).executeTakeFirstOrThrow();
+        assert.equal(row.status, 'UNKNOWN');
+        assert.match(row.note ?? '', /shutting down/);
+        const events = await store.db.selectFrom('audit_events').select(['id', 'kind']).where('kind', 'in', ['decision', 'execution.outcome']).execute();
+        assert.ok(events.some((e) => e.id === answer.body.audit_id), 'the ALLOW has its audit event');
+        assert.equal(events.filter((e) => e.kind === 'execution.outcome').length, 1, 'the abandoned call is audited once');
+      } finally { await store.close(); }
+      assert.equal(merchant.calls.get(nonce), 1);
+    } finally {
+      await gavel.kill('SIGKILL');
+      await merchant.close();
+      await svc.ts.cleanup();
+    }
+  });
+}

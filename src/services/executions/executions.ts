@@ -35,6 +35,8 @@ export class Executions {
   readonly #now: () => Date;
   /** Freshens this instance's heartbeat if it went stale (InstanceKeeper.vouch), before a reservation. */
   readonly #vouch: () => Promise<void>;
+  /** Aborted by abandonCalls(): calls still unanswered are given up (merchants/call.ts). */
+  readonly #abandon = new AbortController();
 
   constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date; vouch?: () => Promise<void> }) {
     this.#store = deps.store;
@@ -43,6 +45,15 @@ export class Executions {
     this.instanceId = deps.instanceId;
     this.#now = deps.now;
     this.#vouch = deps.vouch ?? (async () => {});
+  }
+
+  /**
+   * Shutdown stops waiting for merchants: every call still unanswered settles now as its timeout
+   * would settle it (UNKNOWN once connected), so its outcome is recorded and its caller answered
+   * before the process exits; a call not yet begun is not sent (FAILED).
+   */
+  abandonCalls(): void {
+    this.#abandon.abort();
   }
 
   /** Merchant and operation must be configured; checked before any decision is spent. */
@@ -88,7 +99,7 @@ export class Executions {
     // An ALLOW with a reservation committed its IN_FLIGHT row (commit.ts); anything else reserved nothing.
     if (record.decision !== 'ALLOW') return { kind: 'decided', record };
 
-    const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now() });
+    const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now(), abandon: this.#abandon.signal });
     const status = await this.#record(ctx, executionId, outcome);
     return { kind: 'decided', record, execution: { id: executionId, status } };
   }
