@@ -32,7 +32,10 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
   child.stderr!.on('data', (d: Buffer) => { if (started) process.stderr.write(d); else stderr += d; });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    // Its signals it ignores (witness/main.ts): closing the channel is what stops it; a kill, if
+    // the channel is already gone.
+    if (child.connected) child.disconnect();
+    else if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
   };
   return new Promise((resolve, reject) => {

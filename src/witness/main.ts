@@ -69,10 +69,18 @@ export async function runWitnessCommand(argv: readonly string[]): Promise<Runnin
   const w = await startWitness(parseWitnessArgs(argv));
   const stop = () => void w.close().then(() => process.exit(0));
   // Before the line that says it listens: whoever waits for that line may stop it at once.
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  // Started by `gavel up` (cli/local-witness.ts): it ends with its parent, however the parent ends.
-  if (process.send) process.once('disconnect', stop);
+  if (process.send) {
+    // Started by `gavel up` (cli/local-witness.ts): it ends with its parent, however the parent ends,
+    // and when its parent closes the channel. A signal to the whole process group (Ctrl-C, systemd's
+    // stop) is the parent's to act on: it stops this witness after its last checkpoint.
+    process.on('SIGINT', () => {});
+    process.on('SIGTERM', () => {});
+    process.once('disconnect', stop);
+    if (!process.connected) stop();
+  } else {
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  }
   process.stdout.write(`witness listening on ${w.url}\nwitness vkey ${w.publicKeyVkey}\n`);
   return w;
 }

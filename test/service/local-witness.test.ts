@@ -9,6 +9,8 @@ import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { MAIN } from '../support/process.ts';
 import { startWitness, type RunningWitness } from '../../src/witness/server.ts';
 import { formatVkey, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
@@ -109,6 +111,52 @@ test('gavel serve starts no witness, nor does gavel up given GAVEL_WITNESS_URL: 
     } finally { given.kill('SIGKILL'); }
   } finally {
     await other?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Ctrl-C in a terminal (and systemd's stop) signals the whole process group, the witness with
+// gavel up. The witness is gavel up's to stop, after the log's last checkpoint: a witness that
+// stopped on its own signal was taken for a crash ("the local witness exited… starting it again"),
+// started anew during the shutdown, and missed the last checkpoint.
+test('Ctrl-C to gavel up\'s process group: the witness outlives the shutdown, is not restarted, and cosigns the last checkpoint', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
+  const child = spawn(process.execPath, [MAIN, 'up'], {
+    env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+  });
+  const lines: string[] = [];
+  const seen = (re: RegExp) => new Promise<string>((resolve) => {
+    const hit = lines.find((l) => re.test(l));
+    if (hit) return resolve(hit);
+    const check = (l: string) => { if (re.test(l)) { rl.off('line', check); resolve(l); } };
+    rl.on('line', check);
+  });
+  const rl = createInterface({ input: child.stdout! });
+  rl.on('line', (l) => lines.push(l));
+  try {
+    const api = /API:\s+(http:\/\/\S+)\/v1/.exec(await seen(/API:/))![1]!;
+    const witnessUrl = /Witness:\s+(http:\/\/\S+) \(local/.exec(await seen(/Witness:/))![1]!;
+    const [witness] = childrenOf(child.pid!);
+    // A request whose body is still arriving holds the shutdown open.
+    const { port } = new URL(api);
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    const body = JSON.stringify({ name: 'nobody', password: 'not-the-password' });
+    socket.write(`POST /v1/console/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await seen(/incoming request/);
+    const exited = once(child, 'exit');
+    process.kill(-child.pid!, 'SIGINT');
+    await seen(/shutting down/);
+    const answer = await fetch(`${witnessUrl}/`).then((r) => r.status, (e: Error) => e.message);
+    socket.end(body.slice(5));
+    assert.deepEqual(await exited, [0, null]);
+    assert.equal(answer, 200, 'the witness still answers while gavel up shuts down');
+    assert.deepEqual(lines.filter((l) => /"level":(40|50)/.test(l)), [], 'no warning or error: no witness restart, the last checkpoint cosigned');
+    for (let i = 0; i < 50 && alive(witness!); i++) await sleep(100);
+    assert.equal(alive(witness!), false, 'the witness stopped with gavel up');
+  } finally {
+    try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
     rmSync(dir, { recursive: true, force: true });
   }
 });
