@@ -76,8 +76,11 @@ export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => num
   };
 }
 
-/** How long shutdown waits for merchant calls before giving them up (well within main.ts's 15 s). */
-export const CALL_GRACE_MS = 10_000;
+/**
+ * How long shutdown waits for merchant calls before giving them up: with the last checkpoint's
+ * witness wait after it (5 s at most), within main.ts's 15 s.
+ */
+export const CALL_GRACE_MS = 8_000;
 
 export interface Service {
   app: FastifyInstance;
@@ -172,6 +175,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
         // waits for a stop: calls still unanswered after CALL_GRACE_MS are given up as UNKNOWN and
         // recorded, so that their callers get an answer and the process its clean exit.
         const abandon = setTimeout(() => executions.abandonCalls(), CALL_GRACE_MS);
+        auditLog.halt();
         try { await app.close(); } finally { clearInterval(idle); clearTimeout(abandon); }
         // Every event the stopped server answered for is sequenced and under a signed (and, if a
         // witness answers, witnessed) checkpoint before it exits, not only after the next start.

@@ -139,6 +139,30 @@ async function serve(embedded: boolean): Promise<void> {
     if (service.bootstrap.admin) process.stderr.write(`gavel: the administrator "${service.bootstrap.admin.name}" was created with the password printed above; it stays valid and is not printed again\n`);
     throw e;
   }
+  // As soon as it listens, before the rest of the start (the audit log's first pass may wait on its
+  // witness): requests are served from here on, so a signal must let them finish, not kill them.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
+    force.unref();
+    service.close().then(() => witness?.close()).then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    await announce(service, config, witness, embedded, () => stopping);
+  } catch (e) {
+    // The store closed under the banner's reads: the stop is under way and exits by itself.
+    if (!stopping) throw e;
+  }
+}
+
+/** The banner, once the start's check of the audit log is done; nothing once a stop has begun. */
+async function announce(service: Awaited<ReturnType<typeof createService>>, config: ReturnType<typeof loadConfig>, witness: LocalWitness | undefined, embedded: boolean, stopping: () => boolean): Promise<void> {
+  const { app } = service;
   // What an auditor pins and a witness is configured with (docs/audit-log.md), said where the operator looks first.
   const log = await logIdentity(service.deps.store, service.deps.signer);
   const address = app.server.address();
@@ -173,18 +197,8 @@ async function serve(embedded: boolean): Promise<void> {
       '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md). Without GAVEL_PUBLIC_URL the console',
       '  accepts sign-ins only at an address (not a domain name), to refuse DNS rebinding.');
   }
-  // Before the banner: whoever waits for it (a supervisor, a test) may stop the server at once.
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
-    force.unref();
-    service.close().then(() => witness?.close()).then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // "Gavel is running" would be untrue once it is stopping.
+  if (stopping()) return;
   process.stdout.write(lines.join('\n') + '\n');
 }
 

@@ -14,7 +14,14 @@ export type AddCheckpointResult =
 export interface WitnessClientOptions {
   /** Default 5000 ms. */
   readonly timeoutMs?: number;
+  /** Ends the wait early (the service stopping): the witness is then "unavailable". */
+  readonly signal?: AbortSignal;
 }
+
+const deadline = (opts: WitnessClientOptions) => {
+  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 5000);
+  return opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
+};
 
 const base = (url: string) => url.replace(/\/+$/, '');
 
@@ -33,7 +40,7 @@ export async function addCheckpoint(
       headers: { 'content-type': 'text/plain; charset=utf-8' },
       body: formatAddCheckpointRequest(oldSize, proof, signedNote),
       redirect: 'error',
-      signal: AbortSignal.timeout(opts.timeoutMs ?? 5000),
+      signal: deadline(opts),
     });
     text = await res.text();
   } catch (e) {

@@ -11,6 +11,11 @@ import { backends } from '../support/backends.ts';
 import { prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { openStore } from '../../src/store/store.ts';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MAIN } from '../support/process.ts';
+import { formatVkey, SIG_TYPE_COSIGNATURE_V1 } from '../../src/domain/auditlog/note.ts';
 
 const backend = backends()[0]!;
 
@@ -108,6 +113,48 @@ for (const b of backends()) {
     } finally {
       await gavel.kill('SIGKILL');
       await merchant.close();
+      await svc.ts.cleanup();
+    }
+  });
+}
+
+// The server listens before its start has finished: the audit log's first pass still checks the log
+// against the witness (up to its 5 s timeout each way, longer with retries), and requests are
+// served meanwhile. A SIGTERM then must stop it as gracefully as after the banner, not kill it.
+for (const b of backends()) {
+  test(`a SIGTERM once listening but while the start still waits on its witness stops gracefully on ${b.name}: exit 0`, async () => {
+    const { svc, env } = await prepareForChildren(b);
+    // A witness that takes requests and never answers them; `asked` settles on the first.
+    let asked!: () => void;
+    const askedOnce = new Promise<void>((resolve) => { asked = resolve; });
+    const held = new Set<import('node:http').ServerResponse>();
+    const witness = createServer((_req, res) => { held.add(res); asked(); });
+    witness.listen(0, '127.0.0.1');
+    await once(witness, 'listening');
+    const witnessUrl = `http://127.0.0.1:${(witness.address() as AddressInfo).port}`;
+    const port = '41420';
+    const child = spawn(process.execPath, [MAIN, 'serve'], {
+      env: { ...process.env, ...env, GAVEL_PORT: port, GAVEL_LOG_LEVEL: 'error', GAVEL_WITNESS_URL: witnessUrl, GAVEL_WITNESS_VKEY: formatVkey('witness.test/w', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3)) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const exited = once(child, 'exit');
+    try {
+      await Promise.race([askedOnce, exited.then(([code]) => { throw new Error(`gavel exited with ${code}: ${stderr}`); })]);
+      // Listening, its start held on the witness: a request is answered.
+      let health: number | undefined;
+      while (health === undefined) health = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => undefined);
+      assert.equal(health, 200);
+      assert.doesNotMatch(stdout, /API:/, 'the start has not finished');
+      child.kill('SIGTERM');
+      assert.deepEqual(await exited, [0, null]);
+    } finally {
+      child.kill('SIGKILL');
+      for (const r of held) r.destroy();
+      witness.close();
       await svc.ts.cleanup();
     }
   });

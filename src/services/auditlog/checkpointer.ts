@@ -103,7 +103,7 @@ export function keptCosignatures(note: string, lines: readonly string[], vkey: s
  * of the newest cosigned checkpoint; on a 409 the witness names the size it holds and we retry
  * once from there (e.g. after a crash between the witness's answer and our commit).
  */
-export async function witnessLatest(store: Store, witness: { url: string; vkey: string } | undefined, now: Date, timeoutMs = 5000): Promise<WitnessOutcome> {
+export async function witnessLatest(store: Store, witness: { url: string; vkey: string } | undefined, now: Date, timeoutMs = 5000, signal?: AbortSignal): Promise<WitnessOutcome> {
   const latest = await latestCheckpoint(store.db);
   if (!latest || latest.witnessed_at !== null) return { kind: 'nothing_to_do' };
   if (!witness) return { kind: 'no_witness' };
@@ -111,7 +111,7 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
   let old = (await latestCheckpoint(store.db, { witnessed: true }))?.size ?? 0;
   for (let attempt = 0; attempt < 2; attempt++) {
     const proof = old > 0 && old < latest.size ? await consistencyFromStore(store.db, old, latest.size) : [];
-    const r = await addCheckpoint(witnessUrl, old, proof, latest.note, { timeoutMs });
+    const r = await addCheckpoint(witnessUrl, old, proof, latest.note, { timeoutMs, ...(signal ? { signal } : {}) });
     if (r.kind === 'cosigned') {
       // Stored only once the pinned key verifies it: a checkpoint marked witnessed is one a witness
       // holding that key vouched for, whatever lines the answer carried.

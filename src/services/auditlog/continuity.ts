@@ -10,7 +10,7 @@ import { signCheckpoint } from '../../domain/auditlog/checkpoint.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
-import { addCheckpoint } from '../../witness/client.ts';
+import { addCheckpoint, type WitnessClientOptions } from '../../witness/client.ts';
 import { keptCosignatures, latestCheckpoint, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
 import { ensureLogState, logIdentity } from './log.ts';
 
@@ -32,11 +32,11 @@ export type ContinuityCheck =
  * checkpoint is witnessed, re-submits it to the witness (C2SP: `old` = its size, no proof), which
  * cosigns it again only if it still holds exactly that; otherwise it names the size it holds.
  */
-export async function checkContinuity(store: Store, signer: Signer, witness: { url: string; vkey: string } | undefined, timeoutMs = 5000): Promise<ContinuityCheck> {
+export async function checkContinuity(store: Store, signer: Signer, witness: { url: string; vkey: string } | undefined, timeoutMs = 5000, signal?: AbortSignal): Promise<ContinuityCheck> {
   // The checkpoint before the state: the tree only grows between the two reads.
   const latest = await latestCheckpoint(store.db);
   const state = await ensureLogState(store);
-  if (!latest) return witness ? askWitnessWithoutCheckpoint(store, signer, witness, state.size, timeoutMs) : { kind: 'ok' };
+  if (!latest) return witness ? askWitnessWithoutCheckpoint(store, signer, witness, state.size, { timeoutMs, ...(signal ? { signal } : {}) }) : { kind: 'ok' };
   if (latest.size > state.size) {
     return { kind: 'rolled_back', reason: `the log signed a checkpoint of size ${latest.size} on ${latest.created_at} and holds fewer events now (a restore from an older copy, or deleted rows)` };
   }
@@ -50,7 +50,7 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
   }
   if (!witness) return { kind: 'ok' };
   if (latest.witnessed_at === null) return { kind: 'pending' };
-  const r = await addCheckpoint(witness.url, latest.size, [], latest.note, { timeoutMs });
+  const r = await addCheckpoint(witness.url, latest.size, [], latest.note, { timeoutMs, ...(signal ? { signal } : {}) });
   if (r.kind === 'cosigned') {
     // Only a cosignature under the pinned key says the witness holds this checkpoint.
     return keptCosignatures(latest.note, r.cosignatures, witness.vkey).length > 0
@@ -71,10 +71,10 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
  * the log has answers 409 with its size: the log was rolled back. Nothing is stored on our side, and
  * any other answer (a refusal, an outage) is left to the checkpointer's first submission.
  */
-async function askWitnessWithoutCheckpoint(store: Store, signer: Signer, witness: { url: string; vkey: string }, size: number, timeoutMs: number): Promise<ContinuityCheck> {
+async function askWitnessWithoutCheckpoint(store: Store, signer: Signer, witness: { url: string; vkey: string }, size: number, opts: WitnessClientOptions): Promise<ContinuityCheck> {
   const id = await logIdentity(store, signer);
   const note = await signCheckpoint({ origin: id.origin, size: 0, root: EMPTY_ROOT }, id.noteSigner);
-  const r = await addCheckpoint(witness.url, 0, [], note, { timeoutMs });
+  const r = await addCheckpoint(witness.url, 0, [], note, opts);
   if (r.kind === 'conflict' && r.size > size) return rolledBackBehind(r.size);
   if (r.kind === 'conflict' && r.size > 0) return { kind: 'witness_ahead', size: r.size };
   if (r.kind === 'unavailable') return r;

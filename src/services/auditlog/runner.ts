@@ -63,6 +63,12 @@ export interface AuditLogRunner {
   isLeader(): boolean;
   /** Settles once the loop's first tick has run (the start's continuity check included). */
   firstTick: Promise<void>;
+  /**
+   * Shutdown begins: the loop ticks no more, and a tick of the loop waiting on the witness stops
+   * waiting (the forced tick that follows asks it again, within its own timeout), so that an
+   * unresponsive witness cannot hold the stop past its bound.
+   */
+  halt(): void;
   stop(): Promise<void>;
 }
 
@@ -122,7 +128,10 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   // 0: due now. At start, and again whenever this instance (re)gains the lead.
   let checkAt = 0;
 
-  const once = async (forced: boolean): Promise<TickResult> => {
+  // Aborted by halt(): ends the loop's waits on the witness (explicit ticks have only their timeout).
+  const halted = new AbortController();
+
+  const once = async (forced: boolean, signal?: AbortSignal): Promise<TickResult> => {
     const leader = leadership ? await leadership.ensure() : true;
     if (!leader) { checkAt = 0; return { leader, sequenced: 0, checkpoint: undefined, witness: undefined, continuity: undefined }; }
     let force = forced;
@@ -130,7 +139,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (now().getTime() >= checkAt) {
       // A check that fails (or finds the witness unreachable) is tried again later, and never holds up sequencing.
       checkAt = now().getTime() + CONTINUITY_RETRY_MS;
-      continuity = await checkContinuity(store, signer, options.witness, options.witnessTimeoutMs).catch((e: unknown) => { options.onError?.(e); return undefined; });
+      continuity = await checkContinuity(store, signer, options.witness, options.witnessTimeoutMs, signal).catch((e: unknown) => { options.onError?.(e); return undefined; });
       if (continuity && continuity.kind !== 'unavailable') checkAt = now().getTime() + CONTINUITY_CHECK_MS;
       // The log and the witness agree again (the right copy restored, say): the rollback is over.
       if (continuity?.kind === 'ok') await store.db.deleteFrom('audit_witness_problem').where('id', '=', 1).where('kind', '=', ROLLED_BACK).execute();
@@ -144,7 +153,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     try {
       sequenced = await sequencePending(store, { now: now(), ...(options.sequence ? { sequence: options.sequence } : {}) });
       cp = await checkpointIfDue(store, signer, now(), options, force);
-      witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs);
+      witness = await witnessLatest(store, options.witness, now(), options.witnessTimeoutMs, signal);
     } catch (e) {
       // A node the tree's right edge or the consistency proof from the witnessed size needs is gone
       // (rows deleted, a partial restore): no checkpoint will be witnessed again. Recorded as such,
@@ -156,7 +165,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (witness?.kind === 'conflict' || witness?.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
     // A rollback found either way wins; an outage found by the check alone is not recorded (the
     // checkpointer records one when it has something to submit).
-    const problem = [continuity, witness].find((o) => o?.kind === 'rolled_back')
+    // A wait cut short by halt() says nothing about the witness: nothing is recorded of it.
+    const problem = signal?.aborted ? undefined : [continuity, witness].find((o) => o?.kind === 'rolled_back')
       ?? (isProblem(witness) ? witness : continuity?.kind !== 'unavailable' ? continuity : undefined);
     if (isProblem(problem)) {
       // Recorded when it changes, and at most once a minute while it stays the same (ticks are 100 ms apart).
@@ -172,8 +182,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     return { leader, sequenced, checkpoint: cp?.size, witness, continuity };
   };
 
-  const tick = (opts: { force?: boolean } = {}): Promise<TickResult> => {
-    const run = chain.then(() => once(opts.force ?? false));
+  const tick = (opts: { force?: boolean } = {}, signal?: AbortSignal): Promise<TickResult> => {
+    const run = chain.then(() => once(opts.force ?? false, signal));
     chain = run.catch(() => {});
     return run;
   };
@@ -182,7 +192,7 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   const firstTick = new Promise<void>((resolve) => { firstDone = resolve; });
   const loop = () => {
     if (stopped) { firstDone(); return; }
-    tick().catch((e) => options.onError?.(e)).finally(() => {
+    tick({}, halted.signal).catch((e) => options.onError?.(e)).finally(() => {
       firstDone();
       // unref: the loop alone never keeps a process alive (the HTTP server does).
       if (!stopped) timer = setTimeout(loop, options.tickMs).unref();
@@ -191,9 +201,14 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
   timer = setTimeout(loop, 0).unref();
 
   return {
-    tick,
+    tick: (opts) => tick(opts),
     isLeader: () => (leadership ? leadership.leader : true),
     firstTick,
+    halt() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      halted.abort();
+    },
     async stop() {
       stopped = true;
       firstDone();
