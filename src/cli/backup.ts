@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig } from '../config/config.ts';
 import { storeOptions } from '../service.ts';
-import { NO_LINKS } from '../lib/key-file.ts';
+import { NO_LINKS, removeStalePartials } from '../lib/key-file.ts';
 
 export const BACKUP_USAGE = 'usage: gavel backup <file> [--force]';
 
@@ -40,6 +40,9 @@ export function runBackup(argv: readonly string[]): string {
   if (!existsSync(dirname(target))) throw new BackupRefused(`cannot write ${target}: its directory does not exist`);
   // The copy holds password, key and session hashes: its owner's alone, as the data directory is.
   process.umask(0o077);
+  // A backup stopped mid-copy (a signal kills it inside the synchronous copy) left its partial copy,
+  // as large as the database: those whose writer is gone are removed, as a key's loader does.
+  removeStalePartials(target, 'a partial copy of the database left by a backup that was stopped');
   const partial = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
   try {
     const source = new BetterSqlite3(database, { readonly: true, fileMustExist: true, timeout: 10_000 });

@@ -34,12 +34,12 @@ const PARTIAL_QUIET_MS = 60_000;
 
 /**
  * Removes the partial files `createKeyFile` left beside `path` when its process died between
- * writing one and removing it (each a copy of a private key). Only those whose writer cannot be
+ * writing one and removing it (each a copy of a private key; `gavel backup`'s, of the database). Only those whose writer cannot be
  * writing them now: its process is gone, or it is this process's pid and the file predates this
  * process (a restarted container's pid 1). And only those quiet for a minute: a writer in another
  * PID namespace sharing the directory (two containers on one volume) looks gone from here.
  */
-export function removeStalePartials(path: string): void {
+export function removeStalePartials(path: string, what = 'a leftover copy of a private key'): void {
   const prefix = `${basename(path)}.`;
   const now = Date.now();
   for (const name of readdirSync(dirname(path))) {
@@ -51,7 +51,7 @@ export function removeStalePartials(path: string): void {
     try { mtime = statSync(file).mtimeMs; } catch { continue; } // removed meanwhile by another
     if (now - mtime < PARTIAL_QUIET_MS || !writerGone(Number(m[1]), mtime)) continue;
     try { rmSync(file, { force: true }); } catch (e) {
-      process.emitWarning(`${file} is a leftover copy of a private key and could not be removed (${(e as Error).message}); remove it`, { code: 'GAVEL_KEY_FILE_PARTIAL' });
+      process.emitWarning(`${file} is ${what} and could not be removed (${(e as Error).message}); remove it`, { code: 'GAVEL_KEY_FILE_PARTIAL' });
     }
   }
 }

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -166,6 +166,36 @@ test('gavel backup --force replaces a file that exists, and never the database i
     assert.match(nowhere.stderr, /^gavel: cannot write \/proc\/gavel-backup\.db \(unable to open database.*\)\n$/);
   } finally {
     await p.svc.stop();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+// A backup stopped mid-copy (SIGTERM, Ctrl-C: the copy is synchronous, so the signal kills the
+// process) leaves its `<file>.<pid>.<hex>.partial` behind, as large as the database. The next backup
+// to that file removes those whose writer is gone, as a key's loader does (lib/key-file.ts), and
+// never one that may still be written.
+test('gavel backup removes the partial copies stopped backups left beside its file, and keeps any that may still be written', async () => {
+  const ts = await sqlite.open();
+  const out = mkdtempSync(join(tmpdir(), 'gavel-backup-partials-'));
+  try {
+    await ts.store.close();
+    const exited = spawn(process.execPath, ['-e', '']);
+    await new Promise((resolve) => exited.once('exit', resolve));
+    const partial = (pid: number, ageMs: number, hex: string) => {
+      const name = `copy.db.${pid}.${hex}.partial`;
+      writeFileSync(join(out, name), 'SQLite format 3\0');
+      const at = (Date.now() - ageMs) / 1000;
+      utimesSync(join(out, name), at, at);
+      return name;
+    };
+    const stale = partial(exited.pid!, 120_000, 'a1b2c3d4e5f6');
+    const young = partial(exited.pid!, 0, '0123456789ab');
+    const running = partial(process.pid, 120_000, 'ffeeddccbbaa');
+    const r = backup([join(out, 'copy.db')], { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: undefined });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(readdirSync(out).sort(), ['copy.db', young, running].sort(), `${stale} removed`);
+  } finally {
+    await ts.cleanup();
     rmSync(out, { recursive: true, force: true });
   }
 });
