@@ -115,6 +115,26 @@ for (const backend of backends()) {
         assert.equal(rec.statusCode, 200, `link ${i} recorded under its SHA-256: ${rec.body}`);
         assert.equal(rec.json().agent, link.claims.sub);
       }
+      // RFC 7515 §4.1.9: a recipient treats a typ without '/' as if "application/" were prepended,
+      // and media types are case-insensitive (RFC 2045): the long and the capitalised spelling name
+      // the same type, and a delegator whose JOSE library writes either must be understood.
+      for (const typ of ['application/gavel-permit+jwt', 'Gavel-Permit+JWT', 'APPLICATION/gavel-permit+JWT']) {
+        const link = v.signLink(
+          { alg: 'EdDSA', typ, kid: v.didKeyVerificationMethod(b.did) },
+          { iss: b.did, sub: c.did, aud: P, jti: randomUUID(), iat: nowS, nbf: links1[1]!.claims.nbf, exp: links1[1]!.claims.exp,
+            gavel: { actions: ['pay'], resources: ['resource://shop/1'], max_per_request: { minor: 10, currency: 'EUR' }, budget: { minor: 10, currency: 'EUR' }, max_uses: 1, parent: links1[1]!.commitment } },
+          b.sign,
+        );
+        const typed = await pay(c.did, `${chain1}~${link}`, 1);
+        assert.equal(typed.decision, 'ALLOW', `typ ${typ}: ${JSON.stringify(typed)}`);
+      }
+      for (const typ of ['application/gavel-permit+jwt;v=2', 'application/other+jwt', 'text/gavel-permit+jwt', 'JWT']) {
+        const link = v.signLink({ alg: 'EdDSA', typ, kid: v.didKeyVerificationMethod(b.did) },
+          { iss: b.did, sub: c.did, aud: P, jti: randomUUID(), iat: nowS, nbf: links1[1]!.claims.nbf, exp: links1[1]!.claims.exp, gavel: { actions: ['pay'], resources: ['resource://shop/1'], max_per_request: { minor: 10, currency: 'EUR' }, budget: { minor: 10, currency: 'EUR' }, max_uses: 1, parent: links1[1]!.commitment } },
+          b.sign);
+        const other = await pay(c.did, `${chain1}~${link}`, 1);
+        assert.deepEqual([other.reason_code, other.detail?.split(':')[0]], ['permit_invalid', 'header'], `typ ${typ} names another type`);
+      }
       // A link signed by the wrong holder: both verifiers and the service refuse it.
       const forged = child(links1[1]!, c, c, { actions: ['pay'], resources: ['resource://shop/1'], max_per_request: { minor: 1, currency: 'EUR' }, budget: { minor: 1, currency: 'EUR' }, max_uses: 1 })
         .replace(/^[^.]+/, v.b64uEncode(Buffer.from(JSON.stringify({ alg: 'EdDSA', typ: v.PERMIT_TYP, kid: v.didKeyVerificationMethod(b.did) }))));

@@ -34,6 +34,19 @@ function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false
   }
 }
 
+const PERMIT_MEDIA_TYPE = `application/${PERMIT_TYP}`;
+
+/**
+ * RFC 7515 §4.1.9: a typ without '/' stands for "application/" + typ, and media type names are
+ * case-insensitive (RFC 2045), so `application/gavel-permit+jwt` and `Gavel-Permit+JWT` name the
+ * same type a delegator's JOSE library may have written. Parameters are not part of it: refused.
+ */
+function namesPermitType(typ: unknown): boolean {
+  if (typeof typ !== 'string' || typ.length > PERMIT_MEDIA_TYPE.length) return false;
+  const lower = typ.toLowerCase();
+  return (lower.includes('/') ? lower : `application/${lower}`) === PERMIT_MEDIA_TYPE;
+}
+
 function describe(v: unknown): string {
   // JSON.stringify escapes controls and lone surrogates; the cut is by code point, so it never
   // leaves half of a surrogate pair (which no decision event could hold).
@@ -56,7 +69,7 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   // alg first: `none` and HMAC (key-confusion) headers are refused by name before anything else.
   if (hv.alg !== 'EdDSA') return fail('algorithm', `alg ${describe(hv.alg)} is refused; permits are signed with EdDSA (Ed25519)`, { link });
   for (const k of Object.keys(hv)) if (!HEADER_KEYS.has(k)) return fail('header', `unsupported header parameter ${describe(k)}`, { link });
-  if (hv.typ !== PERMIT_TYP) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
+  if (!namesPermitType(hv.typ)) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
   if (typeof hv.kid !== 'string' || hv.kid.length === 0 || hv.kid.length > 2200) return fail('header', 'kid must be a non-empty string', { link });
   const payload = decodeJson(p);
   if (!payload.ok && payload.repeated !== undefined) return fail('malformed', `the payload names a member twice (${shownName(payload.repeated)})`, { link });

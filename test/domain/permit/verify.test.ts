@@ -163,6 +163,23 @@ test('malformed inputs: garbage, bad base64url, bad JSON, wrong part count, non-
   }
 });
 
+test('typ is compared as RFC 7515 §4.1.9 says: "application/" implied, case-insensitive; another type or a parameter is refused', async () => {
+  const f = await fixture();
+  const [h, p] = f.root.split('.') as [string, string];
+  const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+  const withTyp = async (typ: string) => {
+    const hh = Buffer.from(JSON.stringify({ ...header, typ })).toString('base64url');
+    return `${hh}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${hh}.${p}`))).toString('base64url')}`;
+  };
+  for (const typ of ['application/gavel-permit+jwt', 'Gavel-Permit+JWT', 'Application/GAVEL-PERMIT+JWT']) {
+    const r = await verifyPermit(await withTyp(typ), f.ctx(f.alice.did));
+    assert.ok(r.ok, `${typ}: ${JSON.stringify(r)}`);
+  }
+  for (const typ of ['application/gavel-permit+jwt; v=2', 'text/gavel-permit+jwt', 'gavel-permit+jwt ', 'application/application/gavel-permit+jwt', 'jwt', '']) {
+    assert.equal(failure(await verifyPermit(await withTyp(typ), f.ctx(f.alice.did))).check, 'header', JSON.stringify(typ));
+  }
+});
+
 test('a member named twice, in the header or anywhere in the payload, is malformed even under a valid signature (I-JSON)', async () => {
   const f = await fixture();
   const [h, p] = f.root.split('.') as [string, string];
