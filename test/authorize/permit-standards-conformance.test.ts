@@ -8,6 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { activatePolicy, ALLOW_PAYMENTS, decide } from '../support/authorize.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
@@ -166,6 +170,63 @@ for (const backend of backends()) {
       const recorded = await svc.app.inject({ method: 'POST', url: `/v1/projects/${P}/approvals`, headers: key, payload: { approval_request_id: aprId, key_id: keyId, signature: v.b64uEncode(signature) } });
       assert.equal(recorded.statusCode, 201, recorded.body);
       const granted = await pay(a.did, rootJws, 50_000, { approval_request_id: aprId });
+      assert.deepEqual([granted.decision, granted.reason_code], ['ALLOW', 'approval_granted']);
+    } finally {
+      await svc.stop();
+    }
+  });
+}
+
+/** The shell block of docs/approvals.md's "Signing with standard tools", run as written in a fresh directory. */
+function runDocumentedRecipe(statement: string): { pub: string; sig: string } {
+  const doc = readFileSync('docs/approvals.md', 'utf8');
+  const section = doc.split('### Signing with standard tools')[1];
+  assert.ok(section, 'docs/approvals.md tells an approver how to sign with standard tools');
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(block, 'the section holds a sh block');
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-approver-'));
+  try {
+    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${block}\nprintf '%s\\n%s\\n' "$PUB" "$SIG"`], { cwd: dir, env: { ...process.env, STATEMENT: statement }, encoding: 'utf8' });
+    const [pub, sig] = out.trim().split('\n');
+    return { pub: pub!, sig: sig! };
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+}
+
+for (const backend of backends()) {
+  test(`an approver following docs/approvals.md with openssl and coreutils gets a key and a signature the service accepts (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const P = svc.projectId;
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+      const issuer = await consoleMember(svc, ['PERMIT_ISSUER']);
+      const key = await svc.keyHeader([]);
+      const agent = v.opensslKey();
+      const issued = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${P}/permits`, headers: issuer.post, payload: {
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      } });
+      assert.equal(issued.statusCode, 201, issued.body);
+      const request = { agent: agent.did, permit: issued.json().permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' }, intent: 'naïve café ✓' };
+      const opened = await decide(svc, key, request) as unknown as { decision: string; approval_request_id: string };
+      assert.equal(opened.decision, 'REQUIRE_APPROVAL');
+      const list = await svc.app.inject({ method: 'GET', url: `/v1/projects/${P}/approvals?limit=500`, headers: key });
+      const statement = list.json().approvals.find((o: { id: string }) => o.id === opened.approval_request_id).statement as string;
+
+      const { pub, sig } = runDocumentedRecipe(statement);
+      assert.match(pub, /^[A-Za-z0-9_-]{43}$/);
+      assert.match(sig, /^[A-Za-z0-9_-]{86}$/);
+      v.verifyEd25519(v.b64uDecode(pub), Buffer.from(statement, 'utf8'), v.b64uDecode(sig), 'the documented signature');
+
+      const person = await consoleMember(svc, ['APPROVER']);
+      const registered = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${P}/principals/${person.principalId}/approval-keys`, headers: person.post, payload: { public_key: pub } });
+      assert.equal(registered.statusCode, 201, registered.body);
+      const record = (signature: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${P}/approvals`, headers: key, payload: { approval_request_id: opened.approval_request_id, key_id: registered.json().id, signature } });
+      // What basenc writes unstripped is refused, and the answer says why.
+      const padded = await record(`${sig}==`);
+      assert.equal(padded.statusCode, 400);
+      assert.match(padded.body, /without padding/);
+      const recorded = await record(sig);
+      assert.equal(recorded.statusCode, 201, recorded.body);
+      const granted = await decide(svc, key, { ...request, approval_request_id: opened.approval_request_id });
       assert.deepEqual([granted.decision, granted.reason_code], ['ALLOW', 'approval_granted']);
     } finally {
       await svc.stop();
