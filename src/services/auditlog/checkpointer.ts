@@ -64,7 +64,10 @@ export async function checkpointIfDue(store: Store, signer: Signer, now: Date, p
   if (state.size === 0) return undefined;
   const last = await latestCheckpoint(store.db);
   if (last && last.size >= state.size) return undefined;
-  const due = force || !last || state.size - last.size >= policy.maxEvents || now.getTime() - Date.parse(last.created_at) >= policy.intervalMs;
+  // A last checkpoint later than now: the clock stepped back, and the time since cannot be told.
+  // Due, rather than none until the clock passes it again (an hour's step, an hour of unprovable events).
+  const since = last ? now.getTime() - Date.parse(last.created_at) : 0;
+  const due = force || !last || state.size - last.size >= policy.maxEvents || since >= policy.intervalMs || since < 0;
   if (!due) return undefined;
   const id = await logIdentity(store, signer);
   const note = await signCheckpoint({ origin: id.origin, size: state.size, root: state.root }, id.noteSigner);
@@ -119,9 +122,14 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
       if (kept.length === 0) {
         return { kind: 'invalid_cosignature', reason: `the witness answered without a cosignature by ${parseVkey(witness.vkey).name}` };
       }
-      await store.db.updateTable('audit_checkpoints')
-        .set({ cosignatures: kept.join(''), witnessed_at: now.toISOString() })
-        .where('size', '=', latest.size).execute();
+      // The cosignature puts the witness's last problem right (openWitnessProblem): cleared here, not
+      // judged by comparing the two timestamps, which a clock stepped back between them would invert.
+      await store.transaction(async (trx) => {
+        await trx.updateTable('audit_checkpoints')
+          .set({ cosignatures: kept.join(''), witnessed_at: now.toISOString() })
+          .where('size', '=', latest.size).execute();
+        await trx.deleteFrom('audit_witness_problem').where('id', '=', 1).execute();
+      });
       return { kind: 'cosigned', size: latest.size };
     }
     if (r.kind === 'conflict' && attempt === 0 && r.size <= latest.size && r.size !== old) {
@@ -134,12 +142,10 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
 }
 
 /**
- * The witness's last refusal or absence, unless it has cosigned a checkpoint since (then the problem
- * is put right); null when there is none. Read by the dashboard and by a proof not ready yet.
+ * The witness's last refusal or absence, unless it has cosigned a checkpoint since (witnessLatest
+ * then deleted it: the problem is put right); null when there is none. Read by the dashboard and by
+ * a proof not ready yet.
  */
 export async function openWitnessProblem(db: Db | Tx): Promise<{ kind: string; reason: string | null; at: string } | null> {
-  const problem = await db.selectFrom('audit_witness_problem').select(['kind', 'reason', 'at']).where('id', '=', 1).executeTakeFirst();
-  if (!problem) return null;
-  const witnessed = await latestCheckpoint(db, { witnessed: true });
-  return witnessed?.witnessed_at && witnessed.witnessed_at >= problem.at ? null : problem;
+  return (await db.selectFrom('audit_witness_problem').select(['kind', 'reason', 'at']).where('id', '=', 1).executeTakeFirst()) ?? null;
 }

@@ -136,6 +136,9 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (!leader) { checkAt = 0; return { leader, sequenced: 0, checkpoint: undefined, witness: undefined, continuity: undefined }; }
     let force = forced;
     let continuity: ContinuityCheck | undefined;
+    // A check further off than the longest wait: the clock stepped back since it was set. Waiting
+    // for the clock to reach it would leave a rollback unnoticed for as long as the step.
+    checkAt = Math.min(checkAt, now().getTime() + CONTINUITY_CHECK_MS);
     if (now().getTime() >= checkAt) {
       // A check that fails (or finds the witness unreachable) is tried again later, and never holds up sequencing.
       checkAt = now().getTime() + CONTINUITY_RETRY_MS;
@@ -171,7 +174,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
     if (isProblem(problem)) {
       // Recorded when it changes, and at most once a minute while it stays the same (ticks are 100 ms apart).
       const key = `${problem.kind}:${'reason' in problem ? problem.reason : ''}:${'size' in problem ? problem.size : ''}`;
-      if (key !== recorded.key || now().getTime() - recorded.at >= 60_000) {
+      const since = now().getTime() - recorded.at;
+      if (key !== recorded.key || since >= 60_000 || since < 0) {
         await recordWitnessProblem(store, problem, now());
         recorded.key = key;
         recorded.at = now().getTime();
