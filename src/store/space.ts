@@ -28,10 +28,12 @@ export class SpaceWatch {
   /** True between a write refused for want of space and the next that commits. */
   get marked(): boolean { return this.#fullAt !== 0; }
 
+  // `now`: performance.now(), not the wall clock: stepped back an hour, that kept an instance out of
+  // rotation (GET /readyz 503) for the hour after space was freed; stepped forward, it ended the window at once.
   /** The database counts as full: a write was refused for want of space within FULL_FOR_MS, and none committed since. */
-  full(now = Date.now()): boolean { return this.#fullAt !== 0 && now - this.#fullAt < FULL_FOR_MS; }
+  full(now = performance.now()): boolean { return this.#fullAt !== 0 && now - this.#fullAt < FULL_FOR_MS; }
 
-  refused(error: unknown, now = Date.now()): void {
+  refused(error: unknown, now = performance.now()): void {
     const fresh = this.#fullAt === 0;
     this.#fullAt = now;
     if (fresh) this.onChange(true, error);

@@ -28,3 +28,16 @@ test('a refusal marks the disk full once; it counts as full until a commit, or F
   assert.equal(await space.clearedBy(Promise.resolve(7)), 7);
   assert.deepEqual([space.marked, space.full(t + 200), told], [false, false, [true, false]]);
 });
+
+test('the full window is timed on the monotonic clock: a wall clock stepped forward does not end it, nor one stepped back prolong it', () => {
+  const space = new SpaceWatch();
+  const wall = Date.now;
+  try {
+    space.refused(new Error('full'));
+    Date.now = () => wall() + 3_600_000;
+    assert.ok(space.full(), 'stepped forward an hour: still full, no time has passed');
+    Date.now = () => wall() - 3_600_000;
+    assert.ok(space.full());
+    assert.equal(space.full(performance.now() + FULL_FOR_MS), false, 'stepped back an hour: ready to be tried FULL_FOR_MS later all the same');
+  } finally { Date.now = wall; }
+});
