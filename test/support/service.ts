@@ -24,7 +24,7 @@ export interface TestService extends Service {
  * `prepare` runs on the opened store before the service starts and may return more configuration
  * (e.g. the audit-log tests start a witness that must know the log's key first).
  */
-export async function startService(backend: Backend, overrides: Partial<Config> = {}, prepare?: (ts: TestStore) => Promise<Partial<Config>>, options: Pick<ServiceOptions, 'writerExecArgv'> = {}): Promise<TestService> {
+export async function startService(backend: Backend, overrides: Partial<Config> = {}, prepare?: (ts: TestStore) => Promise<Partial<Config>>, options: Pick<ServiceOptions, 'writerExecArgv' | 'clock'> = {}): Promise<TestService> {
   const ts = await backend.open();
   const extra = prepare ? await prepare(ts) : {};
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });

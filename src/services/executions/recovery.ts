@@ -40,13 +40,20 @@ export async function retire(store: Store, instanceId: string): Promise<void> {
   await store.db.deleteFrom('execution_instances').where('id', '=', instanceId).execute();
 }
 
-/** Marks orphaned IN_FLIGHT executions UNKNOWN, each audited; returns how many. */
-export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean; judgeOthers?: boolean }): Promise<number> {
+/** How long a row has been in flight, in milliseconds. */
+export type InFlightFor = (row: { id: string; created_at: string }) => number;
+
+/**
+ * Marks orphaned IN_FLIGHT executions UNKNOWN, each audited; returns how many. `inFlightFor`: how
+ * long each row has been in flight; by default its created_at against `now` (a one-off sweep), but a
+ * running instance times what it watched (InstanceKeeper): a wall clock stepped forward is no time passed.
+ */
+export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean; judgeOthers?: boolean; inFlightFor?: InFlightFor }): Promise<number> {
   const { instanceId, now } = opts;
+  const inFlightFor = opts.inFlightFor ?? ((row) => now.getTime() - Date.parse(row.created_at));
   const judgeOthers = opts.judgeOthers ?? true;
   const everyOtherIsDead = opts.startup && store.dialect === 'sqlite';
   const staleBefore = new Date((await heartbeatClock(store, now)).getTime() - STALE_AFTER_MS).toISOString();
-  const tooOldBefore = new Date(now.getTime() - opts.maxTimeoutMs - AGE_MARGIN_MS).toISOString();
   // The rows before the live instances: a row's instance registered before it reserved the row, so it
   // is in the set read after; read the other way round, an instance that registered and reserved
   // between the two reads would be taken for dead.
@@ -58,7 +65,7 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
   const at = now.toISOString();
   for (const row of rows) {
     const dead = judgeOthers && !alive.has(row.instance_id);
-    const tooOld = row.created_at < tooOldBefore;
+    const tooOld = inFlightFor(row) > opts.maxTimeoutMs + AGE_MARGIN_MS;
     if (!dead && !tooOld) continue;
     const note = dead ? STOPPED_NOTE : TOO_OLD_NOTE;
     const done = await store.transaction(async (trx) => {
@@ -101,6 +108,13 @@ export class InstanceKeeper {
   #busy = false;
   /** Beats vouch() has begun: stop() waits for them, or one landing after retire() would bring the row back. */
   readonly #vouching = new Set<Promise<void>>();
+  /**
+   * When (performance.now()) a sweep of this keeper first saw each execution in flight. A row is too
+   * old by the time watched, not by its created_at against the wall clock: a clock stepped forward
+   * past the longest timeout made the next sweep mark a call the merchant was still answering
+   * UNKNOWN. Rows the keeper has not watched that long (at start, say) wait for it.
+   */
+  readonly #watched = new Map<string, number>();
 
   /** onMarked: told how many rows a sweep after start marked UNKNOWN (start() returns its own count). */
   constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date; onMarked?: (n: number) => void }) {
@@ -112,6 +126,28 @@ export class InstanceKeeper {
   }
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
+  /** A sweep's `inFlightFor`, by this keeper's watch; rows no longer in flight are forgotten after it (`forget`). */
+  #watch(): { inFlightFor: InFlightFor; forget(): void } {
+    const at = performance.now();
+    const seen = new Set<string>();
+    return {
+      inFlightFor: (row) => {
+        seen.add(row.id);
+        let since = this.#watched.get(row.id);
+        if (since === undefined) this.#watched.set(row.id, since = at);
+        return at - since;
+      },
+      forget: () => { for (const id of this.#watched.keys()) if (!seen.has(id)) this.#watched.delete(id); },
+    };
+  }
+
+  async #sweep(startup: boolean, judgeOthers: boolean): Promise<number> {
+    const watch = this.#watch();
+    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup, judgeOthers, inFlightFor: watch.inFlightFor });
+    watch.forget();
+    return marked;
+  }
+
   async start(): Promise<number> {
     await beat(this.#store, this.#instanceId, this.#now());
     // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
@@ -120,7 +156,7 @@ export class InstanceKeeper {
     // run of beats, begun here, is longer than STALE_AFTER_MS. On SQLite it serves alone (the
     // serving lock), so every other instance is dead now.
     this.#lastBeat = this.#unbrokenSince = performance.now();
-    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: true, judgeOthers: this.#store.dialect !== 'postgres' });
+    const marked = await this.#sweep(true, this.#store.dialect !== 'postgres');
     this.#timer = setInterval(() => {
       // A database that hangs rather than refuses holds a tick for as long as its queries wait:
       // ticks are skipped meanwhile, not queued, so none run back to back when it answers again.
@@ -143,7 +179,7 @@ export class InstanceKeeper {
           // instance has beaten without a break for longer than a heartbeat takes to go stale,
           // measured in time (a count of beats is not time: beats can run back to back).
           const judgeOthers = done - this.#unbrokenSince! > STALE_AFTER_MS;
-          const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup: false, judgeOthers });
+          const marked = await this.#sweep(false, judgeOthers);
           if (marked > 0) this.#onMarked(marked);
         } catch { /* the database is unreachable: try again on the next beat */ } finally { this.#busy = false; }
       });
