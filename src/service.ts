@@ -42,16 +42,17 @@ function createWriter(store: Store, onError: (err: unknown) => void, execArgv?: 
 /**
  * Logs a witness that did not cosign: a refusal or conflict as an error (it may be a fork: the
  * witness holds a checkpoint this log does not extend), an outage as a warning. The loop ticks ten
- * times a second, so the same outcome is logged again only after a minute.
+ * times a second, so the same outcome is logged again only after a minute (of performance.now():
+ * a wall clock stepped back would silence a lasting problem for as long as the step).
  */
 export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: string | undefined): (outcome: { kind: string; reason?: string }) => void {
   let last = '';
   let at = 0;
   return (outcome) => {
     const key = `${outcome.kind}:${outcome.reason ?? ''}`;
-    if (key === last && Date.now() - at < 60_000) return;
+    if (key === last && performance.now() - at < 60_000) return;
     last = key;
-    at = Date.now();
+    at = performance.now();
     app.log[outcome.kind === 'unavailable' ? 'warn' : 'error']({ witness, outcome },
       outcome.kind === 'rolled_back' ? 'the audit log was rolled back: its witness will not cosign it again (docs/audit-log.md)' : 'the witness did not cosign the latest checkpoint');
   };
@@ -62,7 +63,7 @@ export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: st
  * ten times a second and a lasting cause fails every tick: the same failure is logged again only
  * after a minute, with how many were not logged meanwhile; another failure, at once.
  */
-export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => number = Date.now): (err: unknown) => void {
+export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => number = () => performance.now()): (err: unknown) => void {
   let last = '';
   let at = 0;
   let unlogged = 0;

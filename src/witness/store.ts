@@ -89,7 +89,7 @@ export class WitnessStore {
  * milliseconds and tries again, for up to 10 s; startup is the only place this blocks.
  */
 function openWhileBusy(file: string): Database.Database {
-  const deadline = Date.now() + 10_000;
+  const deadline = performance.now() + 10_000; // not the wall clock, which may step meanwhile
   for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
     const db = new Database(file, { timeout: 5000 });
     try {
@@ -99,7 +99,7 @@ function openWhileBusy(file: string): Database.Database {
       return db;
     } catch (error) {
       db.close();
-      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() > deadline) throw error;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait);
     }
   }

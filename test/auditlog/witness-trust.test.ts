@@ -86,3 +86,21 @@ test('a failing pass of the audit log loop is logged once a minute while it fail
   failed(new Error('missing node 3/0'));
   assert.deepEqual(lines, [{ message: 'connect ECONNREFUSED' }, { message: 'connect ECONNREFUSED', repeated: 599 }, { message: 'missing node 3/0' }]);
 });
+
+test('the once-a-minute logs are timed on the monotonic clock: a wall clock stepped forward does not repeat a line', async () => {
+  const { tickFailureLog, witnessProblemLog } = await import('../../src/service.ts');
+  const lines: string[] = [];
+  const log = { error: (_o: unknown, m: string) => lines.push(m), warn: (_o: unknown, m: string) => lines.push(m) };
+  const failed = tickFailureLog({ log } as never);
+  const report = witnessProblemLog({ log } as never, 'http://127.0.0.1:1');
+  const wall = Date.now;
+  try {
+    failed(new Error('connect ECONNREFUSED'));
+    report({ kind: 'unavailable', reason: 'connect ECONNREFUSED' });
+    Date.now = () => wall() + 3_600_000;
+    failed(new Error('connect ECONNREFUSED'));
+    report({ kind: 'unavailable', reason: 'connect ECONNREFUSED' });
+  } finally { Date.now = wall; }
+  // Timed by Date.now, a step back would have silenced them for as long as the step.
+  assert.deepEqual(lines, ['audit log tick failed', 'the witness did not cosign the latest checkpoint']);
+});

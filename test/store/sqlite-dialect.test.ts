@@ -51,6 +51,20 @@ test('retryWhileBusy: past its deadline it fails with SQLITE_BUSY; other errors 
   } finally { lock.release(); mine.close(); await ts.cleanup(); }
 });
 
+test('retryWhileBusy: its deadline is timed on the monotonic clock, so a wall clock stepped forward does not end it', async () => {
+  const wall = Date.now;
+  let tries = 0;
+  try {
+    const result = await retryWhileBusy(() => {
+      // An hour's step forward between the first refusal and the next try: no time has passed.
+      if (++tries === 2) Date.now = () => wall() + 3_600_000;
+      if (tries < 4) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+      return 'ran';
+    }, 10_000);
+    assert.equal(result, 'ran');
+  } finally { Date.now = wall; }
+});
+
 test('a SQLite transaction holds the write lock from its BEGIN, before its first statement', async () => {
   const ts = await sqlite.open();
   const other = new BetterSqlite3(ts.store.file!, { timeout: 0 });

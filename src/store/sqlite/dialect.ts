@@ -26,8 +26,9 @@ export async function retryWhileBusy<T>(fn: () => T, deadlineMs: number): Promis
       return fn();
     } catch (error) {
       if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-      deadline ||= Date.now() + deadlineMs;
-      if (Date.now() > deadline) throw error;
+      // performance.now(): a wall clock stepped back would keep a statement retrying for the step.
+      deadline ||= performance.now() + deadlineMs;
+      if (performance.now() > deadline) throw error;
       await sleep(wait);
     }
   }
