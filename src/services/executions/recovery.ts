@@ -42,13 +42,15 @@ export async function retire(store: Store, instanceId: string): Promise<void> {
 
 /** How long a row has been in flight, in milliseconds. */
 export type InFlightFor = (row: { id: string; created_at: string }) => number;
+/** Whether the sweeper saw this instance's heartbeat change within STALE_AFTER_MS (its own clock). */
+export type BeatSeen = (instance: { id: string; heartbeat_at: string }) => boolean;
 
 /**
  * Marks orphaned IN_FLIGHT executions UNKNOWN, each audited; returns how many. `inFlightFor`: how
  * long each row has been in flight; by default its created_at against `now` (a one-off sweep), but a
  * running instance times what it watched (InstanceKeeper): a wall clock stepped forward is no time passed.
  */
-export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean; judgeOthers?: boolean; inFlightFor?: InFlightFor }): Promise<number> {
+export async function sweepInFlight(store: Store, opts: { instanceId: string; now: Date; maxTimeoutMs: number; startup: boolean; judgeOthers?: boolean; inFlightFor?: InFlightFor; beatSeen?: BeatSeen }): Promise<number> {
   const { instanceId, now } = opts;
   const inFlightFor = opts.inFlightFor ?? ((row) => now.getTime() - Date.parse(row.created_at));
   const judgeOthers = opts.judgeOthers ?? true;
@@ -59,8 +61,14 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
   // between the two reads would be taken for dead.
   const rows = await store.db.selectFrom('executions').select(['id', 'project_id', 'instance_id', 'created_at'])
     .where('status', '=', 'IN_FLIGHT').execute();
-  const alive = new Set(everyOtherIsDead ? [instanceId] : (await store.db.selectFrom('execution_instances').select('id')
-    .where((eb) => eb.or([eb('heartbeat_at', '>=', staleBefore), eb('id', '=', instanceId)])).execute()).map((r) => r.id));
+  // Stale by the database's clock, and (for a keeper) not seen to change lately: a database clock
+  // stepped forward makes every heartbeat look stale at once, though their instances beat on.
+  const instances = everyOtherIsDead ? [] : await store.db.selectFrom('execution_instances').select(['id', 'heartbeat_at']).execute();
+  const alive = new Set([instanceId]);
+  for (const i of instances) {
+    const seen = opts.beatSeen?.(i) ?? false; // asked of every instance: the keeper's watch follows them all
+    if (seen || i.heartbeat_at >= staleBefore) alive.add(i.id);
+  }
   let marked = 0;
   const at = now.toISOString();
   for (const row of rows) {
@@ -82,9 +90,12 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
   // Dead instances with nothing left in flight are forgotten (none while others are not judged).
   if (!judgeOthers) return marked;
   if (!everyOtherIsDead) {
-    await store.db.deleteFrom('execution_instances').where('heartbeat_at', '<', staleBefore).where('id', '!=', instanceId)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('executions').select(sql`1`.as('one'))
-        .where('status', '=', 'IN_FLIGHT').whereRef('executions.instance_id', '=', 'execution_instances.id')))).execute();
+    const dead = instances.filter((i) => !alive.has(i.id)).map((i) => i.id);
+    if (dead.length > 0) {
+      await store.db.deleteFrom('execution_instances').where('id', 'in', dead).where('heartbeat_at', '<', staleBefore)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('executions').select(sql`1`.as('one'))
+          .where('status', '=', 'IN_FLIGHT').whereRef('executions.instance_id', '=', 'execution_instances.id')))).execute();
+    }
   } else {
     await store.db.deleteFrom('execution_instances').where('id', '!=', instanceId).execute();
   }
@@ -115,6 +126,8 @@ export class InstanceKeeper {
    * UNKNOWN. Rows the keeper has not watched that long (at start, say) wait for it.
    */
   readonly #watched = new Map<string, number>();
+  /** Each instance's heartbeat as this keeper's sweeps last saw it, and when (performance.now()) it last changed. */
+  readonly #beats = new Map<string, { at: string; since: number }>();
 
   /** onMarked: told how many rows a sweep after start marked UNKNOWN (start() returns its own count). */
   constructor(opts: { store: Store; instanceId: string; maxTimeoutMs: number; now: () => Date; onMarked?: (n: number) => void }) {
@@ -126,24 +139,39 @@ export class InstanceKeeper {
   }
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
-  /** A sweep's `inFlightFor`, by this keeper's watch; rows no longer in flight are forgotten after it (`forget`). */
-  #watch(): { inFlightFor: InFlightFor; forget(): void } {
+  /**
+   * A sweep's `inFlightFor` and `beatSeen`, by this keeper's watch; rows no longer in flight and
+   * instances gone are forgotten after it (`forget`). An instance first seen counts as seen beating:
+   * it is judged once watched for STALE_AFTER_MS, as a starting keeper judges no one before that.
+   */
+  #watch(): { inFlightFor: InFlightFor; beatSeen: BeatSeen; forget(): void } {
     const at = performance.now();
-    const seen = new Set<string>();
+    const rows = new Set<string>();
+    const instances = new Set<string>();
     return {
       inFlightFor: (row) => {
-        seen.add(row.id);
+        rows.add(row.id);
         let since = this.#watched.get(row.id);
         if (since === undefined) this.#watched.set(row.id, since = at);
         return at - since;
       },
-      forget: () => { for (const id of this.#watched.keys()) if (!seen.has(id)) this.#watched.delete(id); },
+      beatSeen: (instance) => {
+        instances.add(instance.id);
+        const last = this.#beats.get(instance.id);
+        if (last?.at === instance.heartbeat_at) return at - last.since <= STALE_AFTER_MS;
+        this.#beats.set(instance.id, { at: instance.heartbeat_at, since: at });
+        return true;
+      },
+      forget: () => {
+        for (const id of this.#watched.keys()) if (!rows.has(id)) this.#watched.delete(id);
+        for (const id of this.#beats.keys()) if (!instances.has(id)) this.#beats.delete(id);
+      },
     };
   }
 
   async #sweep(startup: boolean, judgeOthers: boolean): Promise<number> {
     const watch = this.#watch();
-    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup, judgeOthers, inFlightFor: watch.inFlightFor });
+    const marked = await sweepInFlight(this.#store, { instanceId: this.#instanceId, now: this.#now(), maxTimeoutMs: this.#maxTimeoutMs, startup, judgeOthers, inFlightFor: watch.inFlightFor, beatSeen: watch.beatSeen });
     watch.forget();
     return marked;
   }
