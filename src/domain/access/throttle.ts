@@ -18,6 +18,25 @@ export function lockRemaining(state: ThrottleState | undefined, now: Date): numb
   return Math.max(0, Date.parse(state.locked_until) - now.getTime());
 }
 
+/**
+ * `state` as the present clock can time it. A lock never lasts longer than `maxLockMs` and a window
+ * never starts after now, so a state that says otherwise was written before the clock stepped back:
+ * its lock ends at most `maxLockMs` from now and its window starts now (its failures still count).
+ * Read as stored, an hour's step kept a lock for an hour.
+ */
+export function boundedByNow(state: ThrottleState | undefined, now: Date, limits: ThrottleLimits): ThrottleState | undefined {
+  if (!state) return state;
+  const t = now.getTime();
+  const lockTooLong = state.locked_until !== null && Date.parse(state.locked_until) - t > limits.maxLockMs;
+  const windowAhead = Date.parse(state.window_start) > t;
+  if (!lockTooLong && !windowAhead) return state;
+  return {
+    failures: state.failures,
+    window_start: windowAhead ? now.toISOString() : state.window_start,
+    locked_until: lockTooLong ? new Date(t + limits.maxLockMs).toISOString() : state.locked_until,
+  };
+}
+
 /** The state after one more failure at `now`. */
 export function afterFailure(state: ThrottleState | undefined, now: Date, limits: ThrottleLimits): ThrottleState {
   const fresh = !state || now.getTime() - Date.parse(state.window_start) > limits.windowMs;

@@ -1,5 +1,5 @@
 // Login throttle counters in the database, so every instance behind a load balancer sees them.
-import { afterFailure, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS, REGISTRATION_LIMITS, type ThrottleLimits, type ThrottleState } from '../../domain/access/throttle.ts';
+import { afterFailure, boundedByNow, lockRemaining, ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS, REGISTRATION_LIMITS, type ThrottleLimits, type ThrottleState } from '../../domain/access/throttle.ts';
 import { lockFor, type Store, type Tx } from '../../store/store.ts';
 import { clientAddress } from '../../domain/access/client-address.ts';
 
@@ -10,6 +10,12 @@ export const deviceKey = (nonce: string) => `device:${nonce}`;
 
 async function read(db: Store['db'] | Tx, key: string): Promise<ThrottleState | undefined> {
   return db.selectFrom('login_throttle').select(['failures', 'window_start', 'locked_until']).where('key', '=', key).executeTakeFirst();
+}
+
+async function write(trx: Tx, key: string, state: ThrottleState): Promise<void> {
+  await trx.insertInto('login_throttle').values({ key, ...state })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ failures: state.failures, window_start: state.window_start, locked_until: state.locked_until }))
+    .execute();
 }
 
 /**
@@ -52,7 +58,11 @@ async function take(store: Store, entries: readonly (readonly [string, ThrottleL
     // Locks in one order everywhere (device or account, then address), here and in settleSuccess.
     for (const [key, limits] of entries) {
       await lockFor(trx, store.dialect, `throttle:${key}`);
-      states.push({ key, limits, state: await read(trx, key) });
+      const stored = await read(trx, key);
+      const state = boundedByNow(stored, now, limits);
+      // Kept even when the attempt is refused: otherwise every attempt would bound it afresh from its own now.
+      if (state !== stored) await write(trx, key, state!);
+      states.push({ key, limits, state });
     }
     if (options.fallBackWhenFirstLocked && lockRemaining(states[0]!.state, now) > 0) return undefined;
     const wait = Math.max(...states.map((s) => lockRemaining(s.state, now)));
@@ -60,9 +70,7 @@ async function take(store: Store, entries: readonly (readonly [string, ThrottleL
     const locks = [];
     for (const { key, limits, state } of states) {
       const next = afterFailure(state, now, limits);
-      await trx.insertInto('login_throttle').values({ key, ...next })
-        .onConflict((oc) => oc.column('key').doUpdateSet({ failures: next.failures, window_start: next.window_start, locked_until: next.locked_until }))
-        .execute();
+      await write(trx, key, next);
       locks.push({ before: state?.locked_until ?? null, after: next.locked_until });
     }
     return { wait: 0, locks };
