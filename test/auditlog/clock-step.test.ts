@@ -4,6 +4,8 @@
 // until the clock catches up (an hour's step: an hour without a checkpoint or a rollback check).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { checkpointIfDue, openWitnessProblem, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
@@ -60,6 +62,32 @@ for (const backend of backends()) {
       assert.equal((await runner.tick()).continuity?.kind, 'rolled_back', 'a minute later by the stepped clock, asked');
       // Recorded at the stepped-back time, earlier than the last cosignature: it is open all the same.
       assert.match((await openRollback(store.db))?.reason ?? '', /larger than the log/);
+    } finally {
+      await runner.stop();
+      await a.stop();
+    }
+  });
+
+  test(`a witness outage goes on being recorded once a minute after the clock stepped back (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const down = createServer();
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const deadUrl = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
+    await new Promise((resolve) => down.close(resolve));
+    let clock = Date.now();
+    const runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
+      tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: deadUrl, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(clock),
+    });
+    try {
+      await a.svc.close();
+      await runner.firstTick;
+      await addEvents(store, a.svc.projectId, 1);
+      assert.equal((await runner.tick({ force: true })).witness?.kind, 'unavailable');
+      assert.equal((await openWitnessProblem(store.db))?.at, new Date(clock).toISOString());
+      clock -= HOUR;
+      await runner.tick();
+      assert.equal((await openWitnessProblem(store.db))?.at, new Date(clock).toISOString(), 'seen again now, not an hour from now');
     } finally {
       await runner.stop();
       await a.stop();
