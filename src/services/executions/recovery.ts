@@ -138,7 +138,6 @@ export class InstanceKeeper {
     this.#onMarked = opts.onMarked ?? (() => {});
   }
 
-  /** Registers the instance and marks what dead instances left in flight, before serving. */
   /**
    * A sweep's `inFlightFor` and `beatSeen`, by this keeper's watch; rows no longer in flight and
    * instances gone are forgotten after it (`forget`). An instance first seen counts as seen beating:
@@ -176,6 +175,7 @@ export class InstanceKeeper {
     return marked;
   }
 
+  /** Registers the instance and marks what dead instances left in flight, before serving. */
   async start(): Promise<number> {
     await beat(this.#store, this.#instanceId, this.#now());
     // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
