@@ -4,16 +4,14 @@
 // until the clock catches up (an hour's step: an hour without a checkpoint or a rollback check).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { checkpointIfDue, openWitnessProblem, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
 import { openRollback } from '../../src/services/auditlog/continuity.ts';
-import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
+import { CONTINUITY_CHECK_MS } from '../../src/services/auditlog/runner.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
-import { addEvents, restoreLog, snapshotLog, startAuditService } from './support.ts';
+import { addEvents, clockedAuditLog, deadWitnessUrl, restoreLog, snapshotLog, startAuditService } from './support.ts';
 
 const HOUR = 3_600_000;
 const policy = { intervalMs: 60_000, maxEvents: 10_000 };
@@ -42,11 +40,8 @@ for (const backend of backends()) {
   test(`the leader's continuity check is not put off by a clock that stepped back (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     const { store } = a.svc.ts;
-    const { witnessUrl, witnessVkey } = a.svc.deps.config;
     let clock = Date.now();
-    const runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
-      tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: witnessUrl!, vkey: witnessVkey! }, now: () => new Date(clock),
-    });
+    const runner = clockedAuditLog(a, () => clock);
     try {
       await a.svc.close();
       await runner.firstTick;
@@ -71,14 +66,8 @@ for (const backend of backends()) {
   test(`a witness outage goes on being recorded once a minute after the clock stepped back (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     const { store } = a.svc.ts;
-    const down = createServer();
-    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
-    const deadUrl = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
-    await new Promise((resolve) => down.close(resolve));
     let clock = Date.now();
-    const runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
-      tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: deadUrl, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(clock),
-    });
+    const runner = clockedAuditLog(a, () => clock, await deadWitnessUrl());
     try {
       await a.svc.close();
       await runner.firstTick;

@@ -13,7 +13,7 @@ import { startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { ensureLogState } from '../../src/services/auditlog/log.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
-import { addEvents, startAuditService } from './support.ts';
+import { addEvents, clockedAuditLog, deadWitnessUrl, startAuditService } from './support.ts';
 
 const policy = { intervalMs: 60_000, maxEvents: 10_000 };
 
@@ -74,10 +74,7 @@ for (const backend of backends()) {
   test(`an unreachable witness: the check is not recorded and not repeated before 30 s, and a later outage does not replace a rollback (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     const { store } = a.svc.ts;
-    const down = createServer();
-    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
-    const deadUrl = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
-    await new Promise((resolve) => down.close(resolve));
+    const deadUrl = await deadWitnessUrl();
     let clock = Date.now();
     let runner: ReturnType<typeof startAuditLog> | undefined;
     try {
@@ -85,9 +82,7 @@ for (const backend of backends()) {
       assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
       await a.svc.close();
       clock = Date.now() + 1_000; // after the cosignature, so that a problem recorded now would show
-      runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
-        tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: deadUrl, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(clock),
-      });
+      runner = clockedAuditLog(a, () => clock, deadUrl);
       await runner.firstTick;
       assert.equal((await runner.tick()).continuity, undefined, 'the first tick asked already');
       assert.equal(await openWitnessProblem(store.db), null, 'an outage the check alone found is not recorded');

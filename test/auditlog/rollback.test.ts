@@ -7,14 +7,12 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import type { TestService } from '../support/service.ts';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { openRollback } from '../../src/services/auditlog/continuity.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
-import { CONTINUITY_CHECK_MS, startAuditLog } from '../../src/services/auditlog/runner.ts';
-import { LocalSigner } from '../../src/signer/local.ts';
+import { CONTINUITY_CHECK_MS } from '../../src/services/auditlog/runner.ts';
 import { databaseUrl, spawnGavel } from '../support/process.ts';
-import { addEvents, emptyLog, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
+import { addEvents, clockedAuditLog, emptyLog, restartAuditService, restoreLog, snapshotLog, startAuditService } from './support.ts';
 
 /** What the service says of its log: the console dashboard's audit_log and /readyz. */
 async function status(svc: TestService, member: ConsoleMember) {
@@ -222,11 +220,8 @@ for (const backend of backends()) {
   test(`a leader finds a restore made under it within a minute, with no new event (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     const { store } = a.svc.ts;
-    const { witnessUrl, witnessVkey } = a.svc.deps.config;
     let clock = Date.now();
-    const runner = startAuditLog(store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
-      tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url: witnessUrl!, vkey: witnessVkey! }, now: () => new Date(clock),
-    });
+    const runner = clockedAuditLog(a, () => clock);
     try {
       await a.svc.close();
       await runner.firstTick;

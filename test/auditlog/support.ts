@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { Config } from '../../src/config/config.ts';
 import { EMPTY_ROOT } from '../../src/domain/auditlog/hash.ts';
 import { recordAudit } from '../../src/services/audit/record.ts';
+import { startAuditLog } from '../../src/services/auditlog/runner.ts';
 import { logIdentity } from '../../src/services/auditlog/log.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -128,4 +129,23 @@ export async function restartAuditService(a: AuditService, overrides: Partial<Co
   });
   await svc.auditLog.firstTick;
   return { ...svc, stop: () => svc.close() };
+}
+
+/** A loopback URL nothing listens on: a witness that is down. */
+export async function deadWitnessUrl(): Promise<string> {
+  const down = createServer();
+  await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
+  await new Promise((resolve) => down.close(resolve));
+  return url;
+}
+
+/**
+ * The audit log's loop over `a`'s store, on the clock `now`, ticking only when a test asks (a
+ * minute apart otherwise); its witness is `url` (default: `a`'s own) under `a`'s witness key.
+ */
+export function clockedAuditLog(a: AuditService, now: () => number, url = a.svc.deps.config.witnessUrl!): ReturnType<typeof startAuditLog> {
+  return startAuditLog(a.svc.ts.store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
+    tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(now()),
+  });
 }
