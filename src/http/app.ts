@@ -10,7 +10,7 @@ import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
 import { installJsonBodyParser } from './body.ts';
 import { clientErrorHandler } from './client-errors.ts';
-import { installMessageChecks } from './message-checks.ts';
+import { installMessageChecks, MAX_PIPELINED_REQUESTS } from './message-checks.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
@@ -143,6 +143,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           + 'Before any operation is reached, a request may also get 404 `not_found` (no such route), 405 `method_not_allowed` (with `allow`), '
           + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
           + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
+          + `A connection with more than ${MAX_PIPELINED_REQUESTS} pipelined requests waiting behind an unread answer is closed without answering them. `
           + 'A request that repeats Host, Authorization or Content-Type gets 400 `duplicate_header` before any authentication; '
           + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed); '
           + 'a request line without a version (HTTP/0.9) gets 400 `malformed_request` and one naming HTTP/2.0 505 `http_version_not_supported`, and the connection is closed.',

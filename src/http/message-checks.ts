@@ -70,6 +70,30 @@ export function bodyUnread(req: IncomingMessage): boolean {
   return !req.complete && (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0);
 }
 
+/**
+ * Requests a connection may have waiting behind one not yet answered (pipelined); one more closes
+ * it. Node parses every request it has read before any is answered, and each waiting one holds its
+ * request, its reply and then its answer: a client that pipelines without reading the answers ran
+ * the process out of memory (20 connections of `GET /healthz`).
+ */
+export const MAX_PIPELINED_REQUESTS = 32;
+const waiting = new WeakMap<Socket, number>();
+
+/**
+ * Counts `res` among its connection's waiting answers; false when there are too many. Node gives a
+ * response its socket only when those before it are sent, so a request that is not pipelined (the
+ * usual case) costs one property read.
+ */
+function mayWait(req: IncomingMessage, res: ServerResponse): boolean {
+  if (res.socket !== null) return true;
+  const socket = req.socket;
+  const count = (waiting.get(socket) ?? 0) + 1;
+  if (count > MAX_PIPELINED_REQUESTS) return false;
+  waiting.set(socket, count);
+  res.once('close', () => { waiting.set(socket, waiting.get(socket)! - 1); });
+  return true;
+}
+
 /** What every answer carries (http/app.ts sets them on those routed): the refusals here carry them too. */
 const EVERY_ANSWER = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 const EVERY_ANSWER_LINES = Object.entries(EVERY_ANSWER).map(([name, value]) => `${name}: ${value}\r\n`).join('');
@@ -81,6 +105,12 @@ export function rawProblem(problem: Problem, requestId: string): string {
   return `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\ncontent-type: application/problem+json\r\n`
     + EVERY_ANSWER_LINES
     + `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${extra}connection: close\r\n\r\n${body}`;
+}
+
+function tooManyWaiting(app: FastifyInstance, req: IncomingMessage): void {
+  if (req.socket.destroyed) return;
+  app.log.debug({ remote_address: req.socket.remoteAddress }, `closing a connection with more than ${MAX_PIPELINED_REQUESTS} pipelined requests waiting for their answers`);
+  req.socket.destroy();
 }
 
 function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, problem: Problem): void {
@@ -107,6 +137,8 @@ export function installMessageChecks(app: FastifyInstance): void {
   const route = listeners[0]!;
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // Nothing can be answered before the answers ahead are read: the connection goes, and its requests with it.
+    if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     const fault = headerFault(req);
     if (fault === null) route(req, res);
     else refuse(app, req, res, fault);
@@ -114,12 +146,14 @@ export function installMessageChecks(app: FastifyInstance): void {
   // Node would send 100 Continue before any listener saw the request: a request refused anyway is
   // answered without asking for its body.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     const fault = headerFault(req);
     if (fault !== null) { refuse(app, req, res, fault); return; }
     res.writeContinue();
     route(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     refuse(app, req, res, headerFault(req) ?? new Problem(417, 'expectation_failed', 'the only expectation this service meets is "Expect: 100-continue"'));
   });
   // Gavel is no proxy. Without a listener Node closes the connection without a word. After CONNECT
