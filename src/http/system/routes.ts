@@ -6,6 +6,7 @@ import { Problem } from '../problem.ts';
 import { sendProblem } from '../errors.ts';
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
+  let document: Buffer | undefined;
   app.get('/healthz', {
     schema: { tags: ['system'], summary: 'Liveness: the process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses({ auth: 'none' }) } },
   }, async () => ({ status: 'ok' as const }));
@@ -22,5 +23,10 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/openapi.json', {
     schema: { tags: ['system'], summary: 'This OpenAPI 3.1 document', response: { 200: Type.Object({}, { additionalProperties: true }), ...errorResponses({ auth: 'none' }) } },
-  }, async () => app.swagger());
+  }, async (_request, reply) => {
+    // Serialized once, when first asked for (every route is registered by then): about 240 KB, and
+    // for anyone to ask for, so the answers to many requests must not each hold a copy of their own.
+    document ??= Buffer.from(JSON.stringify(app.swagger()));
+    return reply.type('application/json; charset=utf-8').send(document);
+  });
 }
