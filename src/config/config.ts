@@ -22,6 +22,11 @@ export interface Config {
    * answered 408 and the connection closed. Bounds what a slow or stalled body holds.
    */
   requestTimeoutMs: number;
+  /**
+   * Connections served at once; one more is closed unanswered. Each may hold a body of up to
+   * bodyLimitBytes, read before any authentication, for up to requestTimeoutMs.
+   */
+  maxConnections: number;
   /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
   witnessUrl: string | undefined;
   witnessPort: number;
@@ -123,6 +128,7 @@ export const SPECS: Record<keyof Config, Spec> = {
   },
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
   requestTimeoutMs: { env: 'GAVEL_REQUEST_TIMEOUT_MS', file: 'request_timeout_ms', parse: integer(100, 600_000) },
+  maxConnections: { env: 'GAVEL_MAX_CONNECTIONS', file: 'max_connections', parse: integer(1, 1_000_000) },
   witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:'], false) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
   witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: witnessVkey },
@@ -143,6 +149,7 @@ export const DEFAULTS: Config = {
   logLevel: 'info',
   bodyLimitBytes: 64 * 1024,
   requestTimeoutMs: 30_000,
+  maxConnections: 2048,
   witnessUrl: undefined,
   witnessPort: 7401,
   witnessVkey: undefined,

@@ -11,6 +11,7 @@ import { installErrorHandling, sendProblem } from './errors.ts';
 import { installJsonBodyParser } from './body.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installMessageChecks, MAX_PIPELINED_REQUESTS } from './message-checks.ts';
+import { installConnectionCap } from './connection-cap.ts';
 import { Problem } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
@@ -75,6 +76,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Repeated or missing headers, Expect and CONNECT, answered before routing (http/message-checks.ts).
   installMessageChecks(app);
+  installConnectionCap(app, deps.config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
 
   app.decorate('gavel', deps);
