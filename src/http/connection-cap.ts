@@ -3,7 +3,7 @@
 // clients can make the process hold. Node closes a connection past the cap unanswered ('drop').
 import type { FastifyInstance } from 'fastify';
 
-/** At most one warning a minute: a flood of connections past the cap must not become a flood of log lines. */
+/** At most one warning a minute (timed on the monotonic clock): a flood of connections past the cap must not become a flood of log lines. */
 const LOG_EVERY_MS = 60_000;
 
 export function installConnectionCap(app: FastifyInstance, max: number): void {
@@ -14,7 +14,7 @@ export function installConnectionCap(app: FastifyInstance, max: number): void {
   let closingIdle = false;
   server.on('drop', () => {
     refused++;
-    const now = Date.now();
+    const now = performance.now();
     // Keep-alive connections waiting for a next request give way to clients with one to send: else
     // connections left open after one request would keep every other client out for the keep-alive timeout.
     // Closing them walks every connection: once a turn of the event loop, not for each refusal of a flood.
