@@ -1,7 +1,7 @@
 // Maps every failure to RFC 9457 problem+json. Bad input is always a 4xx with a precise code;
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { escapePointer, Problem, problemBody, type FieldError } from './problem.ts';
+import { escapePointer, listedErrors, Problem, problemBody, type FieldError } from './problem.ts';
 import { databaseUnreachable } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
@@ -86,7 +86,9 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
   }
   if (error.validation) {
     return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {
-      errors: fieldErrors(error.validation, error.validationContext ?? 'body'),
+      // Capped as every invalid_request answer is: a body or query of thousands of unknown members
+      // would otherwise be answered with an error for each, many times its own size.
+      errors: listedErrors(fieldErrors(error.validation, error.validationContext ?? 'body')),
     });
   }
   switch (error.code) {

@@ -261,6 +261,23 @@ for (const backend of backends()) {
       }
     });
 
+    test('an answer to a body or query its schema refuses lists at most 100 field errors on every route (1,400 unknown query parameters made a 125 KB answer)', async () => {
+      const members = `{${Array.from({ length: 2_000 }, (_, i) => `"m${i}":0`).join(',')}}`;
+      for (const { method, url, credentials } of bodyRoutes) {
+        const res = await svc.app.inject({ method, url, headers: { ...credentials, ...JSON_TYPE }, payload: members });
+        if (res.statusCode !== 400) continue; // refused earlier (401, 403, 404: no route of that id)
+        const errors = res.json().errors as { code: string }[];
+        assert.ok(errors.length <= 101, `${method} ${url}: ${errors.length} errors`);
+        if (errors.length === 101) assert.equal(errors.at(-1)!.code, 'too_many_errors');
+      }
+      const query = Array.from({ length: 1_400 }, (_, i) => `q${i}=1`).join('&');
+      const res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?${query}`, headers: key });
+      assertProblem(res, 400, 'invalid_request');
+      const errors = res.json().errors as { code: string }[];
+      assert.equal(errors.length, 101);
+      assert.equal(errors.at(-1)!.code, 'too_many_errors');
+    });
+
     test('malformed JSON says where it breaks, without echoing the body', async () => {
       const cases: [string, string][] = [
         ['{"agent": "did:key:z" "permit": 1}', 'the body is not valid JSON: unexpected character at offset 22 (line 1, column 23)'],
