@@ -132,9 +132,8 @@ for (const b of backends()) {
     witness.listen(0, '127.0.0.1');
     await once(witness, 'listening');
     const witnessUrl = `http://127.0.0.1:${(witness.address() as AddressInfo).port}`;
-    const port = '41420';
     const child = spawn(process.execPath, [MAIN, 'serve'], {
-      env: { ...process.env, ...env, GAVEL_PORT: port, GAVEL_LOG_LEVEL: 'error', GAVEL_WITNESS_URL: witnessUrl, GAVEL_WITNESS_VKEY: formatVkey('witness.test/w', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3)) },
+      env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'info', GAVEL_WITNESS_URL: witnessUrl, GAVEL_WITNESS_VKEY: formatVkey('witness.test/w', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3)) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -144,10 +143,15 @@ for (const b of backends()) {
     const exited = once(child, 'exit');
     try {
       await Promise.race([askedOnce, exited.then(([code]) => { throw new Error(`gavel exited with ${code}: ${stderr}`); })]);
-      // Listening, its start held on the witness: a request is answered.
-      let health: number | undefined;
-      while (health === undefined) health = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => undefined);
-      assert.equal(health, 200);
+      // Listening (on the port its log names: the banner comes at the start's end), its start held
+      // on the witness: a request is answered.
+      const listening = () => /"msg":"Server listening at http:\/\/127\.0\.0\.1:(\d+)"/.exec(stdout)?.[1];
+      const port = listening() ?? await Promise.race([
+        new Promise<string>((resolve) => child.stdout.on('data', () => { const p = listening(); if (p) resolve(p); })),
+        exited.then(([code]) => { throw new Error(`gavel exited with ${code} before listening: ${stderr}`); }),
+      ]);
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(health.status, 200);
       assert.doesNotMatch(stdout, /API:/, 'the start has not finished');
       child.kill('SIGTERM');
       assert.deepEqual(await exited, [0, null]);
