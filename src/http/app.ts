@@ -146,6 +146,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
           + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
           + `A connection with more than ${MAX_PIPELINED_REQUESTS} pipelined requests waiting behind an unread answer is closed without answering them. `
+          + 'A connection past the number served at once (GAVEL_MAX_CONNECTIONS) is closed unanswered, and connections idle between requests are then closed to make room. '
+          + 'Once the service has begun to stop it accepts no new connection, and a request sent on a connection kept alive gets 503 `shutting_down` with `retry-after` and the connection closed (retry against another instance); requests already in flight are answered. '
           + 'A request that repeats Host, Authorization or Content-Type gets 400 `duplicate_header` before any authentication; '
           + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed); '
           + 'a request line without a version (HTTP/0.9) gets 400 `malformed_request` and one naming HTTP/2.0 505 `http_version_not_supported`, and the connection is closed.',

@@ -190,6 +190,31 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.deepEqual(codesIn(op('POST', '/v1/console/login').responses[401].description), ['invalid_credentials']);
   });
 
+  test('a description that explains its codes in words names each code it lists, and none it does not', () => {
+    const listed = (description: string) => codesIn(description);
+    const every = new Set(Object.values<any>(doc.paths).flatMap((p) => Object.values<any>(p))
+      .flatMap((o) => Object.values<any>(o.responses).flatMap((r) => listed(r.description))));
+    // In the prose: a code of the document written as `code`.
+    const named = (description: string) => [...description.replace(/ \(codes? [a-z_, ]+\)$/, '').matchAll(/`([a-z_]+)`/g)]
+      .map((m) => m[1]!).filter((c) => every.has(c));
+    let explained = 0;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        for (const [status, r] of Object.entries<any>(o.responses)) {
+          const words = named(r.description);
+          if (words.length === 0) continue;
+          explained++;
+          assert.deepEqual([...new Set(words)].sort(), [...listed(r.description)].sort(), `${method.toUpperCase()} ${path} ${status}: ${r.description}`);
+        }
+      }
+    }
+    // Those whose codes say different things: which one means the service is stopping.
+    for (const [method, path] of [['GET', '/readyz'], ['POST', '/v1/authorize']] as const) {
+      assert.ok(named(op(method, path).responses[503].description).includes('shutting_down'), `${method} ${path} 503 explains shutting_down`);
+    }
+    assert.ok(explained >= 2);
+  });
+
   test('a code a route sends but does not declare is caught', async () => {
     // Every test service checks this as it stops; here on calls whose codes the document once missed.
     const before = svc.problems.length;

@@ -154,7 +154,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
           400: ['both_execution_and_chain_authorization', 'execution_url_not_allowed'],
           409: ['nonce_reused', 'execution_in_progress'],
           422: ['chain_authorization_unavailable', 'unknown_merchant', 'unknown_operation'],
-          503: { what: 'Access rules kept changing while deciding (nothing was recorded), or the service is closing; retry after `retry-after`', codes: ['busy'] },
+          503: { what: 'Temporarily unavailable; retry after `retry-after`: access rules kept changing while deciding (`busy`, nothing was recorded), the service has begun to stop (`shutting_down`), the database does not answer (`database_unavailable`) or its disk is full (`storage_full`)', codes: ['busy'] },
         }),
       },
     },
