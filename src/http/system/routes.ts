@@ -12,7 +12,7 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
-    schema: { tags: ['system'], summary: 'Readiness: the database answers, and its disk is not full', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses({ auth: 'none' }, { 503: { what: 'Not ready: `not_ready` when the database does not answer or its disk is full (a write failed for want of space, and none has committed since); `shutting_down` once the service has begun to stop (retry against another instance after `retry-after`; the connection is closed)', codes: ['not_ready'] } }) } },
+    schema: { tags: ['system'], summary: 'Readiness: the database answers, and its disk is not full', response: { 200: Type.Object({ status: Type.Literal('ready') }), ...errorResponses({ auth: 'none' }, { 503: { what: 'Not ready: `not_ready` when the database does not answer or its disk is full (a write failed for want of space in the last 5 s, and none has committed since); `shutting_down` once the service has begun to stop (retry against another instance after `retry-after`; the connection is closed)', codes: ['not_ready'] } }) } },
   }, async (request, reply) => {
     const { store } = app.gavel;
     // Sent, not thrown: the full disk was logged once when writes began to fail, not at every probe.
