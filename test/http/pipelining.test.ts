@@ -52,4 +52,33 @@ describe('pipelined requests', () => {
     assert.equal(all.length, MAX_PIPELINED_REQUESTS + 1);
     for (const res of all) assert.equal(res.status, 200, res.body);
   });
+
+  test('one request more than the bound waiting closes the connection before any is answered', async () => {
+    const close = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n';
+    const all = responses(await exchange(port, healthz.repeat(MAX_PIPELINED_REQUESTS + 1) + close));
+    assert.ok(all.length < MAX_PIPELINED_REQUESTS + 2, `all ${all.length} requests were answered`);
+  });
+
+  test('the bound counts the requests waiting now, not all a connection has pipelined', async () => {
+    // Two rounds of a full bound on one connection, the first round's answers read before the second.
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => { received += d; });
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    const answers = () => (received.match(/HTTP\/1\.1 200 /g) ?? []).length;
+    const until = async (n: number) => { while (answers() < n && !socket.destroyed) await new Promise((resolve) => setTimeout(resolve, 10)); };
+    socket.write(healthz.repeat(MAX_PIPELINED_REQUESTS));
+    await until(MAX_PIPELINED_REQUESTS);
+    socket.write(healthz.repeat(MAX_PIPELINED_REQUESTS - 1) + 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await closed;
+    assert.equal(answers(), 2 * MAX_PIPELINED_REQUESTS);
+  });
+
+  test('requests that ask to continue or expect something else count toward the bound too', async () => {
+    for (const expect of ['100-continue', 'something-else']) {
+      const request = `GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\n\r\n`;
+      assert.ok(await pipelineWithoutReading(port, request, 3_000), `Expect: ${expect}: the connection stayed open`);
+    }
+  });
 });
