@@ -56,6 +56,8 @@ describe('the connection cap', () => {
   });
 
   test('idle keep-alive connections make room: the next connection after a refusal is answered', async () => {
+    // Kept open past any wait of this test unless closed to make room (Fastify's 72 s would close them anyway).
+    svc.app.server.keepAliveTimeout = 3_600_000;
     const idle = [open(port, healthz), open(port, healthz), open(port, healthz)];
     await Promise.all(idle.map(answered));
     const refused = open(port, healthz);
