@@ -25,4 +25,18 @@ for (const backend of backends()) {
       assert.ok((await takeAttempt(ts.store, 'alice', '192.0.2.7', new Date(back + ACCOUNT_LIMITS.maxLockMs))).wait > ACCOUNT_LIMITS.baseLockMs);
     } finally { await ts.cleanup(); }
   });
+
+  test(`a window read after the clock stepped back starts then, and ends a window later (${backend.name})`, async () => {
+    const ts = await backend.open();
+    try {
+      const t = Date.now();
+      for (let i = 0; i < ACCOUNT_LIMITS.lockAfter - 2; i++) assert.equal((await takeAttempt(ts.store, 'bob', '192.0.2.8', new Date(t))).wait, 0);
+      const back = t - HOUR;
+      assert.equal((await takeAttempt(ts.store, 'bob', '192.0.2.8', new Date(back))).wait, 0, 'one short of the lock');
+      // A window after the one the step began: those failures no longer count, so two more lock nothing.
+      const later = back + ACCOUNT_LIMITS.windowMs + 1;
+      assert.equal((await takeAttempt(ts.store, 'bob', '192.0.2.8', new Date(later))).wait, 0);
+      assert.equal((await takeAttempt(ts.store, 'bob', '192.0.2.8', new Date(later))).wait, 0, 'the old window still counted');
+    } finally { await ts.cleanup(); }
+  });
 }
