@@ -50,6 +50,12 @@ test('a NUL is refused in bodies, query strings and paths alike: PostgreSQL cann
     assert.equal(v({ s: 'a\u0000b' }), false, part);
     assert.deepEqual(v.errors!.map((e) => [e.keyword, e.instancePath]), [['wellFormed', '/s']], part);
   }
+  // Every such parameter of a query or path is named at once (decision 0001), in the order written.
+  for (const part of ['querystring', 'params'] as const) {
+    const v = validate({ type: 'object', properties: { s: { type: 'string' }, t: { type: 'array' }, u: { type: 'string' } } }, part);
+    assert.equal(v({ s: 'a\u0000', u: 'fine', t: ['ok', '\u0000'] }), false, part);
+    assert.deepEqual(v.errors!.map((e) => e.instancePath), ['/s', '/t'], part);
+  }
 });
 
 test('a body with several strings no store can keep names every one of them, in the order they are written', async () => {
