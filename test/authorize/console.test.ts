@@ -91,6 +91,12 @@ for (const backend of backends()) {
       } });
       assert.equal(last.statusCode, 201, last.body);
       assert.deepEqual([last.json().expires_at, last.json().status], ['9999-12-31T23:59:59.000Z', 'active']);
+      // The first whole second past it (an offset of a minute west puts 23:59 at midnight of year 10000).
+      const first = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: newAgent().did, actions: ['read'], resources: ['resource://r/*'], not_before: '9999-12-31T23:59:00-00:01', expires_at: '9999-12-31T23:59:59-00:02',
+      } });
+      assert.equal(first.statusCode, 400, first.body);
+      assert.deepEqual(first.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(), ['/expires_at out_of_range', '/not_before out_of_range']);
     });
 
     test('every claim error of a permit request comes at once, located; a 513-character pattern is allowed', async () => {
