@@ -107,14 +107,6 @@ export function callMerchant(input: CallInput): Promise<CallOutcome> {
     // A 101 to a call that asked for no upgrade: without this listener Node destroys the socket and
     // reports nothing, and the call would wait out its timeout. The merchant had the request.
     req.on('upgrade', (res: IncomingMessage, socket: Socket) => { clearTimeout(timer); socket.destroy(); settle(classifyStatus(res.statusCode ?? 101)); });
-    // Whatever else ends the request without an answer or an error settles it now, as an error would.
-    req.on('close', () => {
-      if (settled) return;
-      clearTimeout(timer);
-      settle(connected
-        ? { status: 'UNKNOWN', httpStatus: null, note: 'the connection closed without an answer after the request may have been sent: outcome unknown' }
-        : { status: 'FAILED', httpStatus: null, note: 'not delivered: the connection closed before it was established' });
-    });
     req.end(body);
   });
 }

@@ -396,3 +396,18 @@ test('a connection closed after the request with no answer and no error: UNKNOWN
     assert.equal((await outcome).status, 'UNKNOWN');
   } finally { await new Promise((resolve) => server.close(resolve)); }
 });
+
+test('a call begun once shutdown has given calls up is not sent: FAILED, and nothing reaches the merchant', async () => {
+  let requests = 0;
+  const server = createServer((req, res) => { requests++; req.resume(); res.end(); });
+  const base = await listen(server);
+  try {
+    const merchant = parseMerchants({ merchants: { m: { base_url: base, secret: MERCHANT_SECRET, timeout_ms: 2_000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m')!;
+    const stopping = new AbortController();
+    stopping.abort();
+    const outcome = await callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1 }, nonce: 'n-late', executionId: 'exe_test', now: new Date(), abandon: stopping.signal });
+    assert.deepEqual([outcome.status, outcome.httpStatus], ['FAILED', null]);
+    assert.match(outcome.note, /^not delivered: the service was shutting down/);
+    assert.equal(requests, 0);
+  } finally { await close(server); }
+});
