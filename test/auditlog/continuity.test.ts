@@ -103,3 +103,34 @@ for (const backend of backends()) {
     }
   });
 }
+
+for (const backend of backends()) {
+  test(`a stop cutting the loop's wait on a witness short records no witness problem: the cut says nothing of the witness (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    // A witness that takes submissions and never answers them.
+    let asked!: () => void;
+    const askedOnce = new Promise<void>((resolve) => { asked = resolve; });
+    const held: import('node:http').ServerResponse[] = [];
+    const hanging = createServer((_req, res) => { held.push(res); asked(); });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    let runner: ReturnType<typeof startAuditLog> | undefined;
+    try {
+      await a.svc.close();
+      await addEvents(store, a.svc.projectId, 3);
+      // Two minutes on: a checkpoint of the new events is due, and is submitted after the check.
+      runner = clockedAuditLog(a, () => Date.now() + 120_000, `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`);
+      await askedOnce;
+      runner.halt();
+      await runner.firstTick;
+      // The halted tick still signed what it sequenced; only its witness waits were cut.
+      assert.ok((await store.db.selectFrom('audit_checkpoints').select('size').where('witnessed_at', 'is', null).execute()).length > 0, 'a checkpoint waits for the witness');
+      assert.equal(await openWitnessProblem(store.db), null, 'no outage recorded for a wait the stop cut');
+    } finally {
+      for (const r of held) r.destroy();
+      hanging.close();
+      await runner?.stop();
+      await a.stop();
+    }
+  });
+}
