@@ -3,10 +3,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { assertRawProblem, exchange, lastResponse } from '../support/raw-http.ts';
+import { assertRawProblem, exchange, lastResponse, listenOnLoopback } from '../support/raw-http.ts';
 import { clientErrorHandler } from '../../src/http/client-errors.ts';
 
 describe('requests that are not well-formed HTTP', () => {
@@ -14,8 +14,7 @@ describe('requests that are not well-formed HTTP', () => {
   let port: number;
   before(async () => {
     svc = await startService(backends()[0]!);
-    await svc.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (svc.app.server.address() as AddressInfo).port;
+    port = await listenOnLoopback(svc);
   });
   after(async () => { await svc.stop(); });
 

@@ -5,9 +5,10 @@
 // the next, and the refusals are logged once, not for every connection.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type Socket, type AddressInfo } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { listenOnLoopback } from '../support/raw-http.ts';
 
 /** A connection and everything it received; `closed` settles when the server closes it. */
 function open(port: number, request: string): { socket: Socket; received: () => string; closed: Promise<void> } {
@@ -33,8 +34,7 @@ describe('the connection cap', () => {
   const warnings: string[] = [];
   before(async () => {
     svc = await startService(backends()[0]!, { maxConnections: 3 });
-    await svc.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (svc.app.server.address() as AddressInfo).port;
+    port = await listenOnLoopback(svc);
     const warn = svc.app.log.warn.bind(svc.app.log);
     svc.app.log.warn = ((...args: Parameters<typeof warn>) => { warnings.push(JSON.stringify(args)); warn(...args); }) as typeof warn;
   });

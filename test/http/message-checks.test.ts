@@ -3,10 +3,9 @@
 // missing Host, an Expect other than 100-continue, CONNECT. Raw bytes over a real socket.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { assertRawProblem, exchange, lastResponse, responses } from '../support/raw-http.ts';
+import { assertRawProblem, exchange, lastResponse, responses, listenOnLoopback } from '../support/raw-http.ts';
 import { issue, newAgent } from '../support/authorize.ts';
 import { recordedDecisions } from '../support/decisions.ts';
 import { consoleMember } from '../support/console.ts';
@@ -20,8 +19,7 @@ describe('requests answered before routing', () => {
   let decisionBody: string;
   before(async () => {
     svc = await startService(backends()[0]!);
-    await svc.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (svc.app.server.address() as AddressInfo).port;
+    port = await listenOnLoopback(svc);
     authorization = (await svc.keyHeader([])).authorization;
     const agent = newAgent();
     const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'] });

@@ -5,10 +5,10 @@
 // that pipelines within the bound gets every answer, in order.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { exchange, responses } from '../support/raw-http.ts';
+import { exchange, responses, listenOnLoopback } from '../support/raw-http.ts';
 import { MAX_PIPELINED_REQUESTS } from '../../src/http/message-checks.ts';
 
 /**
@@ -34,8 +34,7 @@ describe('pipelined requests', () => {
   let port: number;
   before(async () => {
     svc = await startService(backends()[0]!);
-    await svc.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (svc.app.server.address() as AddressInfo).port;
+    port = await listenOnLoopback(svc);
   });
   after(async () => { await svc.stop(); });
 

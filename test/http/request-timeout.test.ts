@@ -5,9 +5,10 @@
 // does not keep the connection either.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { listenOnLoopback } from '../support/raw-http.ts';
 
 /** Opens a socket, writes `head`, then `drip` every `everyMs`; resolves with what was received once the server closes it (or `null` after `giveUpMs`). */
 function hold(port: number, head: string, drip: string, everyMs: number, giveUpMs: number): Promise<{ received: string; closed: boolean }> {
@@ -29,8 +30,7 @@ describe('requests that do not arrive in time', () => {
   let port: number;
   before(async () => {
     svc = await startService(backends()[0]!, { requestTimeoutMs: 400 });
-    await svc.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (svc.app.server.address() as AddressInfo).port;
+    port = await listenOnLoopback(svc);
   });
   after(async () => { await svc.stop(); });
 

@@ -4,10 +4,9 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import type { AddressInfo } from 'node:net';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { assertRawProblem, exchange, lastResponse, responses } from '../support/raw-http.ts';
+import { assertRawProblem, exchange, lastResponse, responses, listenOnLoopback } from '../support/raw-http.ts';
 import { DEFAULTS } from '../../src/config/config.ts';
 
 const LIMIT = DEFAULTS.bodyLimitBytes;
@@ -20,8 +19,7 @@ for (const backend of backends()) {
     let port: number;
     before(async () => {
       svc = await startService(backend);
-      await svc.app.listen({ host: '127.0.0.1', port: 0 });
-      port = (svc.app.server.address() as AddressInfo).port;
+      port = await listenOnLoopback(svc);
     });
     after(async () => { await svc.stop(); });
 

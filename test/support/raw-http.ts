@@ -1,7 +1,8 @@
 // Raw HTTP/1.1 over a socket, for what a client library would not send (or would tidy up first):
 // malformed framing, repeated headers, a missing Host, CONNECT.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import type { TestService } from './service.ts';
 
 /** Sends raw bytes and reads until the server closes the connection (rejects after 5 s). */
 export function exchange(port: number, request: string): Promise<string> {
@@ -60,4 +61,10 @@ export function assertRawProblem(res: RawResponse, status: number, code: string)
   // Every answer is no-store and nosniff (http/app.ts), those sent before routing or on a bare socket too.
   assert.equal(res.headers['cache-control'], 'no-store');
   assert.equal(res.headers['x-content-type-options'], 'nosniff');
+}
+
+/** Makes `svc` listen on a loopback port of its own, for raw sockets; that port. */
+export async function listenOnLoopback(svc: TestService): Promise<number> {
+  await svc.app.listen({ host: '127.0.0.1', port: 0 });
+  return (svc.app.server.address() as AddressInfo).port;
 }
