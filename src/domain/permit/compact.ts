@@ -67,7 +67,8 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   }
   const hv = header.value as Record<string, unknown>;
   // alg first: `none` and HMAC (key-confusion) headers are refused by name before anything else.
-  if (hv.alg !== 'EdDSA') return fail('algorithm', `alg ${describe(hv.alg)} is refused; permits are signed with EdDSA (Ed25519)`, { link });
+  // "Ed25519" is RFC 9864's fully specified name for the same algorithm (decision 0300 addendum).
+  if (hv.alg !== 'EdDSA' && hv.alg !== 'Ed25519') return fail('algorithm', `alg ${describe(hv.alg)} is refused; permits are signed with EdDSA (Ed25519)`, { link });
   for (const k of Object.keys(hv)) if (!HEADER_KEYS.has(k)) return fail('header', `unsupported header parameter ${describe(k)}`, { link });
   if (!namesPermitType(hv.typ)) return fail('header', `typ must be ${PERMIT_TYP}`, { link });
   if (typeof hv.kid !== 'string' || hv.kid.length === 0 || hv.kid.length > 2200) return fail('header', 'kid must be a non-empty string', { link });

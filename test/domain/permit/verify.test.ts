@@ -180,6 +180,21 @@ test('typ is compared as RFC 7515 §4.1.9 says: "application/" implied, case-ins
   }
 });
 
+test('alg "Ed25519" (RFC 9864, the fully specified name JOSE libraries now write) verifies as "EdDSA" does; "ed25519", "Ed448" and "EdDSA " do not', async () => {
+  const f = await fixture();
+  const [h, p] = f.root.split('.') as [string, string];
+  const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+  const withAlg = async (alg: string) => {
+    const hh = Buffer.from(JSON.stringify({ ...header, alg })).toString('base64url');
+    return `${hh}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${hh}.${p}`))).toString('base64url')}`;
+  };
+  const r = await verifyPermit(await withAlg('Ed25519'), f.ctx(f.alice.did));
+  assert.ok(r.ok, JSON.stringify(r));
+  for (const alg of ['ed25519', 'Ed448', 'EdDSA ', 'ES256']) {
+    assert.equal(failure(await verifyPermit(await withAlg(alg), f.ctx(f.alice.did))).check, 'algorithm', alg);
+  }
+});
+
 test('a member named twice, in the header or anywhere in the payload, is malformed even under a valid signature (I-JSON)', async () => {
   const f = await fixture();
   const [h, p] = f.root.split('.') as [string, string];
