@@ -24,6 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
 import { pruneIdentityRows, PRUNE_EVERY_MS } from './services/identity/prune.ts';
 import { takeServingLock } from './store/sqlite/serving-lock.ts';
+import { repeatedFailureLog } from './http/repeated-failure-log.ts';
 import { outOfSpace } from './store/space.ts';
 
 export function storeOptions(config: Config): StoreOptions {
@@ -64,17 +65,7 @@ export function witnessProblemLog(app: Pick<FastifyInstance, 'log'>, witness: st
  * after a minute, with how many were not logged meanwhile; another failure, at once.
  */
 export function tickFailureLog(app: Pick<FastifyInstance, 'log'>, now: () => number = () => performance.now()): (err: unknown) => void {
-  let last = '';
-  let at = 0;
-  let unlogged = 0;
-  return (err) => {
-    const key = err instanceof Error ? `${(err as { code?: unknown }).code ?? ''}:${err.message}` : String(err);
-    if (key === last && now() - at < 60_000) { unlogged++; return; }
-    app.log.error({ err, ...(key === last && unlogged > 0 ? { repeated: unlogged } : {}) }, 'audit log tick failed');
-    last = key;
-    at = now();
-    unlogged = 0;
-  };
+  return repeatedFailureLog(app.log, 'audit log tick failed', undefined, now);
 }
 
 /**

@@ -5,6 +5,7 @@ import { escapePointer, listedErrors, Problem, problemBody, type FieldError } fr
 import { databaseUnreachable } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
+import { repeatedFailureLog } from './repeated-failure-log.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -126,10 +127,13 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
 }
 
 export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
+  // An outage refuses every request and readiness probe while it lasts: logged once a minute, not for each.
+  const unreachable = repeatedFailureLog(app.log, 'the database is unreachable: requests are refused (503 database_unavailable) and /readyz answers 503 (logged again at most once a minute while it lasts)', () => 'unreachable');
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);
     // A full disk is logged once for all the requests it refuses (store/space.ts), readyz told.
     if (problem.code === 'storage_full') app.gavel.store.space.refused(error);
+    else if (problem.code === 'database_unavailable' || problem.code === 'not_ready') unreachable(error);
     else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, request, problem);
   });

@@ -2,11 +2,13 @@
 // process down: the audit log's leader gives up its lock and takes it again, and requests keep
 // being answered. Requests that met the outage are 503 database_unavailable, not 500.
 import { test } from 'node:test';
+import { Writable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { toProblem } from '../../src/http/errors.ts';
+import { relayed } from '../support/tcp-proxy.ts';
 
 const pg = backends().find((b) => b.name === 'postgres');
 
@@ -40,4 +42,28 @@ test('an unreachable database is 503 database_unavailable with retry-after, not 
     assert.deepEqual([p.status, p.code, p.headers?.['retry-after']], [503, 'database_unavailable', '1'], error.message);
   }
   assert.equal(toProblem(new Error('a bug') as never).status, 500);
+});
+
+test('a database outage is logged once, not once for every request and readiness probe it refuses', { skip: !pg && 'PostgreSQL not configured' }, async () => {
+  // Every log line the service writes at warn or above (a restart of PostgreSQL, seen as this instance sees it: connections reset, new ones refused).
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
+  const r = relayed(pg!);
+  const svc = await startService(r.backend, {}, undefined, { logger: { level: 'warn', stream } });
+  try {
+    const headers = await svc.keyHeader(['AUDITOR']);
+    r.relay().cut();
+    for (let i = 0; i < 20; i++) {
+      const res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers });
+      assert.deepEqual([res.statusCode, res.json().code], [503, 'database_unavailable'], res.body);
+      assert.equal((await svc.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 503);
+    }
+    // The audit log's loop fails too, and logs that once a minute itself (tickFailureLog).
+    const requestLines = lines.filter((l) => l.level >= 40 && l.msg !== 'audit log tick failed');
+    assert.equal(requestLines.length, 1, JSON.stringify(requestLines.map((l) => l.msg)));
+    r.relay().restore();
+    let res;
+    for (let i = 0; i < 50 && (res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers })).statusCode !== 200; i++) await new Promise((done) => setTimeout(done, 100));
+    assert.equal(res!.statusCode, 200, res!.body);
+  } finally { r.relay().restore(); await svc.stop(); }
 });

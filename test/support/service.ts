@@ -24,11 +24,11 @@ export interface TestService extends Service {
  * `prepare` runs on the opened store before the service starts and may return more configuration
  * (e.g. the audit-log tests start a witness that must know the log's key first).
  */
-export async function startService(backend: Backend, overrides: Partial<Config> = {}, prepare?: (ts: TestStore) => Promise<Partial<Config>>, options: Pick<ServiceOptions, 'writerExecArgv' | 'clock'> = {}): Promise<TestService> {
+export async function startService(backend: Backend, overrides: Partial<Config> = {}, prepare?: (ts: TestStore) => Promise<Partial<Config>>, options: Pick<ServiceOptions, 'writerExecArgv' | 'clock' | 'logger'> = {}): Promise<TestService> {
   const ts = await backend.open();
   const extra = prepare ? await prepare(ts) : {};
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
-  const service = await createService(config, { ...options, store: ts.store, logger: process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false });
+  const service = await createService(config, { ...options, store: ts.store, logger: options.logger ?? (process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false) });
   const projectId = service.bootstrap.projectId;
   const { problems, others } = recordProblems(service.app);
   const member: TestService['member'] = async (roles, name, kind = 'service') => {
