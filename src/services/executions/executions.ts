@@ -100,7 +100,13 @@ export class Executions {
     if (record.decision !== 'ALLOW') return { kind: 'decided', record };
 
     const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now(), abandon: this.#abandon.signal });
-    const status = await this.#record(ctx, executionId, outcome);
+    let status: Settled;
+    try {
+      status = await this.#record(ctx, executionId, outcome);
+    } catch (e) {
+      if (databaseUnreachable(e)) this.#recordLater(ctx, executionId, outcome);
+      throw e;
+    }
     return { kind: 'decided', record, execution: { id: executionId, status } };
   }
 
@@ -142,6 +148,24 @@ export class Executions {
    * for a few seconds rather than leaving a known outcome to become UNKNOWN, for a person to
    * resolve. A retry after a commit whose answer was lost finds the outcome already recorded.
    */
+  /**
+   * The database stayed away past #record's few seconds: the caller has its 503, but the merchant's
+   * answer is known, so it is kept trying in the background (2 s, doubling to 30 s, for up to
+   * RECORD_LATER_MS, until shutdown) instead of leaving the row for the sweep to mark UNKNOWN, for a
+   * person to resolve. If the sweep got there first, recordOutcome keeps it as a late outcome.
+   */
+  #recordLater(ctx: DecideContext, id: string, outcome: CallOutcome): void {
+    const at = this.#now();
+    const giveUpAt = performance.now() + RECORD_LATER_MS;
+    const attempt = (delay: number) => setTimeout(() => {
+      if (this.#abandon.signal.aborted) return;
+      this.#writer.call('executions.record', { projectId: ctx.projectId, id, outcome, at }).catch((e: unknown) => {
+        if (databaseUnreachable(e) && performance.now() + delay < giveUpAt) attempt(Math.min(delay * 2, 30_000));
+      });
+    }, delay).unref();
+    attempt(2_000);
+  }
+
   async #record(ctx: DecideContext, id: string, outcome: CallOutcome): Promise<Settled> {
     const at = this.#now();
     for (let attempt = 0; ; attempt++) {
@@ -155,6 +179,9 @@ export class Executions {
     }
   }
 }
+
+/** How long a known outcome the database would not take is kept trying after its caller's 503. */
+const RECORD_LATER_MS = 10 * 60_000;
 
 /** What a reservation whose decision's commit went unconfirmed is settled as: no byte was sent. */
 export const UNSENT_NOTE = 'not delivered: the decision\'s commit was not confirmed (the database connection was lost), so no call was made';
