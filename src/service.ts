@@ -139,7 +139,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   };
   // A person has to resolve these (invariant 6): said where an operator looks first.
   // On PostgreSQL most are found after start, by the periodic sweep (recovery.ts): said the same way.
-  onMarked = (n) => app.log.warn({ executions: n }, 'executions left in flight by a stopped process are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');
+  onMarked = (n) => app.log.warn({ executions: n }, 'executions left in flight (by a stopped process, or with no outcome recorded within the merchant timeout) are now UNKNOWN; resolve them (GET …/executions?status=UNKNOWN)');
   if (recovered > 0) onMarked(recovered);
   const tickFailed = tickFailureLog(app);
   const auditLog = startAuditLog(store, signer, {
