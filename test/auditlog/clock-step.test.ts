@@ -11,7 +11,7 @@ import { openRollback } from '../../src/services/auditlog/continuity.ts';
 import { CONTINUITY_CHECK_MS } from '../../src/services/auditlog/runner.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
-import { addEvents, clockedAuditLog, deadWitnessUrl, restoreLog, snapshotLog, startAuditService } from './support.ts';
+import { addEvents, clockedAuditLog, deadWitnessUrl, restoreUnderLeader, startAuditService } from './support.ts';
 
 const HOUR = 3_600_000;
 const policy = { intervalMs: 60_000, maxEvents: 10_000 };
@@ -43,14 +43,7 @@ for (const backend of backends()) {
     let clock = Date.now();
     const runner = clockedAuditLog(a, () => clock);
     try {
-      await a.svc.close();
-      await runner.firstTick;
-      await addEvents(store, a.svc.projectId, 2);
-      await runner.tick({ force: true });
-      await snapshotLog(store, 'older');
-      await addEvents(store, a.svc.projectId, 1);
-      assert.equal((await runner.tick({ force: true })).witness?.kind, 'cosigned');
-      await restoreLog(store, 'older');
+      await restoreUnderLeader(a, runner);
       clock -= HOUR;
       assert.equal((await runner.tick()).continuity, undefined, 'not asked again within the minute');
       clock += CONTINUITY_CHECK_MS;

@@ -1,5 +1,6 @@
 // Helpers of the audit-log tests: a service whose log is witnessed by a real witness process
 // (in-process server, own key and SQLite), and events written the way every mutation writes them.
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -148,4 +149,21 @@ export function clockedAuditLog(a: AuditService, now: () => number, url = a.svc.
   return startAuditLog(a.svc.ts.store, new LocalSigner(join(a.svc.ts.dataDir, 'keys')), {
     tickMs: 60_000, intervalMs: 60_000, maxEvents: 10_000, witness: { url, vkey: a.svc.deps.config.witnessVkey! }, now: () => new Date(now()),
   });
+}
+
+/**
+ * The log restored under a running leader (`runner`, `a`'s own loop stopped): a checkpoint, one
+ * event more cosigned by the witness, then the older copy put back, so the witness holds one event
+ * more than the log (the boundary).
+ */
+export async function restoreUnderLeader(a: AuditService, runner: ReturnType<typeof startAuditLog>): Promise<void> {
+  const { store } = a.svc.ts;
+  await a.svc.close();
+  await runner.firstTick;
+  await addEvents(store, a.svc.projectId, 2);
+  await runner.tick({ force: true });
+  await snapshotLog(store, 'older');
+  await addEvents(store, a.svc.projectId, 1);
+  assert.equal((await runner.tick({ force: true })).witness?.kind, 'cosigned');
+  await restoreLog(store, 'older');
 }

@@ -114,6 +114,12 @@ export function tamper(jws: string, edit: { header?: (h: Record<string, unknown>
   return `${enc(header)}.${enc(payload)}.${s}`;
 }
 
+/** `tamper`, then signed again with the project's key: an edit that only the checks, not the signature, may refuse. */
+export async function tamperSigned(f: Pick<Fixture, 'signer'>, jws: string, edit: Parameters<typeof tamper>[1]): Promise<string> {
+  const [h, p] = tamper(jws, edit).split('.') as [string, string];
+  return `${h}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${h}.${p}`))).toString('base64url')}`;
+}
+
 export function decodePayload(jws: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(jws.split('.')[1] as string, 'base64url').toString('utf8'));
 }

@@ -10,7 +10,7 @@ import { permitKeyId } from '../../../src/domain/permit/key-id.ts';
 import { signPermitClaims } from '../../../src/domain/permit/compact.ts';
 import { PermitError } from '../../../src/domain/permit/types.ts';
 import type { VerifyResult } from '../../../src/domain/permit/types.ts';
-import { KEY, NOW, PROJECT, T0, decodePayload, fixture, memorySigner, rootInput, tamper } from './helpers.ts';
+import { KEY, NOW, PROJECT, T0, decodePayload, fixture, memorySigner, rootInput, tamper, tamperSigned } from './helpers.ts';
 
 function failure(r: VerifyResult) {
   assert.equal(r.ok, false, 'expected verification to fail');
@@ -165,12 +165,7 @@ test('malformed inputs: garbage, bad base64url, bad JSON, wrong part count, non-
 
 test('typ is compared as RFC 7515 §4.1.9 says: "application/" implied, case-insensitive; another type or a parameter is refused', async () => {
   const f = await fixture();
-  const [h, p] = f.root.split('.') as [string, string];
-  const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
-  const withTyp = async (typ: string) => {
-    const hh = Buffer.from(JSON.stringify({ ...header, typ })).toString('base64url');
-    return `${hh}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${hh}.${p}`))).toString('base64url')}`;
-  };
+  const withTyp = (typ: string) => tamperSigned(f, f.root, { header: (h) => { h.typ = typ; } });
   for (const typ of ['application/gavel-permit+jwt', 'Gavel-Permit+JWT', 'Application/GAVEL-PERMIT+JWT']) {
     const r = await verifyPermit(await withTyp(typ), f.ctx(f.alice.did));
     assert.ok(r.ok, `${typ}: ${JSON.stringify(r)}`);
@@ -182,12 +177,7 @@ test('typ is compared as RFC 7515 §4.1.9 says: "application/" implied, case-ins
 
 test('alg "Ed25519" (RFC 9864, the fully specified name JOSE libraries now write) verifies as "EdDSA" does; "ed25519", "Ed448" and "EdDSA " do not', async () => {
   const f = await fixture();
-  const [h, p] = f.root.split('.') as [string, string];
-  const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
-  const withAlg = async (alg: string) => {
-    const hh = Buffer.from(JSON.stringify({ ...header, alg })).toString('base64url');
-    return `${hh}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${hh}.${p}`))).toString('base64url')}`;
-  };
+  const withAlg = (alg: string) => tamperSigned(f, f.root, { header: (h) => { h.alg = alg; } });
   const r = await verifyPermit(await withAlg('Ed25519'), f.ctx(f.alice.did));
   assert.ok(r.ok, JSON.stringify(r));
   for (const alg of ['ed25519', 'Ed448', 'EdDSA ', 'ES256']) {
