@@ -520,10 +520,14 @@ function normalise(steps: Step[]): Step[] {
     if (typeof v === 'string') return VOLATILE.has(key) ? rename(key, v) : B64_HASH.test(v) ? rename('sha256', v) : str(v);
     if (Array.isArray(v)) return v.map((x) => walk(x, key));
     if (v && typeof v === 'object') {
-      // A permit's times in Unix seconds: kept relative to its iat, in minutes (the test's clock and the
-      // server's may cross a second between the request and the signature).
+      // A permit's times in Unix seconds: those the scenario sets relative to now are kept relative to
+      // its iat, in minutes (the test's clock and the server's may cross a second between the request
+      // and the signature); those it sets absolutely (years away) are kept as they are, since minutes
+      // from an iat that differs by seconds between runs would round either way.
       const iat = (v as { iat?: unknown }).iat;
-      const unix = (k: string, x: unknown) => (typeof iat === 'number' && typeof x === 'number' && ['iat', 'nbf', 'exp'].includes(k) ? `iat+${Math.round((x - iat) / 60)}min` : walk(x, k));
+      const YEAR = 366 * 86_400;
+      const relative = (x: number) => (Math.abs(x - (iat as number)) > YEAR ? `unix ${x}` : `iat+${Math.round((x - (iat as number)) / 60)}min`);
+      const unix = (k: string, x: unknown) => (typeof iat === 'number' && typeof x === 'number' && ['iat', 'nbf', 'exp'].includes(k) ? relative(x) : walk(x, k));
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unix(k, x)]));
     }
     return v;
