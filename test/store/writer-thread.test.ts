@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import { backends } from '../support/backends.ts';
 import { WalSync, WalSyncNow } from '../../src/store/sqlite/wal-sync.ts';
 import { MAX_CALLS_PER_MESSAGE, threadWriter } from '../../src/services/writer/thread.ts';
@@ -124,15 +125,19 @@ test('waiting for a write lock held elsewhere does not stall the event loop', as
   const ts = await sqlite.open();
   const other = new BetterSqlite3(ts.store.file!);
   try {
+    // SQLite's own busy handler would sleep in place: the store's connection must not have one.
+    assert.deepEqual(await sql`pragma busy_timeout`.execute(ts.store.db).then((r) => r.rows), [{ timeout: 0 }]);
     other.exec('begin immediate');
-    let ticks = 0;
-    const timer = setInterval(() => ticks++, 1);
-    const write = ts.store.transaction(async (trx) => { await trx.insertInto('settings').values({ key: 'y', value: '1' }).execute(); });
-    await sleep(60);
-    assert.ok(ticks >= 10, `the loop kept turning while the lock was held (${ticks} ticks)`);
+    let settled = false;
+    const write = ts.store.transaction(async (trx) => { await trx.insertInto('settings').values({ key: 'y', value: '1' }).execute(); })
+      .finally(() => { settled = true; });
+    // Timer turns while the lock is held, however slowly a busy machine gives them. A loop stalled in
+    // a wait for the lock (the lock's holder is this thread: it cannot let go meanwhile) would give
+    // them only between waits, each ending in SQLITE_BUSY, until the write gave up.
+    for (let turn = 0; turn < 10; turn++) await sleep(1);
+    assert.equal(settled, false, 'the loop turned ten times while the write waited for the lock');
     other.exec('commit');
     await write;
-    clearInterval(timer);
     const row = await ts.store.db.selectFrom('settings').select('value').where('key', '=', 'y').executeTakeFirst();
     assert.equal(row?.value, '1');
   } finally { other.close(); await ts.cleanup(); }
