@@ -18,11 +18,15 @@ test('a leader whose tick outlasts its lease keeps the lock', { skip: !pg && 'Po
   const signer = new LocalSigner(`${svc.ts.dataDir}/keys`);
   await svc.auditLog.stop(); // the service's own runner stays out of the election
   let slow = true;
+  let began!: () => void;
+  const sequencing = new Promise<void>((resolve) => { began = resolve; });
   // A long sequencing batch (a backlog), three times the lease, on the pool's other connections.
-  const sequence = async () => { if (slow) { slow = false; await sleep(3_000); } return { count: 0, size: 0, root: new Uint8Array(32) }; };
+  const sequence = async () => { if (slow) { slow = false; began(); await sleep(3_000); } return { count: 0, size: 0, root: new Uint8Array(32) }; };
   const runner = startAuditLog(a, signer, { tickMs: 1e9, intervalMs: 1000, maxEvents: 1000, witness: undefined, leaderIdleTimeoutMs: 1000, sequence });
   try {
-    await sleep(200); // the runner's first tick starts at once: it takes the lock, then sequences for 3 s
+    // The runner's first tick starts at once: it takes the lock, then sequences for 3 s. Waiting for
+    // the sequencing to begin, not a fixed while: on a busy machine taking the lock took longer.
+    await sequencing;
     assert.equal(runner.isLeader(), true, 'the first tick took the lock');
     // Chained after that tick: the leader checks its lock's connection first.
     assert.equal((await runner.tick()).leader, true, 'the leader lost its lock to its own long tick');
