@@ -43,6 +43,10 @@ for (const backend of backends()) {
 
     test('a live instance\'s row older than the longest timeout plus the margin is UNKNOWN, audited; a younger one is left in flight', async () => {
       const now = new Date();
+      // The sweeper owns both rows and is alive (it beats), so only age can make one UNKNOWN. It beats
+      // before it owns them: a row of an instance with no heartbeat is a dead one's, and the service's
+      // own keeper, once it judges others, marked it (with the note of a stopped process) meanwhile.
+      await beat(svc.ts.store, 'sweeper', now);
       const aged = async (ageMs: number) => {
         const id = await seedInFlight(svc.ts.store, svc.projectId, 'sweeper');
         await svc.ts.store.db.updateTable('executions').set({ created_at: new Date(now.getTime() - ageMs).toISOString() }).where('id', '=', id).execute();
@@ -50,19 +54,22 @@ for (const backend of backends()) {
       };
       const old = await aged(MAX_TIMEOUT_MS + AGE_MARGIN_MS + 1_000);
       const young = await aged(MAX_TIMEOUT_MS + AGE_MARGIN_MS - 1_000);
-      // The sweeper owns both rows and is alive (it beats), so only age can make one UNKNOWN.
-      await beat(svc.ts.store, 'sweeper', now);
       try {
         assert.equal(await sweepInFlight(svc.ts.store, { instanceId: 'sweeper', now, maxTimeoutMs: MAX_TIMEOUT_MS, startup: false }), 1);
+        assert.deepEqual(await status(old), { status: 'UNKNOWN', note: TOO_OLD_NOTE });
+        assert.deepEqual(await status(young), { status: 'IN_FLIGHT', note: null });
       } finally { await retire(svc.ts.store, 'sweeper'); }
-      assert.deepEqual(await status(old), { status: 'UNKNOWN', note: TOO_OLD_NOTE });
-      assert.deepEqual(await status(young), { status: 'IN_FLIGHT', note: null });
       assert.equal((await unknownEvents(old)).length, 1);
       await svc.ts.store.db.updateTable('executions').set({ status: 'FAILED' }).where('id', '=', young).execute(); // out of the way of the service's own sweeps
     });
 
     test('an outcome recorded while a sweep runs stands: the sweep marks nothing and audits nothing', async () => {
-      const id = await seedInFlight(svc.ts.store, svc.projectId, 'gone'); // an instance with no heartbeat: dead
+      // An instance whose heartbeat stopped a minute ago: dead to a sweep. Not one with no heartbeat
+      // at all, whose row the service's own keeper, once it judges others, could mark before this sweep
+      // runs; a heartbeat it has just come upon it watches for STALE_AFTER_MS first.
+      const stale = new Date(Date.now() - 60_000).toISOString();
+      await svc.ts.store.db.insertInto('execution_instances').values({ id: 'stopped', started_at: stale, heartbeat_at: stale }).execute();
+      const id = await seedInFlight(svc.ts.store, svc.projectId, 'stopped');
       const outcome = { status: 'SUCCEEDED' as const, note: 'merchant answered 200', httpStatus: 200 };
       // The owner records its outcome after the sweep read the row in flight, before the sweep writes.
       const racing = new Proxy(svc.ts.store, {
