@@ -17,8 +17,12 @@ for (const backend of backends()) {
     after(async () => { await svc.stop(); });
 
     const env = (): SqlTarget => ({ dialect: svc.ts.store.dialect, raw: svc.ts.store.raw });
-    /** An execution row as a decision reserves it: in flight, no outcome. */
-    const inFlight = () => seedInFlight(svc.ts.store, svc.projectId);
+    /**
+     * An execution row as a decision of this service reserves it: in flight, no outcome, owned by the
+     * service's own instance. Owned by none that beats, it was the service's keeper's to mark UNKNOWN
+     * (a dead instance's) before the outcome came, once the service had been up long enough to judge others.
+     */
+    const inFlight = () => seedInFlight(svc.ts.store, svc.projectId, svc.deps.executions.instanceId);
     const events = (id: string) => svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).where('kind', 'like', 'execution.%').execute()
       .then((rows) => rows.filter((r) => JSON.parse(r.data).execution_id === id));
     const outcome = { status: 'SUCCEEDED' as const, note: 'merchant answered 200', httpStatus: 200 };
