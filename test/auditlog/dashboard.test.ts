@@ -25,13 +25,14 @@ for (const backend of backends()) {
       const { jws } = await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'] });
       const asked = await decide(svc, await svc.keyHeader([]), { agent: agent.did, permit: jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } });
       assert.equal(asked.decision, 'REQUIRE_APPROVAL');
-      // Executions waiting on a person, and on a merchant: one UNKNOWN, two IN_FLIGHT.
+      // Executions waiting on a person, and on a merchant: one UNKNOWN, two IN_FLIGHT. The service's own
+      // calls: of an instance that does not beat, its keeper marks them UNKNOWN once it judges others.
       const at = new Date().toISOString();
       for (const [i, status] of (['UNKNOWN', 'IN_FLIGHT', 'IN_FLIGHT'] as const).entries()) {
         await svc.ts.store.db.insertInto('executions').values({
           id: `exe_dash${i}`, project_id: svc.projectId, nonce: `dash-${i}`, fingerprint: 'f'.repeat(64), decision_id: `dec_dash${i}`, decision_audit_id: `aud_dash${i}`,
           policy_version: version, agent: agent.did, action: 'pay', resource: 'resource://shop/1', merchant: 'm', operation: 'o', status, note: null, http_status: null,
-          instance_id: 'ins_dash', created_at: at, completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
+          instance_id: svc.deps.executions.instanceId, created_at: at, completed_at: null, resolved_at: null, resolved_by: null, resolution_note: null,
         }).execute();
       }
       await addEvents(svc.ts.store, svc.projectId, 2);
