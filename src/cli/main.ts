@@ -226,7 +226,8 @@ try {
       await serve(command === 'up');
       break;
     case 'migrate':
-      // Migrations only go up, all of them: an argument here is a mistake, not an option.
+      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
+      // Migrations only go up, all of them: any other argument is a mistake, not an option.
       if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);
       await migrate();
       break;
