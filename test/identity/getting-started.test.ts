@@ -2,7 +2,8 @@
 // mints a first API key, and calls a machine route with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 
@@ -32,11 +33,13 @@ for (const backend of backends()) {
   });
 }
 
-test('every file the walk-through of docs/getting-started.md writes in the checkout is ignored by git (two of them are private keys)', () => {
-  const doc = readFileSync('docs/getting-started.md', 'utf8');
-  // Cookie jars (curl -c), redirections, heredocs and files node writes.
-  const written = new Set([...doc.matchAll(/(?:-c |> |cat > |writeFileSync\(')([a-z][a-z0-9.-]*\.(?:txt|pem|json))/g)].map((m) => m[1]!));
-  assert.ok(written.has('jar.txt') && written.has('approver-key.pem') && written.has('proof.json'), 'the walk-through is read');
+test('every file the walk-throughs of the README and docs/ write in the checkout is ignored by git (some are private keys)', () => {
+  // getting-started.md, and the commands approvals.md (openssl) and audit-log.md (consistency) show.
+  const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+  const doc = pages.map((page) => readFileSync(page, 'utf8')).join('\n');
+  // Cookie jars (curl -c), openssl -out, redirections, heredocs and files node writes.
+  const written = new Set([...doc.matchAll(/(?:-c |-out |> |cat > |writeFileSync\(')([a-z][a-z0-9.-]*\.(?:txt|pem|json|db))/g)].map((m) => m[1]!));
+  for (const file of ['jar.txt', 'approver-key.pem', 'proof.json', 'statement.txt', 'consistency.json']) assert.ok(written.has(file), `the walk-throughs are read (${file})`);
   const ignored = new Set(readFileSync('.gitignore', 'utf8').split('\n').map((l) => l.trim().replace(/^\//, '')));
   assert.deepEqual([...written].filter((f) => !ignored.has(f)), []);
 });
