@@ -219,6 +219,12 @@ for (const backend of backends()) {
       const person = await consoleMember(svc, ['APPROVER']);
       const registered = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${P}/principals/${person.principalId}/approval-keys`, headers: person.post, payload: { public_key: pub } });
       assert.equal(registered.statusCode, 201, registered.body);
+      // The JWK body the page gives is the same key in the same field: refused as already registered, not as malformed.
+      const jwkBody = /or the same key as a JWK in its place,\s+`([^`]+)`/.exec(readFileSync('docs/approvals.md', 'utf8'))?.[1];
+      assert.ok(jwkBody, 'docs/approvals.md gives the JWK form of the registration body');
+      const asJwk = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${P}/principals/${person.principalId}/approval-keys`, headers: person.post, payload: jwkBody.replace('$PUB', pub) });
+      assert.equal(asJwk.statusCode, 409, asJwk.body);
+      assert.equal(asJwk.json().code, 'approval_key_exists');
       const record = (signature: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${P}/approvals`, headers: key, payload: { approval_request_id: opened.approval_request_id, key_id: registered.json().id, signature } });
       // What basenc writes unstripped is refused, and the answer says why.
       const padded = await record(`${sig}==`);
