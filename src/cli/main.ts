@@ -237,6 +237,8 @@ try {
       break;
     case 'witness':
       if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
+      // As serve does: its database and key are its owner's alone, however it is started.
+      process.umask(0o077);
       await runWitnessCommand(process.argv.slice(3));
       break;
     case 'audit': {

@@ -86,6 +86,7 @@ export async function runWitnessCommand(argv: readonly string[]): Promise<Runnin
 }
 
 if (import.meta.main) {
+  process.umask(0o077);
   runWitnessCommand(process.argv.slice(2)).catch((e: unknown) => {
     process.stderr.write(`gavel witness: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(1);

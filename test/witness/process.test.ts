@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -172,5 +172,23 @@ test('gavel witness stops cleanly on SIGTERM and SIGINT, even sent as soon as it
     child.kill(signal);
     assert.deepEqual(await exited, [0, null], signal);
     await assert.rejects(fetch(`${url}/`), 'nothing listens there any more');
+  }
+});
+
+test('what a standalone witness creates is its owner\'s alone (files 0600, directories 0700), started as gavel witness or as its module', async () => {
+  const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(11));
+  for (const entry of [[MAIN, 'witness'], ['src/witness/main.ts']]) {
+    const dataDir = join(mkdtempSync(join(dir, 'modes-')), 'w');
+    const url = await spawnWitness(vkey, entry, { dataDir });
+    const child = children[children.length - 1]!;
+    // The database and its WAL exist once it has served a request that reads it.
+    await (await fetch(`${url}/`)).arrayBuffer();
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await exited;
+    assert.equal(statSync(dataDir).mode & 0o777, 0o700, `${entry.join(' ')}: ${dataDir}`);
+    const files = readdirSync(dataDir);
+    assert.ok(files.includes('witness.sqlite'), files.join(', '));
+    for (const f of files) assert.equal(statSync(join(dataDir, f)).mode & 0o777, 0o600, `${entry.join(' ')}: ${f}`);
   }
 });
