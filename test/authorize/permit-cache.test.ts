@@ -56,3 +56,18 @@ test('permit cache: a string that ends like a cached permit is no hit; it is ver
   assert.equal(cache.cached(f.root, PROJECT, f.projectKey), first, 'the cached permit still hits');
   assert.equal(cache.size, 1);
 });
+
+test('permit cache: bounded by the characters it holds as well as by count; what it let go verifies again, the same', async () => {
+  const f = await fixture();
+  const permits = await Promise.all(Array.from({ length: 6 }, (_, i) => issuePermit(f.signer, KEY, rootInput(f.alice.did, { jti: `pmt_${i}` }))));
+  const length = permits[0]!.length;
+  const cache = new PermitVerificationCache({ maxChars: 3 * length + 10 });
+  for (const p of permits) assert.equal((await cache.verify(p, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 3, 'three permits fit in the characters allowed');
+  assert.ok(cache.chars <= 3 * length + 10);
+  assert.equal(cache.cached(permits[0]!, PROJECT, f.projectKey), undefined, 'the oldest went');
+  const again = await cache.verify(permits[0]!, PROJECT, f.projectKey);
+  assert.equal(again.ok, true, 'a miss only verifies again');
+  assert.equal(again.ok && again.permit.links[0]!.claims.jti, 'pmt_0');
+  assert.equal(cache.size, 3);
+});

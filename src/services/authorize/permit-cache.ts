@@ -4,6 +4,13 @@
 import { verifyPermitSignatures, type VerifiedPermit, type VerifyResult } from '../../domain/permit/index.ts';
 
 const MAX_ENTRIES = 10_000;
+/**
+ * Characters of presented text held at most. A permit's verified result costs about twice its text
+ * again, so 10,000 chains of 16 KB (an agent may sign as many distinct ones as it likes, delegating
+ * to itself) held some 450 MB; this keeps the cache near 25 MB, and 10,000 permits of the usual
+ * size (about 750 characters) still fit.
+ */
+const MAX_CHARS = 8 * 1024 * 1024;
 
 type Entry = { presented: string; projectId: string; projectPublicKey: Uint8Array; result: VerifyResult; used: boolean };
 
@@ -25,9 +32,12 @@ export class PermitVerificationCache {
   // (writer/pending-calls.ts says why that matters).
   readonly #entries = new Map<string, Entry>();
   readonly #maxEntries: number;
+  readonly #maxChars: number;
+  #chars = 0;
 
-  constructor(options: { maxEntries?: number } = {}) {
+  constructor(options: { maxEntries?: number; maxChars?: number } = {}) {
     this.#maxEntries = options.maxEntries ?? MAX_ENTRIES;
+    this.#maxChars = options.maxChars ?? MAX_CHARS;
   }
 
   /** The cached result for this permit under this (project, key), if any (no await on a hit). */
@@ -51,8 +61,11 @@ export class PermitVerificationCache {
     // Only successes are worth keeping; garbage must not evict good entries.
     if (result.ok) {
       if (firstSeen) await firstSeen(result.permit);
-      if (!this.#entries.has(key) && this.#entries.size >= this.#maxEntries) this.#evictOne();
+      this.#chars -= this.#entries.get(key)?.presented.length ?? 0;
+      this.#entries.delete(key);
+      while (this.#entries.size > 0 && (this.#entries.size >= this.#maxEntries || this.#chars + presented.length > this.#maxChars)) this.#evictOne();
       this.#entries.set(key, { presented, projectId, projectPublicKey: Uint8Array.from(projectPublicKey), result, used: false });
+      this.#chars += presented.length;
     }
     return result;
   }
@@ -61,13 +74,15 @@ export class PermitVerificationCache {
   #evictOne(): void {
     for (const [key, entry] of this.#entries) {
       this.#entries.delete(key);
-      if (!entry.used) return;
+      if (!entry.used) { this.#chars -= entry.presented.length; return; }
       entry.used = false;
       this.#entries.set(key, entry);
     }
   }
 
   get size(): number { return this.#entries.size; }
+  /** Characters of presented text held (at most maxChars). */
+  get chars(): number { return this.#chars; }
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
