@@ -37,7 +37,14 @@ export class ActivePolicyDamaged extends PolicyIntegrityError {
 }
 
 const CACHE_SIZE = 256;
-const cache = new Map<string, CompiledPolicy>();
+/**
+ * Characters of stored documents whose compiled forms are kept at most: a 10,000-rule version of
+ * 5 MB compiles to some 8 MB of heap, and replay (open to AUDITOR) compiles any stored version, so
+ * 256 of them held about 2 GB. A version let go is only compiled again.
+ */
+const CACHE_CHARS = 24 * 1024 * 1024;
+const cache = new Map<string, { compiled: CompiledPolicy; chars: number }>();
+let cachedChars = 0;
 /** Damaged versions already reported, by (project, version, hash): each is warned about once. */
 const reported = new Set<string>();
 
@@ -51,9 +58,16 @@ function reportDamaged(key: string, projectId: string, version: number, why: str
 
 const versionKey = (projectId: string, version: number, hash: string) => `${projectId}\u0000${version}\u0000${hash}`;
 
-function remember(key: string, compiled: CompiledPolicy): void {
-  cache.set(key, compiled);
-  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+function remember(key: string, compiled: CompiledPolicy, chars: number): void {
+  cachedChars -= cache.get(key)?.chars ?? 0;
+  cache.delete(key);
+  while (cache.size > 0 && (cache.size >= CACHE_SIZE || cachedChars + chars > CACHE_CHARS)) {
+    const [oldest, entry] = cache.entries().next().value!;
+    cache.delete(oldest);
+    cachedChars -= entry.chars;
+  }
+  cache.set(key, { compiled, chars });
+  cachedChars += chars;
 }
 
 /** Compiles a stored version's document, checking it still parses, validates and has its hash. */
@@ -88,7 +102,7 @@ export async function compiledVersion(db: Db, projectId: string, version: number
   if (hit !== undefined) {
     cache.delete(key); // most recently used goes last
     cache.set(key, hit);
-    return hit;
+    return hit.compiled;
   }
   const row = await db.selectFrom('policy_versions').select(['document', 'hash'])
     .where('project_id', '=', projectId).where('version', '=', version).executeTakeFirst();
@@ -100,7 +114,7 @@ export async function compiledVersion(db: Db, projectId: string, version: number
     if (error instanceof PolicyIntegrityError) reportDamaged(key, projectId, version, error.message);
     throw error;
   }
-  remember(key, compiled);
+  remember(key, compiled, row.document.length);
   return compiled;
 }
 
@@ -185,4 +199,9 @@ export function forgetActivePolicy(store: object, projectId: string): void {
 /** For tests and diagnostics: how many compiled versions this process holds. */
 export function compiledCacheSize(): number {
   return cache.size;
+}
+
+/** For tests and diagnostics: the characters of the stored documents whose compiled forms this process holds. */
+export function compiledCacheChars(): number {
+  return cachedChars;
 }
