@@ -1,6 +1,5 @@
 // Agents in the console: register, list, inspect, freeze and release (spec 4.7).
 // Freezing is an emergency stop, so every role that oversees agents may pull it.
-import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
@@ -9,6 +8,7 @@ import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
+import { listAgentRows } from '../../services/agents/list.ts';
 import { recordAudit } from '../../services/audit/record.ts';
 import { didKeyIsUsable } from '../../domain/permit/index.ts';
 
@@ -66,15 +66,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
     const q = request.query as { cursor?: string; limit?: string };
     const limit = pageLimit(q.limit);
     const before = decodeKeyCursor(q.cursor, 'agents');
-    let query = app.gavel.store.db.selectFrom('agents').selectAll().where('project_id', '=', request.auth!.projectId);
-    // Agents one decision adds share created_at; the tie is in the DIDs' bytes on both engines
-    // (SQLite's order), not in the PostgreSQL database's collation (en_US puts "to" before "tU").
-    const did = app.gavel.store.dialect === 'postgres' ? sql<string>`did collate "C"` : sql<string>`did`;
-    if (before) {
-      const [at = '', after = ''] = before.split('~');
-      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb(did, '<', after)])]));
-    }
-    const rows = await query.orderBy('created_at', 'desc').orderBy(did, 'desc').limit(limit + 1).execute();
+    const rows = await listAgentRows(app.gavel.store.db, app.gavel.store.dialect, request.auth!.projectId, { before, limit: limit + 1 });
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return { agents: items.map(toView), next_cursor: rows.length > limit && last ? encodeKeyCursor(`${last.created_at}~${last.did}`, 'agents') : null };

@@ -10,6 +10,7 @@ import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
+import { listPermitRows } from '../../services/permits/list.ts';
 import type { Static } from 'typebox';
 import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
 
@@ -95,14 +96,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const q = request.query as { cursor?: string; limit?: string; agent?: string };
     const limit = pageLimit(q.limit);
     const before = decodeKeyCursor(q.cursor, 'permits');
-    let query = app.gavel.store.db.selectFrom('permits').selectAll().where('project_id', '=', request.auth!.projectId);
-    if (q.agent) query = query.where('agent', '=', q.agent);
-    // Commitments are not time-ordered: page by (created_at, commitment), newest first.
-    if (before) {
-      const [at = '', c = ''] = before.split('~');
-      query = query.where((eb) => eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('commitment', '<', c)])]));
-    }
-    const rows = await query.orderBy('created_at', 'desc').orderBy('commitment', 'desc').limit(limit + 1).execute();
+    const rows = await listPermitRows(app.gavel.store.db, request.auth!.projectId, { agent: q.agent, before, limit: limit + 1 });
     const now = app.gavel.clock.now();
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];

@@ -231,23 +231,24 @@ export async function rootPermits(db: Db | Tx, projectId: string, commitments: r
  * For each delegated row not revoked itself, the earliest revocation among its ancestors, walked
  * up `parent` in one recursive statement (chains are short: DESIGN.md bounds their depth). Only
  * the console's reads call this; decisions check the presented chain's commitments directly.
+ * Each ancestor's revocation is carried up with it, read by key as it is reached: joined to the
+ * permits table once more after the walk, SQLite read every permit of the project to probe the
+ * walk's rows instead.
  */
 async function revokedAncestors(db: Db | Tx, projectId: string, rows: readonly Row[]): Promise<Map<string, AncestorRevocation>> {
   const found = new Map<string, AncestorRevocation>();
   const starts = rows.filter((r) => r.parent !== null && r.revoked_at === null);
   if (starts.length === 0) return found;
   const result = await sql<{ start: string; commitment: string; revoked_at: string; revoked_by: string | null }>`
-    with recursive up(start, commitment) as (
-      select p.commitment, p.parent from permits p
-        where p.project_id = ${projectId} and p.commitment in (${sql.join(starts.map((r) => r.commitment))})
+    with recursive up(start, commitment, parent, revoked_at, revoked_by) as (
+      select s.commitment, a.commitment, a.parent, a.revoked_at, a.revoked_by from permits s
+        join permits a on a.project_id = ${projectId} and a.commitment = s.parent
+        where s.project_id = ${projectId} and s.commitment in (${sql.join(starts.map((r) => r.commitment))})
       union all
-      select up.start, p.parent from up join permits p on p.project_id = ${projectId} and p.commitment = up.commitment
-        where p.parent is not null
+      select up.start, a.commitment, a.parent, a.revoked_at, a.revoked_by from up
+        join permits a on a.project_id = ${projectId} and a.commitment = up.parent
     )
-    select up.start, a.commitment, a.revoked_at, a.revoked_by from up
-      join permits a on a.project_id = ${projectId} and a.commitment = up.commitment
-      where a.revoked_at is not null
-      order by a.revoked_at`.execute(db);
+    select start, commitment, revoked_at, revoked_by from up where revoked_at is not null order by revoked_at`.execute(db);
   for (const r of result.rows) if (!found.has(r.start)) found.set(r.start, { commitment: r.commitment, revoked_at: r.revoked_at, revoked_by: r.revoked_by });
   return found;
 }
