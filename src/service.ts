@@ -80,6 +80,8 @@ export interface Service {
   bootstrap: BootstrapResult;
   /** The audit log's background sequencer/checkpointer (tick() runs one pass now). */
   auditLog: AuditLogRunner;
+  /** Begins a stop's drain (GAVEL_SHUTDOWN_DRAIN_MS): /readyz answers 503 `shutting_down`, all else is served. */
+  drain(): void;
   /** Stops accepting, finishes in-flight requests, then closes the store. */
   close(): Promise<void>;
 }
@@ -157,6 +159,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   let closing: Promise<void> | undefined;
   return {
     app, deps, bootstrap: boot, auditLog,
+    drain() { app.draining = true; },
     close() {
       closing ??= (async () => {
         // Keep-alive sockets of requests that were in flight become idle only once answered;

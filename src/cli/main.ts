@@ -33,9 +33,9 @@ commands:
             check offline that the log only grew between two checkpoints
 
 configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_DATABASE_REPLY_TIMEOUT_MS,
-GAVEL_LOG_LEVEL, GAVEL_BODY_LIMIT_BYTES, GAVEL_REQUEST_TIMEOUT_MS, GAVEL_MAX_CONNECTIONS, GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT,
-GAVEL_WITNESS_VKEY, GAVEL_CHECKPOINT_INTERVAL_MS, GAVEL_CHECKPOINT_MAX_EVENTS, GAVEL_AUDIT_TICK_MS,
-GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL, GAVEL_TRUST_PROXY,
+GAVEL_LOG_LEVEL, GAVEL_BODY_LIMIT_BYTES, GAVEL_REQUEST_TIMEOUT_MS, GAVEL_MAX_CONNECTIONS, GAVEL_SHUTDOWN_DRAIN_MS,
+GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_WITNESS_VKEY, GAVEL_CHECKPOINT_INTERVAL_MS,
+GAVEL_CHECKPOINT_MAX_EVENTS, GAVEL_AUDIT_TICK_MS, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL, GAVEL_TRUST_PROXY,
 or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`;
 
 /**
@@ -142,13 +142,25 @@ async function serve(embedded: boolean): Promise<void> {
   // As soon as it listens, before the rest of the start (the audit log's first pass may wait on its
   // witness): requests are served from here on, so a signal must let them finish, not kill them.
   let stopping = false;
+  let endDrain: (() => void) | undefined;
   const stop = (signal: string) => {
-    if (stopping) return;
+    // A second signal during the drain ends it; after it, a second signal changes nothing.
+    if (stopping) { endDrain?.(); return; }
     stopping = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
-    force.unref();
-    service.close().then(() => witness?.close()).then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
+    const close = () => {
+      endDrain = undefined;
+      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      const force = setTimeout(() => { app.log.error('shutdown took too long; exiting'); process.exit(1); }, 15_000);
+      force.unref();
+      service.close().then(() => witness?.close()).then(() => process.exit(0), (e) => { app.log.error({ err: e }, 'shutdown failed'); process.exit(1); });
+    };
+    if (config.shutdownDrainMs === 0) { close(); return; }
+    // Load balancers go on sending new requests until their probe of /readyz fails: serve them
+    // meanwhile rather than refuse the connections.
+    service.drain();
+    app.log.info({ signal, drain_ms: config.shutdownDrainMs }, `shutting down: /readyz answers 503 for ${config.shutdownDrainMs} ms while requests are still served (GAVEL_SHUTDOWN_DRAIN_MS; a second signal ends it)`);
+    const timer = setTimeout(close, config.shutdownDrainMs);
+    endDrain = () => { clearTimeout(timer); close(); };
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

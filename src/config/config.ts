@@ -27,6 +27,11 @@ export interface Config {
    * bodyLimitBytes, read before any authentication, for up to requestTimeoutMs.
    */
   maxConnections: number;
+  /**
+   * On SIGTERM or SIGINT, how long /readyz answers 503 `shutting_down` while every request is still
+   * served, before the listener closes: time for a load balancer to stop sending new ones. 0: none.
+   */
+  shutdownDrainMs: number;
   /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
   witnessUrl: string | undefined;
   witnessPort: number;
@@ -129,6 +134,7 @@ export const SPECS: Record<keyof Config, Spec> = {
   bodyLimitBytes: { env: 'GAVEL_BODY_LIMIT_BYTES', file: 'body_limit_bytes', parse: integer(1024, 16 * 1024 * 1024) },
   requestTimeoutMs: { env: 'GAVEL_REQUEST_TIMEOUT_MS', file: 'request_timeout_ms', parse: integer(100, 600_000) },
   maxConnections: { env: 'GAVEL_MAX_CONNECTIONS', file: 'max_connections', parse: integer(1, 1_000_000) },
+  shutdownDrainMs: { env: 'GAVEL_SHUTDOWN_DRAIN_MS', file: 'shutdown_drain_ms', parse: integer(0, 300_000) },
   witnessUrl: { env: 'GAVEL_WITNESS_URL', file: 'witness_url', parse: url(['http:', 'https:'], false) },
   witnessPort: { env: 'GAVEL_WITNESS_PORT', file: 'witness_port', parse: integer(0, 65535) },
   witnessVkey: { env: 'GAVEL_WITNESS_VKEY', file: 'witness_vkey', parse: witnessVkey },
@@ -150,6 +156,7 @@ export const DEFAULTS: Config = {
   bodyLimitBytes: 64 * 1024,
   requestTimeoutMs: 30_000,
   maxConnections: 2048,
+  shutdownDrainMs: 0,
   witnessUrl: undefined,
   witnessPort: 7401,
   witnessVkey: undefined,

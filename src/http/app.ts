@@ -80,6 +80,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.setValidatorCompiler(validatorCompiler);
 
   app.decorate('gavel', deps);
+  app.decorate('draining', false);
   app.decorateRequest('auth', null);
   // A property of every request rather than a WeakSet of some: a WeakSet entry per request is work for every scavenge.
   app.decorateRequest('authFromCache', false);

@@ -43,6 +43,8 @@ export interface AuthContext {
 declare module 'fastify' {
   interface FastifyInstance {
     gavel: AppDeps;
+    /** Set when a stop begins its drain (GAVEL_SHUTDOWN_DRAIN_MS): /readyz answers 503 from then on. */
+    draining: boolean;
   }
   interface FastifyRequest {
     auth: AuthContext | null;
