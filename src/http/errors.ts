@@ -129,11 +129,29 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
 export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
   // An outage refuses every request and readiness probe while it lasts: logged once a minute, not for each.
   const unreachable = repeatedFailureLog(app.log, 'the database is unreachable: requests are refused (503 database_unavailable) and /readyz answers 503 (logged again at most once a minute while it lasts)', () => 'unreachable');
+  // …and its end once: while it lasts the database is asked every second whether it answers again,
+  // so that the line comes whether or not requests or probes arrive.
+  let probe: NodeJS.Timeout | undefined;
+  const watchForRecovery = () => {
+    if (probe) return;
+    let asking = false;
+    probe = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      app.gavel.store.ping().then((answers) => {
+        if (!answers || !probe) return;
+        clearInterval(probe);
+        probe = undefined;
+        unreachable.recovered('the database answers again: requests and /readyz are served');
+      }, () => {}).finally(() => { asking = false; });
+    }, 1_000).unref();
+  };
+  app.addHook('onClose', async () => { clearInterval(probe); probe = undefined; });
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = toProblem(error);
     // A full disk is logged once for all the requests it refuses (store/space.ts), readyz told.
     if (problem.code === 'storage_full') app.gavel.store.space.refused(error);
-    else if (problem.code === 'database_unavailable' || problem.code === 'not_ready') unreachable(error);
+    else if (problem.code === 'database_unavailable' || problem.code === 'not_ready') { unreachable(error); watchForRecovery(); }
     else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, request, problem);
   });

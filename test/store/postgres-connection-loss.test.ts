@@ -44,7 +44,7 @@ test('an unreachable database is 503 database_unavailable with retry-after, not 
   assert.equal(toProblem(new Error('a bug') as never).status, 500);
 });
 
-test('a database outage is logged once, not once for every request and readiness probe it refuses', { skip: !pg && 'PostgreSQL not configured' }, async () => {
+test('a database outage is logged once, not once for every request and readiness probe it refuses, and its end once', { skip: !pg && 'PostgreSQL not configured' }, async () => {
   // Every log line the service writes at warn or above (a restart of PostgreSQL, seen as this instance sees it: connections reset, new ones refused).
   const lines: { level: number; msg: string }[] = [];
   const stream = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
@@ -65,5 +65,13 @@ test('a database outage is logged once, not once for every request and readiness
     let res;
     for (let i = 0; i < 50 && (res = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers })).statusCode !== 200; i++) await new Promise((done) => setTimeout(done, 100));
     assert.equal(res!.statusCode, 200, res!.body);
+    // Its end is logged once, whether or not requests come: the service asks the database itself.
+    const again = () => lines.filter((l) => l.msg.startsWith('the database answers again'));
+    for (let i = 0; i < 50 && again().length === 0; i++) await new Promise((done) => setTimeout(done, 100));
+    assert.equal(again().length, 1, JSON.stringify(lines.map((l) => l.msg)));
+    assert.equal(again()[0]!.level, 40);
+    assert.ok((again()[0] as unknown as { failures: number }).failures >= 40, JSON.stringify(again()[0]));
+    await new Promise((done) => setTimeout(done, 1_500));
+    assert.equal(again().length, 1, 'said once');
   } finally { r.relay().restore(); await svc.stop(); }
 });
