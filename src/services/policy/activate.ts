@@ -6,7 +6,10 @@
 // its own committed transaction before the caller hears of it.
 import type { Role } from '../../domain/access/roles.ts';
 import { Problem } from '../../http/problem.ts';
-import { lockFor, type Store } from '../../store/store.ts';
+import { lockFor, type Store, type Tx } from '../../store/store.ts';
+import { isId } from '../../lib/ids.ts';
+import { reauthorizeApiKey } from '../../http/auth/api-key.ts';
+import { rolesLock, rolesOf } from '../identity/members.ts';
 import { recordAudit } from '../audit/record.ts';
 import { storedIntact } from './active.ts';
 import { policyLock } from './save.ts';
@@ -61,6 +64,27 @@ export async function refuseActivation(store: Store, input: ActivateInput, reaso
   return PROBLEMS[reason](input.version);
 }
 
+/**
+ * Takes the project's roles lock (after the policy lock: nothing takes them the other way round)
+ * and re-reads, under it, that the caller still holds POLICY_AUTHOR: the SoD document (four-eyes)
+ * is saved, and roles taken away, under that lock. Without it an activation that had read both,
+ * then waited, committed after a change that forbade it had committed and answered. A key revoked
+ * meanwhile (or its holder removed) gets the 401 machineAuth would now give it; one that lost the
+ * role, the audited 403 a caller without it gets.
+ */
+async function stillAuthor(trx: Tx, store: Store, input: ActivateInput): Promise<boolean> {
+  await lockFor(trx, store.dialect, rolesLock(input.projectId));
+  if (isId(input.actor, 'key')) {
+    try { await reauthorizeApiKey(trx, store.dialect, input.actor, input.projectId, ['POLICY_AUTHOR']); } catch (e) {
+      if (e instanceof Problem && e.status === 403) return false;
+      throw e;
+    }
+    return true;
+  }
+  // Internal callers are authorized by their callers.
+  return !isId(input.actor, 'prn') || (await rolesOf(trx, input.projectId, input.actor)).includes('POLICY_AUTHOR');
+}
+
 export async function activatePolicyVersion(store: Store, input: ActivateInput): Promise<Activated> {
   if (!input.roles.has('POLICY_AUTHOR') || input.version === null) throw await refuseActivation(store, input, 'role_missing');
   const version = input.version;
@@ -71,6 +95,7 @@ export async function activatePolicyVersion(store: Store, input: ActivateInput):
   const checkedIntact = checked !== undefined && storedIntact(checked.document, checked.hash);
   const outcome = await store.transaction(async (trx): Promise<Activated | ActivationRefusal> => {
     await lockFor(trx, store.dialect, policyLock(input.projectId));
+    if (!(await stillAuthor(trx, store, input))) return 'role_missing';
     const when = input.now();
     const at = when.toISOString();
     const row = await trx.selectFrom('policy_versions').select(['version', 'document', 'hash', 'state', 'created_by'])

@@ -1,0 +1,126 @@
+// An activation reads who may activate (the four-eyes rule of the project's SoD document, the
+// caller's POLICY_AUTHOR) and then writes. An SoD document saved, or the role taken away, while it
+// is between the two must leave it either committed before that change (the audit log says so) or
+// refused as it would be after it. Each race stops the activation at its first write (the test
+// holds policy_versions in EXCLUSIVE mode from a session of its own: reads go on, writes wait),
+// sends the change through a second instance, then lets both go. Without a common lock the change
+// commits and answers while the activation still waits, and the activation then commits an act
+// the change had already forbidden.
+// On SQLite one writer runs each transaction whole, so the two run one after the other, in both
+// orders, under the same check.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { createService, type Service } from '../../src/service.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { backends } from '../support/backends.ts';
+import { consoleMember } from '../support/console.ts';
+import { holdTable } from '../support/hold-table.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+type App = Service['app'];
+type Answer = LightMyRequestResponse;
+
+interface Race {
+  title: string;
+  /** The change: the audit event it writes, and how to send it; then the activation's answer when refused after it. */
+  kind: string;
+  refusal: { status: number; code: string };
+  prepare(svc: TestService): Promise<{ activate(app: App): Promise<Answer>; change(app: App): Promise<Answer>; author: string }>;
+}
+
+async function authorWithVersion(svc: TestService) {
+  const author = await svc.member(['POLICY_AUTHOR']);
+  const headers = { authorization: `Bearer ${author.key}` };
+  const saved = await svc.app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/policy`, headers, payload: { policy: { spec_version: '1', rules: [{ id: 'r', effect: 'ALLOW' }] }, note: 'raced' } });
+  assert.equal(saved.statusCode, 201, saved.body);
+  const version = saved.json().version as number;
+  return { author, activate: (app: App) => app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/policy/activate`, headers, payload: { version } }) };
+}
+
+const RACES: Race[] = [
+  {
+    title: 'four-eyes turned on while the saver activates its own version',
+    kind: 'sod.updated',
+    refusal: { status: 403, code: 'four_eyes_required' },
+    async prepare(svc) {
+      const { author, activate } = await authorWithVersion(svc);
+      const admin = await svc.keyHeader(['ADMIN']);
+      const document = { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true };
+      return { activate, author: author.keyId, change: (app) => app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: admin, payload: document }) };
+    },
+  },
+  {
+    title: 'POLICY_AUTHOR taken from the activating key\'s holder',
+    kind: 'role.revoked',
+    refusal: { status: 403, code: 'forbidden' },
+    async prepare(svc) {
+      const { author, activate } = await authorWithVersion(svc);
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const url = `/v1/console/projects/${svc.projectId}/members/${author.principalId}/roles/POLICY_AUTHOR/revoke`;
+      return { activate, author: author.keyId, change: (app) => app.inject({ method: 'POST', url, headers: admin.post, payload: {} }) };
+    },
+  },
+];
+
+async function check(svc: TestService, race: Race, author: string, activated: Answer, changed: Answer): Promise<void> {
+  assert.equal(changed.statusCode, 200, changed.body);
+  const events = (await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor']).where('project_id', '=', svc.projectId).orderBy('seq').execute()).map((e) => e.kind);
+  const change = events.indexOf(race.kind);
+  const act = events.indexOf('policy.activated');
+  assert.ok(change >= 0);
+  if (activated.statusCode === 200) {
+    assert.ok(act < change, `the activation committed after the change that forbids it (activated at ${act} of the audit log, ${race.kind} at ${change})`);
+  } else {
+    assert.deepEqual([activated.statusCode, activated.json().code], [race.refusal.status, race.refusal.code], activated.body);
+    assert.equal(act, -1, 'a refused activation activated nothing');
+    assert.ok(events.lastIndexOf('policy.activation_refused') > change, 'the refusal is audited after the change');
+  }
+  const active = await svc.ts.store.db.selectFrom('policy_active').select('version').where('project_id', '=', svc.projectId).executeTakeFirst();
+  assert.equal(active !== undefined, activated.statusCode === 200, 'a version is active exactly when the activation said so');
+}
+
+for (const backend of backends()) {
+  describe(`an activation and a change of who may activate (${backend.name})`, () => {
+    for (const race of RACES) {
+      if (backend.name === 'postgres') {
+        test(`${race.title} (interleaved across two instances)`, async () => {
+          const svc = await startService(backend);
+          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
+          try {
+            const r = await race.prepare(svc);
+            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'policy_versions', 'exclusive');
+            try {
+              const activated = r.activate(svc.app);
+              await held.reached('update "policy_versions"%');
+              const changed = r.change(twin.app);
+              // With a common lock the change waits for the activation; without, it runs to its end.
+              await held.reached('%', { statements: 2, unless: changed });
+              await held.release();
+              await check(svc, race, r.author, await activated, await changed);
+            } finally { await held.release(); }
+          } finally {
+            await twin.close();
+            await svc.stop();
+          }
+        });
+      } else {
+        for (const order of ['activation first', 'change first'] as const) {
+          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
+            const svc = await startService(backend);
+            try {
+              const r = await race.prepare(svc);
+              if (order === 'activation first') {
+                const activated = await r.activate(svc.app);
+                await check(svc, race, r.author, activated, await r.change(svc.app));
+              } else {
+                const changed = await r.change(svc.app);
+                await check(svc, race, r.author, await r.activate(svc.app), changed);
+              }
+            } finally { await svc.stop(); }
+          });
+        }
+      }
+    }
+  });
+}
