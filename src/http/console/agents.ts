@@ -10,6 +10,7 @@ import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
 import { recordAudit } from '../../services/audit/record.ts';
+import { lockAsHolderOf } from '../../services/identity/members.ts';
 import { didKeyIsUsable } from '../../domain/permit/index.ts';
 
 const READERS = ['ADMIN', 'AUDITOR', 'APPROVER', 'POLICY_AUTHOR', 'PERMIT_ISSUER'] as const;
@@ -98,6 +99,10 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction(async (trx) => {
+      // Under the roles lock, the role read again (before the agents table lock: nothing takes them the other way round).
+      await lockAsHolderOf(trx, app.gavel.store, a.projectId, a.actor, MANAGERS);
+      return releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() });
+    });
   });
 }

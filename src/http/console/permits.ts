@@ -12,6 +12,7 @@ import { LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import { listPermitRows } from '../../services/permits/list.ts';
 import type { Static } from 'typebox';
+import { lockAsHolderOf } from '../../services/identity/members.ts';
 import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
@@ -81,7 +82,11 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
       },
     };
     const jws = await signRootPermit(app.gavel.signer, input);
-    const permit = await app.gavel.store.transaction((trx) => recordIssuedPermit(trx, input, jws));
+    // Under the roles lock, the issuer's role read again: one demoted or removed meanwhile issues nothing after that.
+    const permit = await app.gavel.store.transaction(async (trx) => {
+      await lockAsHolderOf(trx, app.gavel.store, input.projectId, input.actor, ISSUERS);
+      return recordIssuedPermit(trx, input, jws);
+    });
     // The permit is a bearer credential: no cache keeps this response.
     reply.header('cache-control', 'no-store');
     return reply.code(201).send({ permit: jws, ...permit });

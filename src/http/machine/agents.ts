@@ -5,6 +5,7 @@ import { machineAuth } from '../auth/api-key.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { freezeAgent, getAgentState, releaseAgent } from '../../services/agents/agents.ts';
+import { lockAsHolderOf } from '../../services/identity/members.ts';
 
 export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['agents'];
@@ -34,6 +35,10 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;
-    return app.gavel.store.transaction((trx) => releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() }));
+    return app.gavel.store.transaction(async (trx) => {
+      // The key authorized again under the roles lock, as in the console (console/agents.ts).
+      await lockAsHolderOf(trx, app.gavel.store, a.projectId, a.actor, ['ADMIN', 'PERMIT_ISSUER']);
+      return releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() });
+    });
   });
 }

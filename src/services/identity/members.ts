@@ -20,18 +20,23 @@ export async function rolesOf(db: Db | Tx, projectId: string, principalId: strin
 }
 
 /**
- * Takes the roles lock and re-reads, under it, that the actor is still ADMIN: its request was
- * authorized before the lock, and one demoted, removed or (a key) revoked meanwhile must change
- * nothing after that, as minting a key re-reads the minter's roles. A person acting from the
- * console gets 403; an API key (the machine plane) the answer machineAuth would now give it (401
- * revoked, 403 without ADMIN). Internal callers are authorized by their callers.
+ * Takes the roles lock and re-reads, under it, that the actor still holds one of `roles`: its
+ * request was authorized before the lock, and one demoted, removed or (a key) revoked meanwhile
+ * must change nothing after that, as minting a key re-reads the minter's roles. A person acting
+ * from the console gets 403; an API key (the machine plane) the answer machineAuth would now give
+ * it (401 revoked, 403 without the role). Internal callers are authorized by their callers.
  */
-export async function lockAsAdmin(trx: Tx, store: Store, projectId: string, actor: string): Promise<void> {
+export async function lockAsHolderOf(trx: Tx, store: Store, projectId: string, actor: string, roles: readonly Role[]): Promise<void> {
   await lockFor(trx, store.dialect, rolesLock(projectId));
-  if (isId(actor, 'key')) return reauthorizeApiKey(trx, store.dialect, actor, projectId, ['ADMIN']);
-  if (isId(actor, 'prn') && !(await rolesOf(trx, projectId, actor)).includes('ADMIN')) {
-    throw forbidden('you are no longer ADMIN of this project');
+  if (isId(actor, 'key')) return reauthorizeApiKey(trx, store.dialect, actor, projectId, roles);
+  if (isId(actor, 'prn') && !(await rolesOf(trx, projectId, actor)).some((r) => roles.includes(r))) {
+    throw forbidden(`you no longer hold ${roles.join(' or ')} in this project`);
   }
+}
+
+/** lockAsHolderOf for ADMIN, which every change of roles and memberships needs. */
+export async function lockAsAdmin(trx: Tx, store: Store, projectId: string, actor: string): Promise<void> {
+  return lockAsHolderOf(trx, store, projectId, actor, ['ADMIN']);
 }
 
 async function requirePrincipal(trx: Tx, principalId: string) {

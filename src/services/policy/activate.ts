@@ -7,9 +7,7 @@
 import type { Role } from '../../domain/access/roles.ts';
 import { Problem } from '../../http/problem.ts';
 import { lockFor, type Store, type Tx } from '../../store/store.ts';
-import { isId } from '../../lib/ids.ts';
-import { reauthorizeApiKey } from '../../http/auth/api-key.ts';
-import { rolesLock, rolesOf } from '../identity/members.ts';
+import { lockAsHolderOf } from '../identity/members.ts';
 import { recordAudit } from '../audit/record.ts';
 import { storedIntact } from './active.ts';
 import { policyLock } from './save.ts';
@@ -73,16 +71,11 @@ export async function refuseActivation(store: Store, input: ActivateInput, reaso
  * role, the audited 403 a caller without it gets.
  */
 async function stillAuthor(trx: Tx, store: Store, input: ActivateInput): Promise<boolean> {
-  await lockFor(trx, store.dialect, rolesLock(input.projectId));
-  if (isId(input.actor, 'key')) {
-    try { await reauthorizeApiKey(trx, store.dialect, input.actor, input.projectId, ['POLICY_AUTHOR']); } catch (e) {
-      if (e instanceof Problem && e.status === 403) return false;
-      throw e;
-    }
-    return true;
+  try { await lockAsHolderOf(trx, store, input.projectId, input.actor, ['POLICY_AUTHOR']); } catch (e) {
+    if (e instanceof Problem && e.status === 403) return false;
+    throw e;
   }
-  // Internal callers are authorized by their callers.
-  return !isId(input.actor, 'prn') || (await rolesOf(trx, input.projectId, input.actor)).includes('POLICY_AUTHOR');
+  return true;
 }
 
 export async function activatePolicyVersion(store: Store, input: ActivateInput): Promise<Activated> {

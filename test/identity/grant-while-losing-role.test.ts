@@ -1,0 +1,156 @@
+// Acts that hand out authority outside the roles and memberships (a permit issued, an agent
+// released) are made under the project's roles lock, their actor's role read again under it, as
+// ADMIN's acts are (roles-lock-race.test.ts): one demoted or removed meanwhile must leave the act
+// committed before that change (the audit log says so) or refused as it would be after it. Each
+// race stops the act at its first write (the test holds the table in EXCLUSIVE mode from a session
+// of its own: reads go on, writes and a LOCK TABLE wait), sends the loss through a second instance,
+// then lets both go. Without the lock the loss commits and answers while the act still waits, and
+// the act then commits: a permit issued, or an agent let go, by one who no longer could.
+// On SQLite one writer runs each transaction whole, so the two run one after the other, in both
+// orders, under the same check.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
+import { createService, type Service } from '../../src/service.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { backends } from '../support/backends.ts';
+import { newAgent } from '../support/authorize.ts';
+import { consoleMember } from '../support/console.ts';
+import { holdTable } from '../support/hold-table.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+type App = Service['app'];
+type Answer = LightMyRequestResponse;
+
+interface Race {
+  title: string;
+  /** The table the act writes first, and a LIKE pattern of that write; the act's audit event. */
+  table: string;
+  write: string;
+  kind: string;
+  prepare(svc: TestService, P: string): Promise<{ act(app: App): Promise<Answer>; lose(app: App): Promise<Answer>; actor: string; lossKind: string }>;
+}
+
+const post = (app: App, url: string, headers: Record<string, string>, payload: unknown) => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
+
+/** A frozen agent, and an ADMIN in the console to take roles away. */
+async function frozenAgent(svc: TestService, P: string) {
+  const admin = await consoleMember(svc, ['ADMIN']);
+  const agent = newAgent().did;
+  const frozen = await post(svc.app, `${P}/agents/freeze`, admin.post, { agent });
+  assert.equal(frozen.statusCode, 200, frozen.body);
+  return { admin, agent };
+}
+
+const RACES: Race[] = [
+  ...(['demoted', 'removed'] as const).map((how): Race => ({
+    title: `a PERMIT_ISSUER ${how} while it issues a permit issues nothing after that`,
+    table: 'permits',
+    write: 'insert into "permits"%',
+    kind: 'permit.issued',
+    async prepare(svc, P) {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const issuer = await consoleMember(svc, ['PERMIT_ISSUER']);
+      const permit = { agent: newAgent().did, actions: ['pay'], resources: ['resource://shop/*'], expires_at: new Date(Date.now() + 3_600_000).toISOString() };
+      const loss = how === 'demoted' ? `${P}/members/${issuer.principalId}/roles/PERMIT_ISSUER/revoke` : `${P}/members/${issuer.principalId}/revoke`;
+      return {
+        act: (app) => post(app, `${P}/permits`, issuer.post, permit),
+        lose: (app) => post(app, loss, admin.post, {}),
+        actor: issuer.principalId, lossKind: how === 'demoted' ? 'role.revoked' : 'member.revoked',
+      };
+    },
+  })),
+  {
+    title: 'a PERMIT_ISSUER demoted while it releases an agent in the console releases nothing after that',
+    table: 'agents',
+    write: 'lock table agents%',
+    kind: 'agent.released',
+    async prepare(svc, P) {
+      const { admin, agent } = await frozenAgent(svc, P);
+      const issuer = await consoleMember(svc, ['PERMIT_ISSUER']);
+      return {
+        act: (app) => post(app, `${P}/agents/release`, issuer.post, { agent }),
+        lose: (app) => post(app, `${P}/members/${issuer.principalId}/roles/PERMIT_ISSUER/revoke`, admin.post, {}),
+        actor: issuer.principalId, lossKind: 'role.revoked',
+      };
+    },
+  },
+  {
+    title: 'a PERMIT_ISSUER key whose holder is demoted while it releases an agent releases nothing after that',
+    table: 'agents',
+    write: 'lock table agents%',
+    kind: 'agent.released',
+    async prepare(svc, P) {
+      const { admin, agent } = await frozenAgent(svc, P);
+      const holder = await svc.member(['PERMIT_ISSUER']);
+      const key = { authorization: `Bearer ${holder.key}`, 'content-type': 'application/json' };
+      return {
+        act: (app) => post(app, `/v1/projects/${svc.projectId}/agents/release`, key, { agent }),
+        lose: (app) => post(app, `${P}/members/${holder.principalId}/roles/PERMIT_ISSUER/revoke`, admin.post, {}),
+        actor: holder.keyId, lossKind: 'role.revoked',
+      };
+    },
+  },
+];
+
+async function check(svc: TestService, race: Race, r: { actor: string; lossKind: string }, acted: Answer, lost: Answer): Promise<void> {
+  assert.equal(lost.statusCode, 200, lost.body);
+  const events = await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor']).where('project_id', '=', svc.projectId).orderBy('seq').execute();
+  const loss = events.findIndex((e) => e.kind === r.lossKind);
+  const act = events.findIndex((e) => e.kind === race.kind && e.actor === r.actor);
+  assert.ok(loss >= 0);
+  if (acted.statusCode === 200 || acted.statusCode === 201) {
+    assert.ok(act >= 0 && act < loss, `${race.kind} at ${act} of the audit log, ${r.lossKind} at ${loss}`);
+  } else {
+    // 403 once the role is gone; 401 for a person whose removal (which ends its sessions) came first.
+    assert.ok([401, 403].includes(acted.statusCode), acted.body);
+    assert.equal(act, -1, 'a refused act wrote nothing');
+  }
+}
+
+for (const backend of backends()) {
+  describe(`acts that hand out authority take the roles lock (${backend.name})`, () => {
+    for (const race of RACES) {
+      if (backend.name === 'postgres') {
+        test(`${race.title} (interleaved across two instances)`, async () => {
+          const svc = await startService(backend);
+          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
+          try {
+            const P = `/v1/console/projects/${svc.projectId}`;
+            const r = await race.prepare(svc, P);
+            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, race.table, 'exclusive');
+            try {
+              const acted = r.act(svc.app);
+              await held.reached(race.write);
+              const lost = r.lose(twin.app);
+              // With the lock the loss waits for the act; without, it runs to its end.
+              await held.reached('%', { statements: 2, unless: lost });
+              await held.release();
+              await check(svc, race, r, await acted, await lost);
+            } finally { await held.release(); }
+          } finally {
+            await twin.close();
+            await svc.stop();
+          }
+        });
+      } else {
+        for (const order of ['act first', 'loss first'] as const) {
+          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
+            const svc = await startService(backend);
+            try {
+              const P = `/v1/console/projects/${svc.projectId}`;
+              const r = await race.prepare(svc, P);
+              if (order === 'act first') {
+                const acted = await r.act(svc.app);
+                await check(svc, race, r, acted, await r.lose(svc.app));
+              } else {
+                const lost = await r.lose(svc.app);
+                await check(svc, race, r, await r.act(svc.app), lost);
+              }
+            } finally { await svc.stop(); }
+          });
+        }
+      }
+    }
+  });
+}
