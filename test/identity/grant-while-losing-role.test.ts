@@ -10,17 +10,11 @@
 // orders, under the same check.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightMyRequestResponse } from 'fastify';
-import { createService, type Service } from '../../src/service.ts';
-import { loadConfig } from '../../src/config/config.ts';
 import { backends } from '../support/backends.ts';
 import { newAgent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
-import { holdTable } from '../support/hold-table.ts';
+import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
 import { startService, type TestService } from '../support/service.ts';
-
-type App = Service['app'];
-type Answer = LightMyRequestResponse;
 
 interface Race {
   title: string;
@@ -111,45 +105,18 @@ async function check(svc: TestService, race: Race, r: { actor: string; lossKind:
 for (const backend of backends()) {
   describe(`acts that hand out authority take the roles lock (${backend.name})`, () => {
     for (const race of RACES) {
-      if (backend.name === 'postgres') {
-        test(`${race.title} (interleaved across two instances)`, async () => {
+      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
+      for (const [i, how] of orders.entries()) {
+        test(`${race.title} (${how})`, async () => {
           const svc = await startService(backend);
-          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
           try {
-            const P = `/v1/console/projects/${svc.projectId}`;
-            const r = await race.prepare(svc, P);
-            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, race.table, 'exclusive');
-            try {
-              const acted = r.act(svc.app);
-              await held.reached(race.write);
-              const lost = r.lose(twin.app);
-              // With the lock the loss waits for the act; without, it runs to its end.
-              await held.reached('%', { statements: 2, unless: lost });
-              await held.release();
-              await check(svc, race, r, await acted, await lost);
-            } finally { await held.release(); }
-          } finally {
-            await twin.close();
-            await svc.stop();
-          }
+            const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
+            const [acted, lost] = backend.name === 'postgres'
+              ? await interleaved(svc, race.table, race.write, r.act, r.lose)
+              : await oneAfterTheOther(svc, ORDERS[i]!, r.act, r.lose);
+            await check(svc, race, r, acted, lost);
+          } finally { await svc.stop(); }
         });
-      } else {
-        for (const order of ['act first', 'loss first'] as const) {
-          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
-            const svc = await startService(backend);
-            try {
-              const P = `/v1/console/projects/${svc.projectId}`;
-              const r = await race.prepare(svc, P);
-              if (order === 'act first') {
-                const acted = await r.act(svc.app);
-                await check(svc, race, r, acted, await r.lose(svc.app));
-              } else {
-                const lost = await r.lose(svc.app);
-                await check(svc, race, r, await r.act(svc.app), lost);
-              }
-            } finally { await svc.stop(); }
-          });
-        }
       }
     }
   });

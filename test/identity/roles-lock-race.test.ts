@@ -12,17 +12,12 @@
 // before its transaction begins; the re-check inside that transaction answers it as arriving after.)
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightMyRequestResponse } from 'fastify';
-import { createService, type Service } from '../../src/service.ts';
-import { loadConfig } from '../../src/config/config.ts';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
-import { holdTable } from '../support/hold-table.ts';
+import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
 import { startService, type TestService } from '../support/service.ts';
 
-type App = Service['app'];
-type Answer = LightMyRequestResponse;
 
 const post = (app: App, url: string, payload: unknown, headers: Record<string, string>) => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
 
@@ -271,46 +266,18 @@ const RACES: Race[] = [
 for (const backend of backends()) {
   describe(`the roles lock orders changes of roles and key minting (${backend.name})`, () => {
     for (const race of RACES) {
-      if (backend.name === 'postgres') {
-        test(`${race.title} (interleaved across two instances)`, async () => {
+      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
+      for (const [i, how] of orders.entries()) {
+        test(`${race.title} (${how})`, async () => {
           const svc = await startService(backend);
-          // A second instance on the same database, as a scaled-out deployment runs.
-          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
           try {
-            const P = `/v1/console/projects/${svc.projectId}`;
-            const r = await race.prepare(svc, P);
-            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, race.table, 'exclusive');
-            try {
-              const first = r.first(svc.app);
-              await held.reached(race.write);
-              const second = r.second(twin.app);
-              // With the lock the second waits for it; without, it runs to its end or to the held write.
-              await held.reached('%', { statements: 2, unless: second });
-              await held.release();
-              await r.check(await first, await second);
-            } finally { await held.release(); }
-          } finally {
-            await twin.close();
-            await svc.stop();
-          }
+            const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
+            const [first, second] = backend.name === 'postgres'
+              ? await interleaved(svc, race.table, race.write, r.first, r.second)
+              : await oneAfterTheOther(svc, ORDERS[i]!, r.first, r.second);
+            await r.check(first, second);
+          } finally { await svc.stop(); }
         });
-      } else {
-        for (const order of ['first then second', 'second then first'] as const) {
-          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
-            const svc = await startService(backend);
-            try {
-              const P = `/v1/console/projects/${svc.projectId}`;
-              const r = await race.prepare(svc, P);
-              if (order === 'first then second') {
-                const first = await r.first(svc.app);
-                await r.check(first, await r.second(svc.app));
-              } else {
-                const second = await r.second(svc.app);
-                await r.check(await r.first(svc.app), second);
-              }
-            } finally { await svc.stop(); }
-          });
-        }
       }
     }
   });

@@ -10,23 +10,17 @@
 // orders, under the same check.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightMyRequestResponse } from 'fastify';
-import { createService, type Service } from '../../src/service.ts';
-import { loadConfig } from '../../src/config/config.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
-import { holdTable } from '../support/hold-table.ts';
+import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
 import { startService, type TestService } from '../support/service.ts';
-
-type App = Service['app'];
-type Answer = LightMyRequestResponse;
 
 interface Race {
   title: string;
   /** The change: the audit event it writes, and how to send it; then the activation's answer when refused after it. */
   kind: string;
   refusal: { status: number; code: string };
-  prepare(svc: TestService): Promise<{ activate(app: App): Promise<Answer>; change(app: App): Promise<Answer>; author: string }>;
+  prepare(svc: TestService): Promise<{ activate(app: App): Promise<Answer>; change(app: App): Promise<Answer> }>;
 }
 
 async function authorWithVersion(svc: TestService) {
@@ -44,10 +38,10 @@ const RACES: Race[] = [
     kind: 'sod.updated',
     refusal: { status: 403, code: 'four_eyes_required' },
     async prepare(svc) {
-      const { author, activate } = await authorWithVersion(svc);
+      const { activate } = await authorWithVersion(svc);
       const admin = await svc.keyHeader(['ADMIN']);
       const document = { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true };
-      return { activate, author: author.keyId, change: (app) => app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: admin, payload: document }) };
+      return { activate, change: (app) => app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: admin, payload: document }) };
     },
   },
   {
@@ -58,12 +52,12 @@ const RACES: Race[] = [
       const { author, activate } = await authorWithVersion(svc);
       const admin = await consoleMember(svc, ['ADMIN']);
       const url = `/v1/console/projects/${svc.projectId}/members/${author.principalId}/roles/POLICY_AUTHOR/revoke`;
-      return { activate, author: author.keyId, change: (app) => app.inject({ method: 'POST', url, headers: admin.post, payload: {} }) };
+      return { activate, change: (app) => app.inject({ method: 'POST', url, headers: admin.post, payload: {} }) };
     },
   },
 ];
 
-async function check(svc: TestService, race: Race, author: string, activated: Answer, changed: Answer): Promise<void> {
+async function check(svc: TestService, race: Race, activated: Answer, changed: Answer): Promise<void> {
   assert.equal(changed.statusCode, 200, changed.body);
   const events = (await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'actor']).where('project_id', '=', svc.projectId).orderBy('seq').execute()).map((e) => e.kind);
   const change = events.indexOf(race.kind);
@@ -83,43 +77,18 @@ async function check(svc: TestService, race: Race, author: string, activated: An
 for (const backend of backends()) {
   describe(`an activation and a change of who may activate (${backend.name})`, () => {
     for (const race of RACES) {
-      if (backend.name === 'postgres') {
-        test(`${race.title} (interleaved across two instances)`, async () => {
+      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
+      for (const [i, how] of orders.entries()) {
+        test(`${race.title} (${how})`, async () => {
           const svc = await startService(backend);
-          const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
           try {
             const r = await race.prepare(svc);
-            const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'policy_versions', 'exclusive');
-            try {
-              const activated = r.activate(svc.app);
-              await held.reached('update "policy_versions"%');
-              const changed = r.change(twin.app);
-              // With a common lock the change waits for the activation; without, it runs to its end.
-              await held.reached('%', { statements: 2, unless: changed });
-              await held.release();
-              await check(svc, race, r.author, await activated, await changed);
-            } finally { await held.release(); }
-          } finally {
-            await twin.close();
-            await svc.stop();
-          }
+            const [activated, changed] = backend.name === 'postgres'
+              ? await interleaved(svc, 'policy_versions', 'update "policy_versions"%', r.activate, r.change)
+              : await oneAfterTheOther(svc, ORDERS[i]!, r.activate, r.change);
+            await check(svc, race, activated, changed);
+          } finally { await svc.stop(); }
         });
-      } else {
-        for (const order of ['activation first', 'change first'] as const) {
-          test(`${race.title} (${order}: SQLite runs them one at a time)`, async () => {
-            const svc = await startService(backend);
-            try {
-              const r = await race.prepare(svc);
-              if (order === 'activation first') {
-                const activated = await r.activate(svc.app);
-                await check(svc, race, r.author, activated, await r.change(svc.app));
-              } else {
-                const changed = await r.change(svc.app);
-                await check(svc, race, r.author, await r.activate(svc.app), changed);
-              }
-            } finally { await svc.stop(); }
-          });
-        }
       }
     }
   });

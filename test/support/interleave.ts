@@ -1,0 +1,42 @@
+// Two requests raced at a chosen point: the first stopped at a write (its table held in EXCLUSIVE
+// mode from a session of the test's own: reads go on, writes and a LOCK TABLE wait), the second
+// sent through a second instance on the same PostgreSQL database, then both let go. A lock both
+// take makes the second wait for the first; without one, the second runs to its end or to the held
+// table. SQLite's one writer runs each transaction whole: there they run one after the other.
+import type { LightMyRequestResponse } from 'fastify';
+import { createService, type Service } from '../../src/service.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { holdTable } from './hold-table.ts';
+import type { TestService } from './service.ts';
+
+export type App = Service['app'];
+export type Answer = LightMyRequestResponse;
+type Send = (app: App) => Promise<Answer>;
+
+/** PostgreSQL: `first` stopped at its statement `write` (a LIKE pattern) on `table`, `second` sent meanwhile; their answers. */
+export async function interleaved(svc: TestService, table: string, write: string, first: Send, second: Send): Promise<[Answer, Answer]> {
+  const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
+  try {
+    const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, table, 'exclusive');
+    try {
+      const one = first(svc.app);
+      await held.reached(write);
+      const two = second(twin.app);
+      await held.reached('%', { statements: 2, unless: two });
+      await held.release();
+      return [await one, await two];
+    } finally { await held.release(); }
+  } finally { await twin.close(); }
+}
+
+export const ORDERS = ['first then second', 'second then first'] as const;
+
+/** SQLite: the two sent one after the other, in `order`; their answers, the first's first. */
+export async function oneAfterTheOther(svc: TestService, order: typeof ORDERS[number], first: Send, second: Send): Promise<[Answer, Answer]> {
+  if (order === ORDERS[0]) {
+    const one = await first(svc.app);
+    return [one, await second(svc.app)];
+  }
+  const two = await second(svc.app);
+  return [await first(svc.app), two];
+}
