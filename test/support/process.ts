@@ -36,7 +36,9 @@ export async function spawnGavel(env: Record<string, string | undefined>, { main
   const lines: string[] = [];
   rl.on('line', (line) => lines.push(line));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gavel did not start: ${stderr}`)), 30_000);
+    // A start takes a second or two; on a machine loaded many times over (load 20 on 2 CPUs) it
+    // took over 30 s. Only a start that will not come should fail here.
+    const timer = setTimeout(() => reject(new Error(`gavel did not start: ${stderr}`)), 90_000);
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`gavel exited with ${code}: ${stderr}`)); });
     rl.on('line', (line) => {
       if (process.env.GAVEL_TEST_CHILD_LOG) process.stderr.write(line + '\n');
