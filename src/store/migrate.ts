@@ -36,10 +36,11 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = store.dialect === 'postgres'
     ? (await sql<{ s: string }>`select current_schema() as s`.execute(store.db)).rows[0]?.s
     : undefined;
+  const provider = new FolderProvider(store.dialect);
   const migrator = new Migrator({
     db: store.db,
     ...(schema ? { migrationTableSchema: schema } : {}),
-    provider: new FolderProvider(store.dialect),
+    provider,
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,
   });
@@ -47,7 +48,19 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
-    throw new MigrationError(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? error}`);
+    // After a rollback to an older build, Kysely calls the newer build's migrations "corrupted":
+    // say what happened and what to do instead. Nothing was applied (it checks before running any).
+    const unknown = failed ? [] : await unknownMigrations(store, provider).catch(() => []);
+    if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
+    throw new MigrationError(`${failed ? `migration ${failed.migrationName}` : 'migrating'} failed: ${(error as Error).message ?? error}`);
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Migrations the database records as applied that this build has no file for (a newer build's). */
+async function unknownMigrations(store: Store, provider: MigrationProvider): Promise<string[]> {
+  const known = await provider.getMigrations();
+  // The migration table lives in the current schema (migrationTableSchema above).
+  const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db);
+  return rows.map((r) => r.name).filter((name) => !(name in known));
 }

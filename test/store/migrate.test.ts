@@ -29,6 +29,19 @@ for (const backend of backends()) {
       } finally { await ts.cleanup(); }
     });
 
+    test('a database a newer version migrated is refused with a MigrationError naming the migrations this version lacks, and nothing is applied', async () => {
+      const ts = await backend.open();
+      try {
+        // A newer build's migration, recorded as it would record it; and one of ours pending beside it.
+        await sql`insert into kysely_migration (name, timestamp) values ('9998_from_a_newer_version', ${new Date().toISOString()})`.execute(ts.store.db);
+        await sql`delete from kysely_migration where name = '0301_decisions'`.execute(ts.store.db);
+        await assert.rejects(migrateToLatest(ts.store), (e: unknown) => e instanceof MigrationError
+          && e.message === 'the database was migrated by a newer version of Gavel (migrations this version does not know: 9998_from_a_newer_version): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")');
+        const applied = await sql<{ name: string }>`select name from kysely_migration where name = '0301_decisions'`.execute(ts.store.db);
+        assert.equal(applied.rows.length, 0);
+      } finally { await ts.cleanup(); }
+    });
+
     test('a migration that fails is a MigrationError naming it, and nothing of the run is recorded as applied', async () => {
       const ts = await backend.open({ migrate: false });
       try {
