@@ -1,11 +1,12 @@
 // Acts that hand out authority outside the roles and memberships (a permit issued, an agent
-// released) are made under the project's roles lock, their actor's role read again under it, as
-// ADMIN's acts are (roles-lock-race.test.ts): one demoted or removed meanwhile must leave the act
+// released, an UNKNOWN execution resolved) are made under the project's roles lock, their actor's
+// role read again under it, as ADMIN's acts are (roles-lock-race.test.ts): one demoted or removed meanwhile must leave the act
 // committed before that change (the audit log says so) or refused as it would be after it. Each
 // race stops the act at its first write (the test holds the table in EXCLUSIVE mode from a session
 // of its own: reads go on, writes and a LOCK TABLE wait), sends the loss through a second instance,
 // then lets both go. Without the lock the loss commits and answers while the act still waits, and
-// the act then commits: a permit issued, or an agent let go, by one who no longer could.
+// the act then commits: a permit issued, an agent let go, or an execution settled, by one who no
+// longer could.
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
 import { describe, test } from 'node:test';
@@ -13,6 +14,7 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { newAgent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
+import { seedInFlight } from '../support/executions.ts';
 import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
 import { startService, type TestService } from '../support/service.ts';
 
@@ -36,6 +38,13 @@ async function frozenAgent(svc: TestService, P: string) {
   return { admin, agent };
 }
 
+/** An execution recovery marked UNKNOWN: what waits for a person to resolve it. */
+async function unknownExecution(svc: TestService): Promise<string> {
+  const id = await seedInFlight(svc.ts.store, svc.projectId);
+  await svc.ts.store.db.updateTable('executions').set({ status: 'UNKNOWN', note: 'the process making this call stopped mid-call' }).where('id', '=', id).execute();
+  return id;
+}
+
 const RACES: Race[] = [
   ...(['demoted', 'removed'] as const).map((how): Race => ({
     title: `a PERMIT_ISSUER ${how} while it issues a permit issues nothing after that`,
@@ -54,6 +63,42 @@ const RACES: Race[] = [
       };
     },
   })),
+  // Resolving an UNKNOWN is a statement the first of which stands for good (invariant 7), so one
+  // made by an ADMIN demoted or removed meanwhile could not be undone by those who remain.
+  ...(['demoted', 'removed'] as const).map((how): Race => ({
+    title: `an ADMIN ${how} while it resolves an UNKNOWN execution in the console settles nothing after that`,
+    table: 'executions',
+    write: 'update "executions"%',
+    kind: 'execution.resolved',
+    async prepare(svc, P) {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const resolver = await consoleMember(svc, ['ADMIN']);
+      const id = await unknownExecution(svc);
+      const loss = how === 'demoted' ? `${P}/members/${resolver.principalId}/roles/ADMIN/revoke` : `${P}/members/${resolver.principalId}/revoke`;
+      return {
+        act: (app) => post(app, `${P}/executions/${id}/resolve`, resolver.post, { outcome: 'FAILED', note: 'no charge in the ledger' }),
+        lose: (app) => post(app, loss, admin.post, {}),
+        actor: resolver.principalId, lossKind: how === 'demoted' ? 'role.revoked' : 'member.revoked',
+      };
+    },
+  })),
+  {
+    title: 'a person\'s ADMIN key whose holder is demoted while it resolves an UNKNOWN execution settles nothing after that',
+    table: 'executions',
+    write: 'update "executions"%',
+    kind: 'execution.resolved',
+    async prepare(svc, P) {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const holder = await svc.member(['ADMIN'], undefined, 'person');
+      const id = await unknownExecution(svc);
+      const key = { authorization: `Bearer ${holder.key}`, 'content-type': 'application/json' };
+      return {
+        act: (app) => post(app, `/v1/projects/${svc.projectId}/executions/resolve`, key, { execution_id: id, outcome: 'SUCCEEDED', note: 'the charge is in the ledger' }),
+        lose: (app) => post(app, `${P}/members/${holder.principalId}/roles/ADMIN/revoke`, admin.post, {}),
+        actor: holder.keyId, lossKind: 'role.revoked',
+      };
+    },
+  },
   {
     title: 'a PERMIT_ISSUER demoted while it releases an agent in the console releases nothing after that',
     table: 'agents',

@@ -3,9 +3,12 @@
 // - another resolver was first, whether its update had committed when the row was read or won the
 //   race after: 409 conflict (spec section 3), so the answer does not depend on timing;
 // - the row has an outcome no person gave (the merchant's, or it is still in flight): 409 execution_not_unknown.
+// The statement is ADMIN's (decision 0403) and stands for good, so it is made under the roles lock with
+// ADMIN read again there: one demoted or removed meanwhile settles nothing after that change answered.
 import { Problem, notFound } from '../../http/problem.ts';
 import { affected, type Store } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
+import { lockAsHolderOf } from '../identity/members.ts';
 
 export interface ResolveInput { projectId: string; executionId: string; outcome: 'SUCCEEDED' | 'FAILED'; note: string; actor: string; at: Date }
 export interface ResolvedView { id: string; status: 'SUCCEEDED' | 'FAILED'; resolved_at: string; resolved_by: string; note: string }
@@ -26,6 +29,7 @@ export async function resolveExecution(store: Store, input: ResolveInput): Promi
   }
   const at = input.at.toISOString();
   return store.transaction(async (trx) => {
+    await lockAsHolderOf(trx, store, input.projectId, input.actor, ['ADMIN']);
     const n = affected(await trx.updateTable('executions')
       .set({ status: input.outcome, resolved_at: at, resolved_by: input.actor, resolution_note: input.note })
       .where('id', '=', row.id).where('status', '=', 'UNKNOWN').executeTakeFirst());
