@@ -1,12 +1,14 @@
 // Acts that hand out authority outside the roles and memberships (a permit issued, an agent
 // released, an UNKNOWN execution resolved) are made under the project's roles lock, their actor's
-// role read again under it, as ADMIN's acts are (roles-lock-race.test.ts): one demoted or removed meanwhile must leave the act
-// committed before that change (the audit log says so) or refused as it would be after it. Each
-// race stops the act at its first write (the test holds the table in EXCLUSIVE mode from a session
-// of its own: reads go on, writes and a LOCK TABLE wait), sends the loss through a second instance,
-// then lets both go. Without the lock the loss commits and answers while the act still waits, and
-// the act then commits: a permit issued, an agent let go, or an execution settled, by one who no
-// longer could.
+// role read again under it, as ADMIN's acts are (roles-lock-race.test.ts): one demoted or removed
+// meanwhile must leave the act committed before that change (the audit log says so) or refused as
+// it would be after it. Each race stops the act at its first write (the test holds the table in
+// EXCLUSIVE mode from a session of its own: reads go on, writes and a LOCK TABLE wait), sends the
+// loss through a second instance, then lets both go. Without the lock the loss commits and answers
+// while the act still waits, and the act then commits: a permit issued, an agent let go, or an
+// execution settled, by one who no longer could.
+// Recording an approval is checked the same way, though it holds the approver's rows FOR SHARE
+// instead of the roles lock (the signature, not the relaying key's role, is its credential).
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
 import { describe, test } from 'node:test';
@@ -15,6 +17,7 @@ import { backends } from '../support/backends.ts';
 import { newAgent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
 import { seedInFlight } from '../support/executions.ts';
+import { newApprover, seedObligation } from '../support/approvals.ts';
 import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
 import { startService, type TestService } from '../support/service.ts';
 
@@ -24,6 +27,8 @@ interface Race {
   table: string;
   write: string;
   kind: string;
+  /** The statuses of a refusal, once the role is gone (401 or 403 unless said). */
+  refused?: number[];
   prepare(svc: TestService, P: string): Promise<{ act(app: App): Promise<Answer>; lose(app: App): Promise<Answer>; actor: string; lossKind: string }>;
 }
 
@@ -99,6 +104,31 @@ const RACES: Race[] = [
       };
     },
   },
+  // Recording an approval needs no role of its relaying key (decision 0502): the credential is the
+  // approver's signature, and the approver's key, membership and grant are read FOR SHARE in its
+  // transaction (approvals/eligibility.ts) instead of under the roles lock. The same check holds.
+  ...(['demoted', 'removed'] as const).map((how): Race => ({
+    title: `an APPROVER ${how} while its approval is recorded approves nothing after that`,
+    table: 'approval_requests',
+    write: 'update "approval_requests"%',
+    kind: 'approval.recorded',
+    refused: [422],
+    async prepare(svc, P) {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const approver = await newApprover(svc);
+      const relay = await svc.member([]);
+      const key = { authorization: `Bearer ${relay.key}`, 'content-type': 'application/json' };
+      const id = await seedObligation(svc);
+      const listed = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals?limit=500`, headers: key });
+      const { statement } = listed.json().approvals.find((o: { id: string }) => o.id === id);
+      const loss = how === 'demoted' ? `${P}/members/${approver.principalId}/roles/APPROVER/revoke` : `${P}/members/${approver.principalId}/revoke`;
+      return {
+        act: (app) => post(app, `/v1/projects/${svc.projectId}/approvals`, key, { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(statement) }),
+        lose: (app) => post(app, loss, admin.post, {}),
+        actor: relay.keyId, lossKind: how === 'demoted' ? 'role.revoked' : 'member.revoked',
+      };
+    },
+  })),
   {
     title: 'a PERMIT_ISSUER demoted while it releases an agent in the console releases nothing after that',
     table: 'agents',
@@ -142,13 +172,13 @@ async function check(svc: TestService, race: Race, r: { actor: string; lossKind:
     assert.ok(act >= 0 && act < loss, `${race.kind} at ${act} of the audit log, ${r.lossKind} at ${loss}`);
   } else {
     // 403 once the role is gone; 401 for a person whose removal (which ends its sessions) came first.
-    assert.ok([401, 403].includes(acted.statusCode), acted.body);
+    assert.ok((race.refused ?? [401, 403]).includes(acted.statusCode), acted.body);
     assert.equal(act, -1, 'a refused act wrote nothing');
   }
 }
 
 for (const backend of backends()) {
-  describe(`acts that hand out authority take the roles lock (${backend.name})`, () => {
+  describe(`acts that hand out authority re-read their actor's standing in their transaction (${backend.name})`, () => {
     for (const race of RACES) {
       const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
       for (const [i, how] of orders.entries()) {
