@@ -62,9 +62,26 @@ function fortyBitsOf(n: number): string {
   return PAIRS[hi >> 10]! + PAIRS[hi & 1023]! + PAIRS[lo >> 10]! + PAIRS[lo & 1023]!;
 }
 
-let lastMs = -1;
-let lastHigh = 0;
-let lastLow = 0;
+/** A monotonic sequence: the millisecond of its last id and that id's 80 random bits, two halves. */
+interface Sequence { ms: number; high: number; low: number }
+
+/** Moves `s` to its next id at `now`: a fresh random part in a new millisecond, else the last one plus one. */
+function advance(s: Sequence, now: number): void {
+  if (now > s.ms) {
+    const at = random10();
+    s.ms = now;
+    s.high = pool[at]! * 2 ** 32 + pool.readUInt32BE(at + 1);
+    s.low = pool[at + 5]! * 2 ** 32 + pool.readUInt32BE(at + 6);
+  } else if (++s.low === 2 ** 40) {
+    s.low = 0;
+    // 2^80 ids in one millisecond cannot happen; the high half wraps rather than overflow.
+    s.high = (s.high + 1) % 2 ** 40;
+  }
+}
+
+const idOf = (prefix: IdPrefix, s: Sequence): string => `${prefix}_${timePart(s.ms)}${fortyBitsOf(s.high)}${fortyBitsOf(s.low)}`;
+
+const thread: Sequence = { ms: -1, high: 0, low: 0 };
 /**
  * An id that sorts after every id this thread minted before it (monotonic ULID): within one
  * millisecond, or if the clock steps back, the last id's random part plus one. Audit events are
@@ -72,18 +89,35 @@ let lastLow = 0;
  * millisecond: with random parts they listed in either order.
  */
 export function newMonotonicId(prefix: IdPrefix, now = Date.now()): string {
-  if (now > lastMs) {
-    const at = random10();
-    lastMs = now;
-    lastHigh = pool[at]! * 2 ** 32 + pool.readUInt32BE(at + 1);
-    lastLow = pool[at + 5]! * 2 ** 32 + pool.readUInt32BE(at + 6);
-  } else if (++lastLow === 2 ** 40) {
-    lastLow = 0;
-    // 2^80 ids in one millisecond cannot happen; the high half wraps rather than overflow.
-    lastHigh = (lastHigh + 1) % 2 ** 40;
-  }
-  return `${prefix}_${timePart(lastMs)}${fortyBitsOf(lastHigh)}${fortyBitsOf(lastLow)}`;
+  advance(thread, now);
+  return idOf(prefix, thread);
 }
+
+/** How far a stamped id's millisecond may run ahead of its stamp (newStampedId). */
+export const STAMPED_ID_LEAD_MS = 2_000;
+/** The last millisecond an id's 48 bits hold (a stamp outside [0, this] is minted at the nearer end). */
+export const LAST_ID_MS = 2 ** 48 - 1;
+const behind: Sequence = { ms: -1, high: 0, low: 0 };
+/**
+ * The id of a row stamped `at` (its created_at, in ms), minted from the stamp and not from a clock
+ * read of its own (a service's clock may be a test's): its millisecond is never before `at` and at
+ * most STAMPED_ID_LEAD_MS after it, so a window on the stamp is a range of ids (services/audit/window.ts).
+ * It is newMonotonicId's while that stays within the lead; the thread's ids run further ahead only
+ * when the clock stepped back, or `at` is an earlier instant than the clock's (a fake clock's, a
+ * request that waited). Then the id takes `at`'s own millisecond, monotonic within it: it sorts
+ * among the ids of its time, not after every id minted before it.
+ */
+export function newStampedId(prefix: IdPrefix, at: number): string {
+  // A stamp that is no time at all (not a row the service writes) is minted as newMonotonicId's.
+  const ms = Number.isNaN(at) ? Date.now() : Math.min(Math.max(at, 0), LAST_ID_MS);
+  if (thread.ms - ms <= STAMPED_ID_LEAD_MS) return newMonotonicId(prefix, ms);
+  if (behind.ms - ms > STAMPED_ID_LEAD_MS) behind.ms = -1;
+  advance(behind, ms);
+  return idOf(prefix, behind);
+}
+
+/** The lowest id of `prefix` minted at millisecond `ms` or later (every such id sorts at or above it). */
+export const firstIdAt = (prefix: IdPrefix, ms: number): string => `${prefix}_${timePart(ms)}`;
 
 const ID_RE = /^[a-z]{2,5}_[0-9a-hjkmnp-tv-z]{26}$/;
 /** True when `value` has the shape of an id with this prefix (not whether it exists). */

@@ -42,6 +42,10 @@ for (const backend of backends()) {
       assert.equal(after.policy.active_version, version);
       assert.equal(after.approvals.pending, 1);
       assert.deepEqual(after.executions, { unknown: 1, in_flight: 2 });
+      // Every event of this project was written within the last 24 hours (read as a range of ids: audit/window.ts).
+      const events = await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', svc.projectId).executeTakeFirstOrThrow();
+      assert.equal(after.recent_audit_events, Number(events.n));
+      assert.ok(after.recent_audit_events > before.recent_audit_events);
       assert.ok(after.audit_log.tree_size > before.audit_log.tree_size, JSON.stringify(after.audit_log));
       assert.equal(after.audit_log.latest_checkpoint.size, after.audit_log.tree_size);
       assert.equal(after.audit_log.latest_checkpoint.witnessed_at, null);

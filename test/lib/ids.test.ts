@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isId, newId, newMonotonicId } from '../../src/lib/ids.ts';
+import { firstIdAt, isId, LAST_ID_MS, newId, newMonotonicId, newStampedId, STAMPED_ID_LEAD_MS } from '../../src/lib/ids.ts';
 
 test('ids are prefixed, opaque, unique and sort by creation time', () => {
   const a = newId('dec', 1_700_000_000_000);
@@ -42,4 +42,21 @@ test('monotonic ids sort in the order they were minted, within a millisecond and
   const a = newMonotonicId('aud', t + 1);
   const b = newMonotonicId('aud', t + 2);
   assert.notEqual(a.slice(14), b.slice(14));
+});
+
+test('a stamped id is minted in its stamp\'s millisecond or at most the lead after it, monotonic within that, whatever the thread minted before', () => {
+  const msOf = (id: string) => { let v = 0; for (const c of id.slice(4, 14)) v = v * 32 + '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c); return v; };
+  const t = Date.now() + 3_600_000;
+  // Written in this order: a step forward, steps back within the lead and beyond it, repeats, a stamp behind the thread's clock.
+  const stamps = [t, t, t - 1, t - STAMPED_ID_LEAD_MS, t - STAMPED_ID_LEAD_MS - 1, t - STAMPED_ID_LEAD_MS - 1, t - 10_000, t - 9_999, t + 1, 1_700_000_000_000, 1_700_000_000_000, -5, 2 ** 48];
+  const ids = stamps.map((at) => newStampedId('aud', at));
+  stamps.forEach((at, i) => {
+    const ms = Math.min(Math.max(at, 0), LAST_ID_MS);
+    assert.ok(msOf(ids[i]!) >= ms && msOf(ids[i]!) <= ms + STAMPED_ID_LEAD_MS, `${ids[i]} stamped ${at}`);
+    assert.ok(ids[i]! >= firstIdAt('aud', ms) && ids[i]! < firstIdAt('aud', ms + STAMPED_ID_LEAD_MS + 1), `${ids[i]} in its range`);
+  });
+  // Within the lead the thread's ids stay monotonic; past it, so do ids of one stamp.
+  assert.ok(ids[0]! < ids[1]! && ids[1]! < ids[2]! && ids[2]! < ids[3]!);
+  assert.ok(ids[4]! < ids[5]! && ids[9]! < ids[10]!);
+  assert.equal(new Set(ids).size, ids.length);
 });

@@ -18,6 +18,8 @@ import { listPermitRows } from '../../src/services/permits/list.ts';
 import { permitViews } from '../../src/services/permits/permits.ts';
 import { listAgentRows } from '../../src/services/agents/list.ts';
 import { encodeCursor } from '../../src/http/paging.ts';
+import { countAuditEventsSince } from '../../src/services/audit/window.ts';
+import { replayPolicy } from '../../src/services/policy/replay.ts';
 
 const P = 'prj_plans';
 const NOW = new Date('2026-06-01T00:00:00.000Z');
@@ -34,6 +36,13 @@ const FILL: Record<string, string> = {
     select 'c_' || lpad(i::text, 26, '0'), '${P}', 'did:key:z' || (i % 100), case when i % 3 = 0 then null else 'c_' || lpad((i - 1)::text, 26, '0') end, '{}', 'x',
       '2026-01-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z' from generate_series(1, ${ROWS}) i`,
   agents: `insert into agents (project_id, did, created_at, created_by) select '${P}', 'did:key:z' || i, '2026-01-01T00:00:00.000Z', 'x' from generate_series(1, ${ROWS}) i`,
+  // Most of a year of events of this project and another, 25 minutes apart, with ids as the service
+  // mints them (lib/ids.ts: the millisecond of created_at, Crockford base32, first).
+  audit_events: `insert into audit_events (id, project_id, kind, actor, created_at, data)
+    select 'aud_' || (select string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((ms >> (5 * (9 - k))) & 31)::int + 1, 1), '' order by k) from generate_series(0, 9) k)
+        || lpad(i::text, 15, '0') || p, case p when 0 then '${P}' else 'prj_other' end, 'decision', 'system',
+      to_char(to_timestamp(ms / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '{}'
+    from generate_series(1, ${ROWS}) i, generate_series(0, 1) p, lateral (select ${Date.parse('2025-06-20T00:00:00.000Z')}::bigint + i::bigint * 1500000 as ms) t`,
 };
 
 /** PostgreSQL plans by its statistics: `table` filled and analysed. SQLite plans without any. */
@@ -149,6 +158,30 @@ for (const backend of backends()) {
       });
       assertIndexed(plans[0]!, 'agents', 'agents_newest');
       assertIndexed(plans[1]!, 'agents', 'agents_newest', { keyed: cursorKey('created_at', 'did') });
+    } finally { await ts.cleanup(); }
+  });
+
+  // audit_events keeps no index on created_at (decision 0603's fewer B-trees): a window on it is a
+  // range of ids (services/audit/window.ts), an index bound. SQLite reads it in (project_id, id);
+  // PostgreSQL, which keeps a unique index on id too, may read the window's ids there when the
+  // project holds many of them (here half).
+  test(`the overview's events of the last 24 hours and a replay window read a range of ids by index, not the project's every event (${backend.name})`, async () => {
+    const ts = await backend.open();
+    try {
+      const index = ts.store.dialect === 'sqlite' ? 'audit_events_project' : 'audit_events_(?:project|id_key)';
+      const bounded = (plan: string, lower: boolean, upper: boolean) => {
+        assertIndexed(plan, 'audit_events', index);
+        const sqlite = `(project_id=? AND ${[lower ? 'id>?' : '', upper ? 'id<?' : ''].filter(Boolean).join(' AND ')})`;
+        if (ts.store.dialect === 'sqlite') assert.ok(plan.includes(sqlite), `the window bounds the index: ${sqlite}\n${plan}`);
+        else for (const [on, cond] of [[lower, /Index Cond: .*\(id >= '/], [upper, /Index Cond: .*\(id < '/]] as const) if (on) assert.match(plan, cond, plan);
+      };
+      const [recent] = await plansOf(ts.store, 'audit_events', (db) => countAuditEventsSince(db, P, new Date(NOW.getTime() - 86_400_000)));
+      bounded(recent!, true, false);
+      const policy = { spec_version: '1', rules: [{ id: 'no', effect: 'DENY' }] };
+      const [window] = await plansOf(ts.store, 'audit_events', (db) => replayPolicy(db, P, { policy, from: '2025-09-01T00:00:00Z', until: '2025-09-02T00:00:00Z' }));
+      bounded(window!, true, true);
+      const [until] = await plansOf(ts.store, 'audit_events', (db) => replayPolicy(db, P, { policy, until: '2025-09-02T00:00:00Z' }));
+      bounded(until!, false, true);
     } finally { await ts.cleanup(); }
   });
 

@@ -1,7 +1,7 @@
 // A decision is recorded once, as its audit event (migration 0604): tests read decisions there.
 import type { Db } from '../../src/store/store.ts';
 import { canonicalDecisionData, type DecisionEventData } from '../../src/domain/decision/event.ts';
-import { newMonotonicId } from '../../src/lib/ids.ts';
+import { newStampedId } from '../../src/lib/ids.ts';
 
 export type RecordedDecision = DecisionEventData & { audit_id: string; created_at: string };
 
@@ -19,9 +19,10 @@ export async function recordedDecision(db: Db, auditId: string): Promise<Recorde
 }
 
 /**
- * Writes a decision's audit event directly, as a past decision (for replay tests). Ids are monotonic,
- * as the service's are, so events written in one millisecond still list newest first in order.
+ * Writes a decision's audit event directly, as a past decision (for replay tests). Its id is minted
+ * from its created_at, as the service's are (audit/record.ts): monotonic, so events written in one
+ * millisecond still list newest first in order, and within the range a window on created_at reads.
  */
 export async function insertDecisionEvent(db: Db, projectId: string, data: DecisionEventData, at = new Date().toISOString()): Promise<void> {
-  await db.insertInto('audit_events').values({ id: newMonotonicId('aud'), project_id: projectId, kind: 'decision', actor: 'system', created_at: at, data: canonicalDecisionData(data), leaf_index: null }).execute();
+  await db.insertInto('audit_events').values({ id: newStampedId('aud', Date.parse(at)), project_id: projectId, kind: 'decision', actor: 'system', created_at: at, data: canonicalDecisionData(data), leaf_index: null }).execute();
 }

@@ -9,6 +9,7 @@ import { isRole, ROLES } from '../../domain/access/roles.ts';
 import { rolesOf } from '../../services/identity/members.ts';
 import { readSod } from '../../services/identity/sod.ts';
 import { dashboardSections } from '../../services/dashboard/sections.ts';
+import { countAuditEventsSince } from '../../services/audit/window.ts';
 import { consoleAuth, cookieNames, CSRF_HEADER, servedOverTls } from '../auth/session.ts';
 import { notFound } from '../problem.ts';
 import { errorResponses, Nullable, ProjectParams } from '../schemas/common.ts';
@@ -159,11 +160,10 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     const p = await project(auth.projectId);
     const members = await db().selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
     const keys = await db().selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
-    const since = new Date(app.gavel.clock.now().getTime() - 86_400_000).toISOString();
-    const audit = await db().selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', p.id).where('created_at', '>=', since).executeTakeFirstOrThrow();
+    const recent = await countAuditEventsSince(db(), p.id, new Date(app.gavel.clock.now().getTime() - 86_400_000));
     return {
       project: p, your_roles: (await rolesOf(db(), p.id, auth.principalId)), members: Number(members.n), live_api_keys: Number(keys.n),
-      recent_audit_events: Number(audit.n),
+      recent_audit_events: recent,
       ...(await dashboardSections(db(), p.id, app.gavel.clock.now())),
     };
   });

@@ -4,7 +4,7 @@
 // SQLite writer thread, usually as the event is written: auditlog/inline.ts).
 import canonicalize from 'canonicalize';
 import { execFixed, fixedSql, runFixed, type FixedSql, type SqlTarget } from '../../store/fixed-sql.ts';
-import { newMonotonicId } from '../../lib/ids.ts';
+import { newStampedId } from '../../lib/ids.ts';
 import { toIso } from '../../lib/time.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import type { StatementSource } from '../../store/sqlite/dialect.ts';
@@ -42,9 +42,24 @@ const INSERT_HASHED = fixedSql(`${INSERT_HASHED_INTO} values (?, ?, ?, ?, ?, ?, 
 const hashedEventValues = (event: ReturnType<typeof auditEventRow>): unknown[] =>
   [event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, blob(leafHashOfStoredEvent(event))];
 
-/** The row an audit event is stored as (before its leaf index), with a new id. */
+/**
+ * The row an audit event is stored as (before its leaf index), with a new id minted from its
+ * created_at, not from a clock read of its own: a window on created_at is then a range of ids
+ * (window.ts), whichever clock stamped the event (the service's may be a test's).
+ */
 export function auditEventRow(input: AuditInput): { id: string; project_id: string; kind: string; actor: string; created_at: string; data: string } {
-  return { id: newMonotonicId('aud'), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: typeof input.at === 'string' ? input.at : toIso(input.at ?? new Date()), data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+  const at = input.at ?? new Date();
+  const createdAt = typeof at === 'string' ? at : toIso(at);
+  return { id: newStampedId('aud', typeof at === 'string' ? stampMs(at) : at.getTime()), project_id: input.projectId, kind: input.kind, actor: input.actor, created_at: createdAt, data: input.data instanceof CanonicalJson ? input.data.text : canonicalize(input.data) ?? '{}' };
+}
+
+// A decision's event is stamped with its plan's time as text; most share their millisecond.
+let lastStamp = '';
+let lastStampMs = 0;
+/** Date.parse(stamp), remembered for the last stamp asked. */
+function stampMs(stamp: string): number {
+  if (stamp !== lastStamp) { lastStampMs = Date.parse(stamp); lastStamp = stamp; }
+  return lastStampMs;
 }
 
 /** `target` runs the insert as fixed SQL (the writer's procedures pass theirs: every decision does this). */

@@ -3,7 +3,8 @@
 // is a policy reason, or approval_granted: the policy asked for the approval given); a decision taken elsewhere (frozen agent, invalid permit, a replayed nonce)
 // would stand whatever the policy says, so it is counted as skipped. Reads only; audits nothing.
 // A decision is recorded once, as its audit event (migration 0604): replay reads the inputs from the
-// events' data, newest first by id (ids are time-ordered), through the (project_id, id) index.
+// events' data, newest first by id (ids are time-ordered), through the (project_id, id) index, the
+// window bounding the range of ids it walks.
 import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { parseTimestamp } from '../../domain/policy/index.ts';
 import { invalidRequest, Problem } from '../../http/problem.ts';
@@ -16,6 +17,7 @@ import { readVersion } from './read.ts';
 import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
 import { LAST_ISO_INSTANT } from '../../lib/time.ts';
+import { auditIdRange } from '../audit/window.ts';
 
 /** Longest stretch of replay evaluation between two turns of the event loop. */
 const REPLAY_SLICE_MS = 5;
@@ -112,6 +114,11 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   // signed six-digit ISO year that sorts before every stored one, so it bounds nothing or everything.
   if (typeof from === 'number') q = q.where('created_at', '>=', new Date(from).toISOString());
   if (typeof until === 'number' && until <= LAST_ISO_INSTANT) q = q.where('created_at', '<', new Date(until).toISOString());
+  // The window as a range of ids too: the walk newest first starts at `until`, not at the newest
+  // event, and stops at `from`, not at the project's first (audit/window.ts).
+  const ids = auditIdRange(typeof from === 'number' ? from : undefined, typeof until === 'number' ? until : undefined);
+  if (ids.lowest !== undefined) q = q.where('id', '>=', ids.lowest);
+  if (ids.below !== undefined) q = q.where('id', '<', ids.below);
   const events = typeof from === 'number' && from > LAST_ISO_INSTANT ? [] : await q.orderBy('id', 'desc').limit(last).execute();
   const rows = events.map((e) => ({ created_at: e.created_at, ...(storedEventData(e.id, e.data) as DecisionEventData) }));
 
