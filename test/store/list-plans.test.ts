@@ -1,10 +1,11 @@
 // The lists, counts and sweeps that read tables growing without bound (executions, obligations,
-// permits, agents) reach their rows through an index, without sorting the project's rows and
-// without reading the rows before a cursor (migration 0909). The statements are the ones the
-// service runs, captured as they are compiled. SQLite is planned as the service runs it (no
-// ANALYZE). PostgreSQL is given rows shaped as they grow (most executions done, few UNKNOWN; most
-// pending obligations long expired; many agents) and analysed, and sequential scans (and sorts,
-// where none is expected) are priced out: a plan that still has one has no index to serve it.
+// permits, agents, audit events) reach their rows through an index, without sorting the project's
+// rows and without reading the rows before a cursor (migration 0909) or outside a time window. The
+// statements are the ones the service runs, captured as they are compiled. SQLite is planned as the
+// service runs it (no ANALYZE). PostgreSQL is given rows shaped as they grow (most executions done,
+// few UNKNOWN; most pending obligations long expired; many agents) and analysed, and sequential
+// scans (and sorts, where none is expected) are priced out: a plan that still has one has no index
+// to serve it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompiledQuery, sql, type KyselyPlugin, type RootOperationNode, type QueryId } from 'kysely';
