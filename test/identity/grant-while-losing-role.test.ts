@@ -11,15 +11,13 @@
 // instead of the roles lock (the signature, not the relaying key's role, is its credential).
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends } from '../support/backends.ts';
 import { newAgent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
 import { seedInFlight } from '../support/executions.ts';
 import { newApprover, seedObligation } from '../support/approvals.ts';
-import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
-import { startService, type TestService } from '../support/service.ts';
+import { raceSuites, type Answer, type App } from '../support/interleave.ts';
+import type { TestService } from '../support/service.ts';
 
 interface Race {
   title: string;
@@ -177,22 +175,8 @@ async function check(svc: TestService, race: Race, r: { actor: string; lossKind:
   }
 }
 
-for (const backend of backends()) {
-  describe(`acts that hand out authority re-read their actor's standing in their transaction (${backend.name})`, () => {
-    for (const race of RACES) {
-      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
-      for (const [i, how] of orders.entries()) {
-        test(`${race.title} (${how})`, async () => {
-          const svc = await startService(backend);
-          try {
-            const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
-            const [acted, lost] = backend.name === 'postgres'
-              ? await interleaved(svc, race.table, race.write, r.act, r.lose)
-              : await oneAfterTheOther(svc, ORDERS[i]!, r.act, r.lose);
-            await check(svc, race, r, acted, lost);
-          } finally { await svc.stop(); }
-        });
-      }
-    }
-  });
-}
+raceSuites('acts that hand out authority re-read their actor\'s standing in their transaction', RACES, async (svc, race, race2) => {
+  const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
+  const [acted, lost] = await race2(race.table, race.write, r.act, r.lose);
+  await check(svc, race, r, acted, lost);
+});

@@ -10,13 +10,11 @@
 // the two never interleave. There each race runs one request after the other, in both orders,
 // under the same check. (A key's request can still be authenticated before a loss that commits
 // before its transaction begins; the re-check inside that transaction answers it as arriving after.)
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Role } from '../../src/domain/access/roles.ts';
-import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
-import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
-import { startService, type TestService } from '../support/service.ts';
+import { raceSuites, type Answer, type App } from '../support/interleave.ts';
+import type { TestService } from '../support/service.ts';
 
 
 const post = (app: App, url: string, payload: unknown, headers: Record<string, string>) => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
@@ -263,22 +261,8 @@ const RACES: Race[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`the roles lock orders changes of roles and key minting (${backend.name})`, () => {
-    for (const race of RACES) {
-      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
-      for (const [i, how] of orders.entries()) {
-        test(`${race.title} (${how})`, async () => {
-          const svc = await startService(backend);
-          try {
-            const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
-            const [first, second] = backend.name === 'postgres'
-              ? await interleaved(svc, race.table, race.write, r.first, r.second)
-              : await oneAfterTheOther(svc, ORDERS[i]!, r.first, r.second);
-            await r.check(first, second);
-          } finally { await svc.stop(); }
-        });
-      }
-    }
-  });
-}
+raceSuites('the roles lock orders changes of roles and key minting', RACES, async (svc, race, race2) => {
+  const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
+  const [first, second] = await race2(race.table, race.write, r.first, r.second);
+  await r.check(first, second);
+});

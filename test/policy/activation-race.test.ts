@@ -8,12 +8,10 @@
 // the change had already forbidden.
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
-import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
-import { interleaved, oneAfterTheOther, ORDERS, type Answer, type App } from '../support/interleave.ts';
-import { startService, type TestService } from '../support/service.ts';
+import { raceSuites, type Answer, type App } from '../support/interleave.ts';
+import type { TestService } from '../support/service.ts';
 
 interface Race {
   title: string;
@@ -74,22 +72,8 @@ async function check(svc: TestService, race: Race, activated: Answer, changed: A
   assert.equal(active !== undefined, activated.statusCode === 200, 'a version is active exactly when the activation said so');
 }
 
-for (const backend of backends()) {
-  describe(`an activation and a change of who may activate (${backend.name})`, () => {
-    for (const race of RACES) {
-      const orders = backend.name === 'postgres' ? ['interleaved across two instances'] as const : ORDERS.map((o) => `${o}: SQLite runs them one at a time` as const);
-      for (const [i, how] of orders.entries()) {
-        test(`${race.title} (${how})`, async () => {
-          const svc = await startService(backend);
-          try {
-            const r = await race.prepare(svc);
-            const [activated, changed] = backend.name === 'postgres'
-              ? await interleaved(svc, 'policy_versions', 'update "policy_versions"%', r.activate, r.change)
-              : await oneAfterTheOther(svc, ORDERS[i]!, r.activate, r.change);
-            await check(svc, race, activated, changed);
-          } finally { await svc.stop(); }
-        });
-      }
-    }
-  });
-}
+raceSuites('an activation and a change of who may activate', RACES, async (svc, race, race2) => {
+  const r = await race.prepare(svc);
+  const [activated, changed] = await race2('policy_versions', 'update "policy_versions"%', r.activate, r.change);
+  await check(svc, race, activated, changed);
+});

@@ -3,11 +3,13 @@
 // sent through a second instance on the same PostgreSQL database, then both let go. A lock both
 // take makes the second wait for the first; without one, the second runs to its end or to the held
 // table. SQLite's one writer runs each transaction whole: there they run one after the other.
+import { describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { createService, type Service } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { holdTable } from './hold-table.ts';
-import type { TestService } from './service.ts';
+import { backends } from './backends.ts';
+import { startService, type TestService } from './service.ts';
 
 export type App = Service['app'];
 export type Answer = LightMyRequestResponse;
@@ -39,4 +41,29 @@ export async function oneAfterTheOther(svc: TestService, order: typeof ORDERS[nu
   }
   const two = await second(svc.app);
   return [await first(svc.app), two];
+}
+
+/** Sends two requests as the suite's engine races them: `interleaved` on PostgreSQL, else in one order. */
+export type Race2 = (table: string, write: string, first: Send, second: Send) => Promise<[Answer, Answer]>;
+
+/**
+ * A suite per engine, titled `title (engine)`, with a test per race and order, each on a fresh
+ * service: on PostgreSQL interleaved across two instances, on SQLite in both orders.
+ */
+export function raceSuites<R extends { title: string }>(title: string, races: readonly R[], run: (svc: TestService, race: R, race2: Race2) => Promise<void>): void {
+  for (const backend of backends()) {
+    describe(`${title} (${backend.name})`, () => {
+      for (const race of races) {
+        for (const order of backend.name === 'postgres' ? [undefined] : ORDERS) {
+          test(`${race.title} (${order === undefined ? 'interleaved across two instances' : `${order}: SQLite runs them one at a time`})`, async () => {
+            const svc = await startService(backend);
+            try {
+              await run(svc, race, (table, write, first, second) => (order === undefined
+                ? interleaved(svc, table, write, first, second) : oneAfterTheOther(svc, order, first, second)));
+            } finally { await svc.stop(); }
+          });
+        }
+      }
+    });
+  }
 }
