@@ -71,3 +71,35 @@ test('permit cache: bounded by the characters it holds as well as by count; what
   assert.equal(again.ok && again.permit.links[0]!.claims.jti, 'pmt_0');
   assert.equal(cache.size, 3);
 });
+
+test('permit cache: the characters it counts are those of the permits it holds, up to exactly maxChars, through second chances and a permit that displaces two', async () => {
+  const f = await fixture();
+  const permit = (jti: string) => issuePermit(f.signer, KEY, rootInput(f.alice.did, { jti }));
+  const [a, b, c, d] = await Promise.all(['pmt_a', 'pmt_b', 'pmt_c', 'pmt_d'].map(permit)) as [string, string, string, string];
+  const length = a.length;
+  const cache = new PermitVerificationCache({ maxChars: 3 * length });
+  for (const p of [a, b, c]) assert.equal((await cache.verify(p, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 3, 'three permits of exactly maxChars fit');
+  assert.equal(cache.chars, 3 * length);
+  assert.ok(cache.cached(a, PROJECT, f.projectKey), 'a is hit, so it is passed over once');
+  assert.equal((await cache.verify(d, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 3);
+  assert.equal(cache.chars, 3 * length, 'a passed over and kept, b let go: three permits held, three counted');
+  // Longer than one permit, no longer than two: two must go for it (c, then a, its second chance spent).
+  const base = rootInput(f.alice.did, { jti: 'pmt_e' });
+  const e = await issuePermit(f.signer, KEY, { ...base, gavel: { ...base.gavel, resources: [...base.gavel.resources, `resource://docs/${'e'.repeat(Math.ceil(length / 2))}`] } });
+  assert.ok(e.length > length && e.length <= 2 * length, `a permit of ${e.length} characters`);
+  assert.equal((await cache.verify(e, PROJECT, f.projectKey)).ok, true);
+  assert.equal(cache.size, 2);
+  assert.equal(cache.chars, length + e.length);
+  assert.ok(cache.cached(d, PROJECT, f.projectKey) && cache.cached(e, PROJECT, f.projectKey), 'd and e are held');
+});
+
+test('permit cache: one permit verified twice at once is held and counted once', async () => {
+  const f = await fixture();
+  const cache = new PermitVerificationCache({ maxEntries: 1 });
+  const both = await Promise.all([cache.verify(f.root, PROJECT, f.projectKey), cache.verify(f.root, PROJECT, f.projectKey)]);
+  assert.deepEqual(both.map((r) => r.ok), [true, true]);
+  assert.equal(cache.size, 1);
+  assert.equal(cache.chars, f.root.length);
+});
