@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
-import { compiledCacheSize } from '../../src/services/policy/active.ts';
+import { compiledCacheChars, compiledCacheSize } from '../../src/services/policy/active.ts';
 
 const VERSIONS = 8;
 const big = (k: number) => ({ spec_version: '1', rules: Array.from({ length: 10_000 }, (_, n) => ({ id: `r-${k}-${n}`, effect: 'ALLOW', when: { op: 'and', args: [
@@ -31,6 +31,9 @@ for (const backend of backends()) {
       }
       const { length } = await svc.ts.store.db.selectFrom('policy_versions').select('document').where('project_id', '=', svc.projectId).executeTakeFirstOrThrow().then((r) => r.document);
       assert.ok(compiledCacheSize() <= Math.floor(24 * 1024 * 1024 / length), `${compiledCacheSize()} versions of ${length} characters compiled`);
+      // Every version saved here is as long: as many are kept as fit, and the characters counted are theirs.
+      assert.equal(compiledCacheSize(), Math.floor(24 * 1024 * 1024 / length), `${compiledCacheSize()} versions of ${length} characters compiled`);
+      assert.equal(compiledCacheChars(), compiledCacheSize() * length);
       const again = await svc.app.inject({ method: 'POST', url: `${base}/replay`, headers: auditor, payload: { version: replayed[0] } });
       assert.equal(again.statusCode, 200, 'a version let go compiles again');
     } finally { await svc.stop(); }
