@@ -37,8 +37,9 @@ export function repeatedFailureLog(log: Pick<FastifyBaseLogger, 'error' | 'warn'
     at = now();
     unlogged = 0;
   };
-  return Object.assign(fail, {
-    get failing() { return failures > 0; },
+  // Defined, not Object.assign'ed: assign copies a getter's value once, and `failing` stayed false.
+  Object.defineProperty(fail, 'failing', { get: () => failures > 0 });
+  return Object.assign(fail as typeof fail & { readonly failing: boolean }, {
     recovered(said: string) {
       if (failures === 0) return;
       log.warn({ failures, lasted_ms: Math.round(now() - since) }, said);
