@@ -11,13 +11,15 @@
 // instead of the roles lock (the signature, not the relaying key's role, is its credential).
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
 import { newAgent } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
 import { seedInFlight } from '../support/executions.ts';
 import { newApprover, seedObligation } from '../support/approvals.ts';
 import { raceSuites, type Answer, type App } from '../support/interleave.ts';
-import type { TestService } from '../support/service.ts';
+import { startService, type TestService } from '../support/service.ts';
 
 interface Race {
   title: string;
@@ -180,3 +182,26 @@ raceSuites('acts that hand out authority re-read their actor\'s standing in thei
   const [acted, lost] = await race2(race.table, race.write, r.act, r.lose);
   await check(svc, race, r, acted, lost);
 });
+
+for (const backend of backends()) {
+  test(`the role read again under the lock is any one of those the act takes, beside others held (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const P = `/v1/console/projects/${svc.projectId}`;
+      const issuer = await consoleMember(svc, ['PERMIT_ISSUER', 'AUDITOR']);
+      const permit = { agent: newAgent().did, actions: ['pay'], resources: ['resource://shop/*'], expires_at: new Date(Date.now() + 3_600_000).toISOString() };
+      const issued = await post(svc.app, `${P}/permits`, issuer.post, permit);
+      assert.equal(issued.statusCode, 201, issued.body);
+      const { agent } = await frozenAgent(svc, P);
+      const released = await post(svc.app, `${P}/agents/release`, issuer.post, { agent });
+      assert.equal(released.statusCode, 200, released.body);
+      // A key of a PERMIT_ISSUER, not ADMIN, releases on the machine plane.
+      const again = await post(svc.app, `${P}/agents/freeze`, (await consoleMember(svc, ['ADMIN'])).post, { agent });
+      assert.equal(again.statusCode, 200, again.body);
+      const holder = await svc.member(['PERMIT_ISSUER', 'AUDITOR']);
+      const key = { authorization: `Bearer ${holder.key}`, 'content-type': 'application/json' };
+      const byKey = await post(svc.app, `/v1/projects/${svc.projectId}/agents/release`, key, { agent });
+      assert.equal(byKey.statusCode, 200, byKey.body);
+    } finally { await svc.stop(); }
+  });
+}
