@@ -9,9 +9,13 @@
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
 // orders, under the same check.
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { raceSuites, type Answer, type App } from '../support/interleave.ts';
-import type { TestService } from '../support/service.ts';
+import { startService, type TestService } from '../support/service.ts';
 
 interface Race {
   title: string;
@@ -77,3 +81,38 @@ raceSuites('an activation and a change of who may activate', RACES, async (svc, 
   const [activated, changed] = await race2('policy_versions', 'update "policy_versions"%', r.activate, r.change);
   await check(svc, race, activated, changed);
 });
+
+// Authorized as it arrives, then stopped before the policy lock (the test holds it): the role taken,
+// or the key revoked, meanwhile is seen under the roles lock, and the activation answers as a
+// request sent after the change would (403 forbidden, audited; 401 for the revoked key).
+for (const backend of backends().filter((b) => b.name === 'postgres')) {
+  for (const loss of ['POLICY_AUTHOR taken', 'key revoked'] as const) {
+    test(`an activation authorized before its holder's ${loss}, and stopped before its locks until then, activates nothing (${backend.name})`, async () => {
+      const svc = await startService(backend);
+      const client = new pg.Client({ connectionString: process.env.GAVEL_TEST_DATABASE_URL });
+      await client.connect();
+      try {
+        const { author, activate } = await authorWithVersion(svc);
+        const admin = await consoleMember(svc, ['ADMIN']);
+        const P = `/v1/console/projects/${svc.projectId}`;
+        await client.query('begin');
+        await client.query('select pg_advisory_xact_lock(hashtext($1))', [`policy:${svc.projectId}`]);
+        const activated = activate(svc.app);
+        const waiting = async () => (await client.query(`select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`)).rows.length > 0;
+        for (let i = 0; i < 3_000 && !(await waiting()); i++) await sleep(10);
+        assert.ok(await waiting(), 'the activation waits for the policy lock');
+        const url = loss === 'key revoked' ? `${P}/api-keys/${author.keyId}/revoke` : `${P}/members/${author.principalId}/roles/POLICY_AUTHOR/revoke`;
+        const changed = await svc.app.inject({ method: 'POST', url, headers: admin.post, payload: {} });
+        assert.equal(changed.statusCode, 200, changed.body);
+        await client.query('commit');
+        const answer = await activated;
+        assert.deepEqual([answer.statusCode, answer.json().code], loss === 'key revoked' ? [401, 'unauthorized'] : [403, 'forbidden'], answer.body);
+        const active = await svc.ts.store.db.selectFrom('policy_active').select('version').where('project_id', '=', svc.projectId).executeTakeFirst();
+        assert.equal(active, undefined, 'nothing was activated');
+      } finally {
+        await client.end();
+        await svc.stop();
+      }
+    });
+  }
+}
