@@ -128,6 +128,10 @@ for (const backend of backends()) {
       }, { sorts: true });
       // The queue sorts the live pending obligations only, which the index bounds.
       for (const plan of plans) assertIndexed(plan, 'approval_requests', 'approval_requests_pending', { sorts: true });
+      // The index holds the pending rows only: status is no filter over what it reads (PostgreSQL), and
+      // the count reads nothing but the index (SQLite).
+      for (const plan of plans) assert.doesNotMatch(plan, /Filter: \(status = 'pending'/, plan);
+      if (ts.store.dialect === 'sqlite') assert.match(plans[0]!, /COVERING INDEX approval_requests_pending/, plans[0]);
     } finally { await ts.cleanup(); }
   });
 
