@@ -279,6 +279,24 @@ for (const backend of backends()) {
       assert.equal((await get(grandchildLink)).revoked_via, childLink);
     });
 
+    test('a link reads revoked through an ancestor two links up, and through the earliest revocation above it, however far', async () => {
+      const { grandchild, root, toChild, toGrandchild } = await threeLinks();
+      const [childLink, grandchildLink] = [toChild, toGrandchild].map((c) => permitCommitment(c.split('~').at(-1)!)) as [string, string];
+      const key = await svc.keyHeader([]);
+      const seen = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: grandchild.did, permit: toGrandchild, action: 'read', resource: 'resource://docs/public/a' } });
+      assert.equal(seen.json().decision, 'ALLOW', seen.body);
+      const get = async (c: string) => (await svc.app.inject({ method: 'GET', url: `${base()}/permits/${c}`, headers: auditor.get })).json();
+      const revoke = (c: string) => svc.app.inject({ method: 'POST', url: `${base()}/permits/${c}/revoke`, headers: issuer.post, payload: {} });
+      assert.equal((await revoke(root.commitment)).statusCode, 200);
+      const rootView = await get(root.commitment);
+      assert.deepEqual(pick(await get(grandchildLink)), { status: 'revoked', revoked_at: rootView.revoked_at, revoked_by: rootView.revoked_by, revoked_via: root.commitment });
+      // The child revoked later (a later instant): the root's revocation, the earlier, is still the one shown.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.equal((await revoke(childLink)).statusCode, 200);
+      assert.ok((await get(childLink)).revoked_at > rootView.revoked_at);
+      assert.equal((await get(grandchildLink)).revoked_via, root.commitment);
+    });
+
     test('a delegated link whose recording failed is recorded by the next decision, not skipped because its chain verified before', async () => {
       const { child, grandchild, toGrandchild } = await threeLinks();
       const childLink = permitCommitment(toGrandchild.split('~')[1]!);
