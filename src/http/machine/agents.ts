@@ -7,6 +7,9 @@ import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents
 import { freezeAgent, getAgentState, releaseAgent } from '../../services/agents/agents.ts';
 import { lockAsHolderOf } from '../../services/identity/members.ts';
 
+/** Who may release an agent: the roles its route checks, and reads again under the roles lock. */
+const RELEASERS = ['ADMIN', 'PERMIT_ISSUER'] as const;
+
 export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['agents'];
   const security = [{ apiKey: [] }];
@@ -31,13 +34,13 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v1/projects/:projectId/agents/release', {
     schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
-    preValidation: machineAuth(['ADMIN', 'PERMIT_ISSUER']),
+    preValidation: machineAuth([...RELEASERS]),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
     const a = request.auth!;
     return app.gavel.store.transaction(async (trx) => {
       // The key authorized again under the roles lock, as in the console (console/agents.ts).
-      await lockAsHolderOf(trx, app.gavel.store, a.projectId, a.actor, ['ADMIN', 'PERMIT_ISSUER']);
+      await lockAsHolderOf(trx, app.gavel.store, a.projectId, a.actor, RELEASERS);
       return releaseAgent(trx, { projectId: a.projectId, did: body.agent, actor: a.actor, reason: body.reason ?? null, dialect: app.gavel.store.dialect, at: () => app.gavel.clock.now().toISOString() });
     });
   });
