@@ -17,6 +17,7 @@ import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistenc
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { SigningKeyMismatch } from '../signer/pinned.ts';
 import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
+import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -130,6 +131,7 @@ async function serve(embedded: boolean): Promise<void> {
   for (const { name, meant } of unknownVariables()) {
     app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`);
   }
+  warnIfFileLimitBelowCap(app, config.maxConnections);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {

@@ -20,9 +20,10 @@ export function databaseUrl(options: StoreOptions): string | undefined {
 const children = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
 
-/** `main`: another entry (the built one, test/build); `nodeArgs`: flags for its node. */
-export async function spawnGavel(env: Record<string, string | undefined>, { main = MAIN, nodeArgs = [] as string[] } = {}): Promise<GavelProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, main, 'serve'], {
+/** `main`: another entry (the built one, test/build); `nodeArgs`: flags for its node; `prefix`: a command that runs node (`prlimit …`). */
+export async function spawnGavel(env: Record<string, string | undefined>, { main = MAIN, nodeArgs = [] as string[], prefix = [] as string[] } = {}): Promise<GavelProcess> {
+  const command = [...prefix, process.execPath, ...nodeArgs, main, 'serve'];
+  const child = spawn(command[0]!, command.slice(1), {
     env: { ...process.env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: process.env.GAVEL_TEST_CHILD_LOG ?? 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
