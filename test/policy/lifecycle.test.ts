@@ -257,6 +257,14 @@ for (const backend of backends()) {
       const both = await post(author, '/simulate', { request: { action: 'pay' }, policy: { spec_version: 1, rules: {} } });
       assert.equal(both.json().code, 'agent_required');
       assert.deepEqual(both.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/policy/rules', '/policy/spec_version', '/request/agent']);
+      // A missing agent does not hide the request's other malformed members.
+      const noAgent = await post(author, '/simulate', { request: { action: 'a b', resource: 'http://x', request_time: 'yesterday' }, policy: { spec_version: 1, rules: {} } });
+      assert.equal(noAgent.json().code, 'agent_required');
+      assert.deepEqual(noAgent.json().errors.map((e: { pointer: string }) => e.pointer).sort(),
+        ['/policy/rules', '/policy/spec_version', '/request/action', '/request/agent', '/request/request_time', '/request/resource']);
+      const noAgentAlone = await post(author, '/simulate', { request: { resource: 'http://x' } });
+      assert.equal(noAgentAlone.json().code, 'agent_required');
+      assert.deepEqual(noAgentAlone.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/request/agent', '/request/resource']);
       const typed = await post(author, '/simulate', { request: { agent: AGENT, delegation_depth: '1' }, policy: { spec_version: 1, rules: {} } });
       assert.equal(typed.json().code, 'invalid_request');
       assert.deepEqual(typed.json().errors.map((e: { pointer: string }) => e.pointer).sort(), ['/policy/rules', '/policy/spec_version', '/request/delegation_depth']);

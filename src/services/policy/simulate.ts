@@ -59,10 +59,11 @@ export function simulationErrors(request: unknown, at = '/request'): FieldError[
  * (the evaluator would treat them as indeterminate; a person simulating wants to know).
  */
 export function simulationInput(request: SimulationRequest, now: Date, at = '/request'): PolicyInput {
-  if (request.agent === undefined) {
-    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', { errors: [AGENT_REQUIRED(at)] });
-  }
+  // Every error at once: a missing agent beside the other malformed members, not instead of them.
   const errors = simulationErrors(request, at);
+  if (request.agent === undefined) {
+    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', { errors });
+  }
   const time = request.request_time === undefined ? now.getTime() : parseTimestamp(request.request_time);
   if (errors.length > 0) throw invalidRequest(errors);
   return {
