@@ -43,16 +43,20 @@ const leaf: fc.Arbitrary<unknown> = fc.oneof(
   fc.record({ op: eqOp, input: fc.constant('agent'), value: fc.constantFrom(...AGENTS) }),
   fc.record({ op: setOp, input: fc.constant('agent'), values: listOf(fc.constantFrom(...AGENTS)) }),
   fc.record({ op: eqOp, input: fc.constant('resource'), value: fc.constantFrom(...RESOURCES) }),
+  fc.record({ op: setOp, input: fc.constant('resource'), values: listOf(fc.constantFrom(...RESOURCES)) }),
   fc.record({ op: fc.constant('matches_resource'), input: fc.constant('resource'), value: fc.constantFrom(...PATTERNS) }),
   fc.record({ op: cmpOp, input: fc.constant('amount.minor'), value: amount, currency: fc.constantFrom(...CURRENCIES) }),
   fc.tuple(amount, amount, fc.constantFrom(...CURRENCIES)).map(([a, b, currency]) => ({ op: 'between', input: 'amount.minor', min: Math.min(a, b), max: Math.max(a, b), currency })),
   fc.record({ op: setOp, input: fc.constant('amount.minor'), values: listOf(amount), currency: fc.constantFrom(...CURRENCIES) }),
   fc.record({ op: eqOp, input: fc.constant('amount.currency'), value: fc.constantFrom(...CURRENCIES) }),
+  fc.record({ op: setOp, input: fc.constant('amount.currency'), values: listOf(fc.constantFrom(...CURRENCIES)) }),
   fc.record({ op: cmpOp, input: fc.constant('request_time'), value: fc.constantFrom(...TIMES) }),
   fc.tuple(fc.constantFrom(...TIMES), fc.constantFrom(...TIMES)).filter(([a, b]) => parseTimestamp(a)! < parseTimestamp(b)!).map(([from, until]) => ({ op: 'within_time_window', input: 'request_time', from, until })),
   fc.record({ op: cmpOp, input: fc.constant('delegation_depth'), value: depth }),
   fc.tuple(depth, depth).map(([a, b]) => ({ op: 'between', input: 'delegation_depth', min: Math.min(a, b), max: Math.max(a, b) })),
   fc.record({ op: setOp, input: fc.constant('permit_commitment'), values: listOf(fc.constantFrom(...COMMITMENTS)) }),
+  fc.record({ op: eqOp, input: fc.constant('root_permit_commitment'), value: fc.constantFrom(...COMMITMENTS) }),
+  fc.record({ op: setOp, input: fc.constant('root_permit_commitment'), values: listOf(fc.constantFrom(...COMMITMENTS)) }),
   fc.record({ op: eqOp, input: fc.constant('backend_finality'), value: fc.constantFrom(...FINALITY) }),
 );
 
@@ -77,6 +81,7 @@ const inputArb = fc.record({
   request_time: maybe(fc.constantFrom(...TIMES).map((t) => parseTimestamp(t)! + 1)),
   delegation_depth: maybe(depth),
   permit_commitment: maybe(fc.constantFrom(...COMMITMENTS)),
+  root_permit_commitment: maybe(fc.constantFrom(...COMMITMENTS)),
   backend_finality: maybe(fc.constantFrom(...FINALITY)),
 }, { requiredKeys: [] }) as fc.Arbitrary<PolicyInput>;
 
@@ -107,6 +112,7 @@ function read(input: PolicyInput, name: string): { ok: true; v: string | number 
     request_time: Number.isSafeInteger,
     delegation_depth: (x) => Number.isSafeInteger(x) && (x as number) >= 0,
     permit_commitment: (x) => typeof x === 'string' && /^[0-9a-f]{64}$/.test(x),
+    root_permit_commitment: (x) => typeof x === 'string' && /^[0-9a-f]{64}$/.test(x),
     backend_finality: (x) => typeof x === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(x),
   };
   return checks[name]!(field) ? { ok: true, v: field as string | number } : { ok: false, why: 'invalid' };
