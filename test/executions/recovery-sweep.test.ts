@@ -13,6 +13,7 @@ import { merchantsFile, startMerchant, type TestMerchant } from '../support/merc
 import { stopBoth } from '../support/payments.ts';
 import { AGE_MARGIN_MS, beat, retire, STOPPED_NOTE, sweepInFlight, TOO_OLD_NOTE } from '../../src/services/executions/recovery.ts';
 import { recordOutcome } from '../../src/services/executions/executions.ts';
+import { MAX_TIMEOUT_MS as CEILING_MS } from '../../src/merchants/config.ts';
 import type { Store } from '../../src/store/store.ts';
 
 for (const backend of backends()) {
@@ -61,6 +62,33 @@ for (const backend of backends()) {
       } finally { await retire(svc.ts.store, 'sweeper'); }
       assert.equal((await unknownEvents(old)).length, 1);
       await svc.ts.store.db.updateTable('executions').set({ status: 'FAILED' }).where('id', '=', young).execute(); // out of the way of the service's own sweeps
+    });
+
+    test('a live instance\'s row is too old by its owner\'s longest timeout, not the sweeper\'s; an owner that states none, by the ceiling', async () => {
+      // Instances sharing a database may hold different merchants files (one without merchants, one
+      // with a 2-minute merchant added): a sweeper judging by its own 2 s marked the other's call UNKNOWN
+      // while its merchant still had a minute and more to answer.
+      const now = new Date();
+      await beat(svc.ts.store, 'patient', now, CEILING_MS);
+      await svc.ts.store.db.insertInto('execution_instances').values({ id: 'unstated', started_at: now.toISOString(), heartbeat_at: now.toISOString() }).execute();
+      const aged = async (owner: string, ageMs: number) => {
+        const id = await seedInFlight(svc.ts.store, svc.projectId, owner);
+        await svc.ts.store.db.updateTable('executions').set({ created_at: new Date(now.getTime() - ageMs).toISOString() }).where('id', '=', id).execute();
+        return id;
+      };
+      const waiting = await aged('patient', MAX_TIMEOUT_MS + AGE_MARGIN_MS + 1_000);
+      const unstated = await aged('unstated', MAX_TIMEOUT_MS + AGE_MARGIN_MS + 1_000);
+      const abandoned = await aged('patient', CEILING_MS + AGE_MARGIN_MS + 1_000);
+      try {
+        assert.equal(await sweepInFlight(svc.ts.store, { instanceId: 'sweeper', now, maxTimeoutMs: MAX_TIMEOUT_MS, startup: false }), 1);
+        assert.deepEqual(await status(waiting), { status: 'IN_FLIGHT', note: null }, 'within its owner\'s timeout');
+        assert.deepEqual(await status(unstated), { status: 'IN_FLIGHT', note: null }, 'an owner\'s timeout unknown: no merchant may have a longer one than the ceiling');
+        assert.deepEqual(await status(abandoned), { status: 'UNKNOWN', note: TOO_OLD_NOTE });
+      } finally {
+        await retire(svc.ts.store, 'patient');
+        await retire(svc.ts.store, 'unstated');
+        await svc.ts.store.db.updateTable('executions').set({ status: 'FAILED' }).where('id', 'in', [waiting, unstated]).execute(); // out of the way of the service's own sweeps
+      }
     });
 
     test('an outcome recorded while a sweep runs stands: the sweep marks nothing and audits nothing', async () => {

@@ -2,14 +2,16 @@
 // re-sent (invariant 6). Which rows are orphaned (docs/executions.md "Recovery"):
 // - rows owned by an instance whose heartbeat is stale (or that has no row): that instance is dead;
 //   on SQLite only one process opens the file, so at start every other instance is dead;
-// - rows older than the longest merchant timeout plus a margin, whoever owns them: a live instance
-//   gives up on a call after the timeout, so such a row means its outcome could not be recorded.
+// - rows older than their owner's longest merchant timeout plus a margin, whoever owns them: a live
+//   instance gives up on a call after the timeout, so such a row means its outcome could not be
+//   recorded. The owner's, stated beside its heartbeat: instances may hold different merchants files.
 // Marking is a conditional update (`where status = 'IN_FLIGHT'`): if the owner was alive after all
 // and records its outcome later, its update finds nothing and the UNKNOWN stands.
 import { sql } from 'kysely';
 import type { Store } from '../../store/store.ts';
 import { affected } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
+import { MAX_TIMEOUT_MS } from '../../merchants/config.ts';
 
 export const HEARTBEAT_MS = 2_000;
 export const STALE_AFTER_MS = 10_000;
@@ -30,10 +32,11 @@ async function heartbeatClock(store: Store, now: Date): Promise<Date> {
   return new Date(Number(rows[0]!.ms));
 }
 
-export async function beat(store: Store, instanceId: string, now: Date): Promise<void> {
+/** `maxTimeoutMs`: the longest timeout of this instance's merchants, by which others judge its calls too old. */
+export async function beat(store: Store, instanceId: string, now: Date, maxTimeoutMs: number | null = null): Promise<void> {
   const at = (await heartbeatClock(store, now)).toISOString();
-  await store.db.insertInto('execution_instances').values({ id: instanceId, started_at: at, heartbeat_at: at })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: at })).execute();
+  await store.db.insertInto('execution_instances').values({ id: instanceId, started_at: at, heartbeat_at: at, max_timeout_ms: maxTimeoutMs })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: at, max_timeout_ms: maxTimeoutMs })).execute();
 }
 
 export async function retire(store: Store, instanceId: string): Promise<void> {
@@ -63,7 +66,12 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
     .where('status', '=', 'IN_FLIGHT').execute();
   // Stale by the database's clock, and (for a keeper) not seen to change lately: a database clock
   // stepped forward makes every heartbeat look stale at once, though their instances beat on.
-  const instances = everyOtherIsDead ? [] : await store.db.selectFrom('execution_instances').select(['id', 'heartbeat_at']).execute();
+  const instances = everyOtherIsDead ? [] : await store.db.selectFrom('execution_instances').select(['id', 'heartbeat_at', 'max_timeout_ms']).execute();
+  // A call is bounded by its owner's timeout: the sweeper's own for its rows, the one an instance
+  // stated beside its heartbeat for others' (merchants files may differ), else the ceiling no
+  // merchant timeout exceeds (an instance that states none, or whose row is gone).
+  const timeoutOf = new Map(instances.map((i) => [i.id, i.max_timeout_ms === null ? MAX_TIMEOUT_MS : Number(i.max_timeout_ms)]));
+  timeoutOf.set(instanceId, opts.maxTimeoutMs);
   const alive = new Set([instanceId]);
   for (const i of instances) {
     const seen = opts.beatSeen?.(i) ?? false; // asked of every instance: the keeper's watch follows them all
@@ -73,7 +81,7 @@ export async function sweepInFlight(store: Store, opts: { instanceId: string; no
   const at = now.toISOString();
   for (const row of rows) {
     const dead = judgeOthers && !alive.has(row.instance_id);
-    const tooOld = inFlightFor(row) > opts.maxTimeoutMs + AGE_MARGIN_MS;
+    const tooOld = inFlightFor(row) > (timeoutOf.get(row.instance_id) ?? MAX_TIMEOUT_MS) + AGE_MARGIN_MS;
     if (!dead && !tooOld) continue;
     const note = dead ? STOPPED_NOTE : TOO_OLD_NOTE;
     const done = await store.transaction(async (trx) => {
@@ -177,7 +185,7 @@ export class InstanceKeeper {
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
   async start(): Promise<number> {
-    await beat(this.#store, this.#instanceId, this.#now());
+    await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
     // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
     // stale because the database was unreachable to everyone (an outage it has just come back from),
     // not because they died. It judges them as an instance back from an outage does, once its own
@@ -193,7 +201,7 @@ export class InstanceKeeper {
       this.#tick = this.#tick.then(async () => {
         try {
           try {
-            await beat(this.#store, this.#instanceId, this.#now());
+            await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
           } catch (e) { this.#lastBeat = undefined; throw e; }
           // A beat that came late (the database hung, ticks were skipped) breaks the run as a failed
           // one does: everyone's heartbeat went stale meanwhile, not only the others'.
@@ -226,7 +234,7 @@ export class InstanceKeeper {
   async vouch(monotonicNow = performance.now()): Promise<void> {
     if (this.#timer === undefined) return;
     if (this.#lastBeat !== undefined && monotonicNow - this.#lastBeat <= 2 * HEARTBEAT_MS) return;
-    const beating = beat(this.#store, this.#instanceId, this.#now());
+    const beating = beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
     this.#vouching.add(beating);
     try { await beating; } finally { this.#vouching.delete(beating); }
   }

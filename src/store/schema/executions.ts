@@ -35,6 +35,8 @@ export interface ExecutionInstancesTable {
   id: string;
   started_at: string;
   heartbeat_at: string;
+  /** The longest timeout of the instance's own merchants, which bounds its calls (migration 0910); null: not stated. */
+  max_timeout_ms: number | null;
 }
 
 export interface ExecutionTables {
