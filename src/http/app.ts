@@ -19,6 +19,7 @@ import { lazyChildLogger } from './request-logger.ts';
 import { errorResponses, ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
 import { documentRoles } from './openapi-roles.ts';
+import { CSRF_HEADER } from './auth/session.ts';
 import { Type } from 'typebox';
 
 /** The query string of a GET that takes none (see the onRoute hook below). */
@@ -111,6 +112,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       const publicRoute = ['/v1/console/login', '/v1/console/register'].includes(route.url) || !route.url.startsWith('/v1/');
       if (!publicRoute) route.schema.security = [route.url.startsWith('/v1/console/') ? { session: [] } : { apiKey: [] }];
     }
+    // A console mutation needs the CSRF header too (consoleAuth): both schemes in one requirement,
+    // so a client generated from the document sends it. HEAD copies of GETs pass here as well.
+    if (route.schema?.security && route.url.startsWith('/v1/console/') && methods.some((m) => m !== 'GET' && m !== 'HEAD')) {
+      route.schema = { ...route.schema, security: route.schema.security.map((r) => ('session' in r ? { ...r, csrf: [] } : r)) };
+    }
     // A route of the API that takes no query parameters refuses any (400 unknown_field), as the list
     // routes refuse the ones they do not know: a misspelt filter must not answer as if obeyed, nor a
     // secret sent in the URL (`/v1/console/login?password=…`) be taken, and logged with the URL.
@@ -157,6 +163,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key minted in the console (gvl_…)' },
           session: { type: 'apiKey', in: 'cookie', name: 'gavel_session', description: 'Session cookie from POST /v1/console/login (__Host-gavel_session over TLS); every mutation also needs the x-csrf-token header' },
+          csrf: { type: 'apiKey', in: 'header', name: CSRF_HEADER, description: 'CSRF token of the session (csrf_token of POST /v1/console/login, also in the gavel_csrf cookie, which must be sent with it); required with the session cookie on every console mutation' },
         },
       },
     },

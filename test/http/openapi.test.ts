@@ -263,6 +263,19 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.equal(again.json().state?.frozen, true);
   });
 
+  test('console mutations require the CSRF header beside the session cookie, as a scheme of their own', () => {
+    const csrf = doc.components.securitySchemes.csrf;
+    assert.deepEqual({ type: csrf?.type, in: csrf?.in, name: csrf?.name }, { type: 'apiKey', in: 'header', name: 'x-csrf-token' });
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        if (!path.startsWith('/v1/console/') || o.security === undefined) continue;
+        // One requirement naming both schemes: a client generated from the document sends both.
+        const want = method === 'get' ? [{ session: [] }] : [{ session: [], csrf: [] }];
+        assert.deepEqual(o.security, want, `${method.toUpperCase()} ${path}`);
+      }
+    }
+  });
+
   test('guarded operations state their roles, read off their auth hooks', () => {
     const issue = op('POST', `${C}/permits`);
     assert.deepEqual(issue['x-roles'], ['PERMIT_ISSUER']);
