@@ -6,6 +6,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { ROLES, type Role } from '../../src/domain/access/roles.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { hashPassword } from '../../src/lib/passwords.ts';
@@ -15,7 +16,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { newAgent, issue } from '../support/authorize.ts';
 import { ensureAgent, freezeAgent } from '../../src/services/agents/agents.ts';
 import { anotherProject } from '../support/projects.ts';
-import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry } from './role-matrix.data.ts';
+import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry, type RouteExample } from './role-matrix.data.ts';
 
 const isAllowed = (e: RouteEntry, role: Role) => e.allowed === 'any' || e.allowed.includes(role);
 const label = (e: RouteEntry) => `${e.method} ${e.path}`;
@@ -105,8 +106,8 @@ for (const backend of backends()) {
     });
     after(async () => { await svc?.stop(); });
 
-    async function call(e: RouteEntry, headers: Record<string, string>, extraQuery?: string) {
-      const ex = e.example ? await e.example(ctx) : {};
+    async function call(e: RouteEntry, headers: Record<string, string>, extraQuery?: string, example?: RouteExample) {
+      const ex = example ?? (e.example ? await e.example(ctx) : {});
       const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
       const query = [ex.query, extraQuery].filter(Boolean).join('&');
       const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`)) + (query ? `?${query}` : '');
@@ -177,6 +178,38 @@ for (const backend of backends()) {
         assert.deepEqual(failures, [], `${label(e)}:\n  ${failures.join('\n  ')}`);
       });
     }
+
+    // "No GET changes state": every GET of the matrix, called by a caller it allows, leaves every
+    // table as it was, but those that change beside it (a session's last use, heartbeats, the log's
+    // tree and checkpoints; audit events are compared by id, as the sequencer numbers them meanwhile).
+    test('no GET changes state: every table is as it was after each GET route is called', async () => {
+      const BESIDE = ['sessions', 'execution_instances', 'audit_log_state', 'audit_nodes', 'audit_checkpoints', 'audit_witness_problem', 'sqlite_sequence'];
+      const db = svc.ts.store.db;
+      const tables = (svc.ts.store.dialect === 'sqlite'
+        ? await sql<{ t: string }>`select name as t from sqlite_master where type = 'table'`.execute(db)
+        : await sql<{ t: string }>`select table_name as t from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(db))
+        .rows.map((r) => r.t).filter((t) => !t.startsWith('kysely') && !BESIDE.includes(t)).sort();
+      const contents = async () => {
+        const out: Record<string, string> = {};
+        for (const t of tables) {
+          const rows = (await sql<Record<string, unknown>>`select * from ${sql.table(t)}`.execute(db)).rows;
+          out[t] = rows.map((r) => (t === 'audit_events' ? String(r.id) : JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))).sort().join('\n');
+        }
+        return out;
+      };
+      const changed: string[] = [];
+      for (const e of ROUTES.filter((r) => r.method === 'GET')) {
+        const role: Role = e.allowed === 'any' ? 'ADMIN' : e.allowed[0]!;
+        const headers = e.plane === 'machine' ? { authorization: `Bearer ${keys.get(role)}` } : consoleHeaders(sessions.get(role)!, e);
+        const ex = e.example ? await e.example(ctx) : {};
+        const before = await contents();
+        const res = await call(e, headers, undefined, ex);
+        assert.ok(res.statusCode >= 200 && res.statusCode < 300, `${label(e)}: ${res.statusCode} ${res.body}`);
+        const after = await contents();
+        for (const t of tables) if (before[t] !== after[t]) changed.push(`${label(e)} changed ${t}`);
+      }
+      assert.deepEqual(changed, []);
+    });
 
     test('every route of the OpenAPI document has a matrix entry (or is public)', async () => {
       const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
