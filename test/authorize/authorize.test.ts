@@ -160,10 +160,13 @@ for (const backend of backends()) {
       const frozen = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did, reason: 'suspicious' } });
       assert.equal(frozen.statusCode, 200, frozen.body);
       assert.equal(frozen.json().frozen, true);
-      for (const over of [{}, { permit: 'garbage' }, { action: 'pay', amount: { minor: 50_000, currency: 'EUR' }, resource: 'resource://shop/1' }]) {
+      // Frozen over every other conjunct: a permit and policy that allow, a permit that does not
+      // verify, a policy that asks a person, and a policy that denies (no-secrets: its own reason must not win).
+      for (const over of [{}, { permit: 'garbage' }, { action: 'pay', amount: { minor: 50_000, currency: 'EUR' }, resource: 'resource://shop/1' },
+        { resource: 'resource://docs/secret/a' }]) {
         const res = (await authorize({ ...req, ...over })).json();
         assert.equal(res.decision, 'DENY');
-        assert.equal(res.reason_code, 'agent_frozen');
+        assert.equal(res.reason_code, 'agent_frozen', JSON.stringify(over));
       }
       const state = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent.did)}`, headers: key });
       assert.equal(state.json().frozen, true);
