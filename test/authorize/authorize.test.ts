@@ -2,6 +2,7 @@
 // live revocation of delegation chains, freezing, and budgets that are never overspent.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, delegate, issue, newAgent } from '../support/authorize.ts';
@@ -112,6 +113,7 @@ for (const backend of backends()) {
         ['no rule', { action: 'read', resource: 'resource://shop/catalog' }, 'DENY', 'no_matching_rule'],
         ['approval', { action: 'pay', resource: 'resource://shop/1', amount: { minor: 50_000, currency: 'EUR' } }, 'REQUIRE_APPROVAL', 'policy_require_approval'],
         ['currency mismatch', { action: 'pay', resource: 'resource://shop/1', amount: { minor: 5, currency: 'USD' } }, 'DENY', 'indeterminate_currency_mismatch'],
+        ['amount missing', { action: 'pay', resource: 'resource://shop/1' }, 'DENY', 'indeterminate_missing_input'],
         ['action not in permit', { action: 'refund', resource: 'resource://shop/1' }, 'DENY', 'permit_invalid', /action_not_covered/],
         ['resource not in permit', { action: 'read', resource: 'resource://bank/1' }, 'DENY', 'permit_invalid', /resource_not_covered/],
         ['someone else\'s permit', { agent: other.did, action: 'read', resource: 'resource://docs/a' }, 'DENY', 'permit_invalid', /subject_mismatch/],
@@ -136,6 +138,29 @@ for (const backend of backends()) {
       const res = await authorize({ agent: agent.did, permit: expired.jws, action: 'read', resource: 'resource://docs/a' });
       assert.equal(res.json().reason_code, 'permit_invalid');
       assert.match(res.json().detail, /expired/);
+      const stopped = newAgent();
+      const permit = await issue(svc, stopped.did, PAY);
+      assert.equal((await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: stopped.did } })).statusCode, 200);
+      assert.equal((await authorize({ agent: stopped.did, permit: permit.jws, action: 'read', resource: 'resource://docs/a' })).json().reason_code, 'agent_frozen');
+
+      // The catalogue, whole: every code docs/reason-codes.md lists is reached above (no_active_policy
+      // by the first test), or by the test named here, which asserts it as an answer of POST /v1/authorize;
+      // indeterminate_invalid_input is refused with a 400 before any decision (the same definitions
+      // as the evaluator's), so its test is the evaluator's own. A new code needs a test that reaches it.
+      const reached = new Set([...cases.map(([, , , reason]) => reason), 'permit_invalid', 'agent_frozen', 'no_active_policy']);
+      const elsewhere: Record<string, string> = {
+        approval_granted: 'test/approvals/approvals.test.ts',
+        policy_integrity: 'test/policy/damaged-active-version.test.ts',
+        replay: 'test/executions/executions.test.ts',
+        indeterminate_invalid_input: 'test/domain/policy/evaluate.test.ts',
+      };
+      const documented = readFileSync('docs/reason-codes.md', 'utf8').split('\n').map((l) => /^\| `([a-z_]+)` \| [A-Z_]+ \|/.exec(l)?.[1]).filter((c) => c !== undefined);
+      assert.ok(documented.length >= 13, `the catalogue table was read: ${documented}`);
+      for (const code of documented) {
+        if (reached.has(code)) continue;
+        assert.ok(elsewhere[code], `reason code ${code} is documented but no test reaches it`);
+        assert.match(readFileSync(elsewhere[code], 'utf8'), new RegExp(`assert[^\\n]*[' ]${code}'`), `${elsewhere[code]} asserts ${code}`);
+      }
     });
 
     test('a DENY writes its audit event only: a DID no one has seen does not become an agent', async () => {
