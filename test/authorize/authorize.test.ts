@@ -41,6 +41,10 @@ for (const backend of backends()) {
       assert.equal(body.policy_version, null);
       const event = await svc.ts.store.db.selectFrom('audit_events').selectAll().where('id', '=', body.audit_id).executeTakeFirstOrThrow();
       assert.equal(event.kind, 'decision');
+      // A permit that does not cover the request comes first, but no version took part either: null, not a made-up number.
+      const refused = (await authorize({ agent: agent.did, permit: jws, action: 'refund', resource: 'resource://shop/1' })).json();
+      assert.deepEqual([refused.reason_code, refused.policy_version], ['permit_invalid', null]);
+      assert.equal((await recordedDecision(svc.ts.store.db, refused.audit_id)).policy_version, null);
     });
 
     test('ALLOW by policy with a covering permit; the response is exactly spec 2.4 and its audit event is committed', async () => {

@@ -42,7 +42,7 @@ export const REASON_CODES: readonly string[] = [...Object.values(POLICY_REASONS)
 export const AuthorizeResponse = Type.Object({
   decision: Type.Union([Type.Literal('ALLOW'), Type.Literal('DENY'), Type.Literal('REQUIRE_APPROVAL'), Type.Literal('REPLAY')]),
   reason_code: Type.String({ description: `One of ${REASON_CODES.join(', ')} (docs/reason-codes.md)` }),
-  policy_version: Type.Union([Type.Integer(), Type.Null()]),
+  policy_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The policy version that decided; null when the project has no active policy, whatever the reason (docs/reason-codes.md)' }),
   request_id: Type.String(),
   audit_id: Type.String(),
   detail: Type.Optional(Type.String({ description: 'Which check failed, for DENY decisions; for REQUIRE_APPROVAL, why a named approval did not apply' })),
