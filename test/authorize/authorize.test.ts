@@ -204,7 +204,8 @@ for (const backend of backends()) {
       assert.ok(Date.parse(state.json().frozen_at) <= Date.now());
       assert.equal(state.json().released_at, null);
       const again = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: agent.did } });
-      assert.equal(again.statusCode, 409);
+      assert.deepEqual([again.statusCode, again.json().code], [409, 'agent_already_frozen']);
+      assert.deepEqual(again.json().state, state.json(), 'the 409 says who froze it, since when and why');
       // Any key may stop an agent; undoing the stop takes the console's roles (decision 0403, addendum).
       const refused = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: key, payload: { agent: agent.did } });
       assert.deepEqual([refused.statusCode, refused.json().code], [403, 'forbidden']);
