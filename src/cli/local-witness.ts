@@ -42,12 +42,12 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
     let url: string | undefined;
     let vkey: string | undefined;
     const timer = setTimeout(() => { void close(); reject(new LocalWitnessFailed('the local witness did not start within 30 s')); }, START_TIMEOUT_MS);
-    const failedToStart = (code: number | null) => {
+    const failedToStart = (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
       // Its own one line, with the flags it names turned into the settings that set them here.
       const said = stderr.trim().split('\n').find((l) => l.startsWith('gavel: ') || l.startsWith('gavel witness: '))
         ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)').replace('--data-dir', 'GAVEL_DATA_DIR');
-      reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (stderr.trim().split('\n')[0] || `it exited with ${code}`)}`));
+      reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (stderr.trim().split('\n')[0] || (signal ? `it was killed by ${signal}` : `it exited with code ${code}`))}`));
     };
     child.once('exit', failedToStart);
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -168,6 +168,20 @@ test('gavel up whose witness port is taken says so in one line naming GAVEL_WITN
   }
 });
 
+test('gavel up whose witness is killed before it listens names the signal, exit 2 (it said "it exited with null")', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-killed-'));
+  try {
+    // Preloaded into gavel up and its children alike: only the witness kills itself.
+    const preload = join(dir, 'kill-witness.mjs');
+    writeFileSync(preload, "if (process.argv[2] === 'witness') process.kill(process.pid, 'SIGKILL');\n");
+    const r = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', NODE_OPTIONS: `--import ${preload}` });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, 'gavel: the local witness did not start: it was killed by SIGKILL\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('gavel up (npm start) that fails once its witness runs says why in one line, exit 2: its port taken, a merchants file missing', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-up-fails-'));
   const busy = await takenPort();
