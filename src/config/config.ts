@@ -93,6 +93,23 @@ const url = (protocols: string[], credentials = true) => (raw: string) => {
   return raw;
 };
 
+/** The sslmode values node-postgres reads; any other it takes as TLS with full verification, unsaid. */
+const SSL_MODES = ['disable', 'no-verify', 'prefer', 'require', 'verify-ca', 'verify-full'];
+/**
+ * A PostgreSQL URL whose TLS parameters node-postgres will accept: it reads the files they name only
+ * when it first connects, and threw their failure there as a stack trace.
+ */
+const postgresUrl = (raw: string) => {
+  const u = new URL(url(['postgres:', 'postgresql:'])(raw));
+  const mode = u.searchParams.get('sslmode');
+  if (mode !== null && !SSL_MODES.includes(mode)) throw new Error(`sslmode must be one of ${SSL_MODES.join(', ')}, got "${mode}"`);
+  for (const name of ['sslcert', 'sslkey', 'sslrootcert']) {
+    const file = u.searchParams.get(name);
+    if (file) try { readFileSync(file); } catch (e) { throw new Error(`${name}: cannot read ${file} (${(e as Error).message})`); }
+  }
+  return raw;
+};
+
 /** IPv4-mapped IPv6 addresses (::ffff:a.b.c.d), however spelt: 0:0:0:0:0:ffff:…, 0::ffff:… are the same. */
 const IPV4_MAPPED = new BlockList();
 IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
@@ -125,7 +142,7 @@ export const SPECS: Record<keyof Config, Spec> = {
   host: { env: 'GAVEL_HOST', file: 'host', parse: text },
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
   dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: text },
-  databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: url(['postgres:', 'postgresql:']) },
+  databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: postgresUrl },
   databaseReplyTimeoutMs: { env: 'GAVEL_DATABASE_REPLY_TIMEOUT_MS', file: 'database_reply_timeout_ms', parse: integer(1_000, 3_600_000) },
   logLevel: {
     env: 'GAVEL_LOG_LEVEL', file: 'log_level',

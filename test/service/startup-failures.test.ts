@@ -3,7 +3,7 @@
 // else). `gavel migrate` creates the database for its owner alone, as serve does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -227,3 +227,36 @@ for (const backend of backends()) {
     } finally { await ts.cleanup(); }
   });
 }
+
+test('TLS asked of PostgreSQL by GAVEL_DATABASE_URL and not to be had is one line naming the setting, exit 2, not a stack trace', async () => {
+  // A server that declines TLS, as PostgreSQL without ssl=on does: 'N' to the SSLRequest.
+  const server = createServer((socket) => { socket.once('data', () => socket.write('N')); socket.on('error', () => {}); });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-tls-'));
+  try {
+    const cases: [string, RegExp][] = [
+      [`postgres://u@127.0.0.1:${port}/x?sslmode=require`, /^gavel: the database does not accept TLS connections, which GAVEL_DATABASE_URL asks for \(sslmode\)/],
+      // A misspelt mode is not "no TLS" to node-postgres but TLS with full verification: refused by name.
+      [`postgres://u@127.0.0.1:${port}/x?sslmode=requird`, /^gavel: configuration GAVEL_DATABASE_URL: sslmode must be one of disable, no-verify, prefer, require, verify-ca, verify-full, got "requird"\n$/],
+      // node-postgres reads these files when it first connects, and threw their ENOENT as a stack trace.
+      [`postgres://u@127.0.0.1:${port}/x?sslrootcert=${join(dir, 'missing-ca.pem')}`, new RegExp(`^gavel: configuration GAVEL_DATABASE_URL: sslrootcert: cannot read ${join(dir, 'missing-ca.pem').replace(/[.]/g, '\\.')} \\(ENOENT`)],
+    ];
+    for (const [url, message] of cases) {
+      for (const command of ['migrate', 'serve']) {
+        // Not spawnSync: the server above answers from this process's event loop.
+        const child = spawn(process.execPath, [MAIN, command], { env: { ...process.env, GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_DATABASE_URL: url, GAVEL_LOG_LEVEL: 'warn' } });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+        const status = await new Promise<number | null>((r) => child.on('close', r));
+        const r = { status, stderr: stderr.replace(/^\(node:\d+\) Warning: SECURITY WARNING[^]*?--trace-warnings[^\n]*\n/, '') };
+        assert.equal(r.status, 2, `${command} ${url}: ${r.stderr}`);
+        assert.match(r.stderr, message);
+        assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+      }
+    }
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
