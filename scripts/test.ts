@@ -5,7 +5,16 @@ import { checkPostgres } from '../test/support/backends.ts';
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'inherit', env: process.env });
 
 const pg = await checkPostgres().catch((e: Error) => {
-  process.stderr.write(`\nPostgreSQL is required (GAVEL_TEST_REQUIRE_POSTGRES=1) but does not answer at GAVEL_TEST_DATABASE_URL: ${e.message}\n`);
+  const given = process.env.GAVEL_TEST_DATABASE_URL;
+  if (!given || !URL.canParse(given)) process.stderr.write(`\n${given ? 'GAVEL_TEST_DATABASE_URL is not a URL: ' : ''}${e.message}\n`);
+  else {
+    // Named as given, its password masked: the database it names may simply not exist yet.
+    const url = new URL(given);
+    if (url.password) url.password = '***';
+    const way = process.env.GAVEL_TEST_REQUIRE_POSTGRES === '1' ? '' : ', or unset GAVEL_TEST_DATABASE_URL to run on SQLite alone';
+    process.stderr.write(`\nPostgreSQL does not answer at GAVEL_TEST_DATABASE_URL (${url.toString()}): ${e.message}\n`
+      + `Start PostgreSQL and create the database (createdb -h ${url.hostname} -U ${url.username || 'postgres'} ${url.pathname.slice(1)})${way}.\n`);
+  }
   process.exit(1);
 });
 if (pg === 'skipped') {
