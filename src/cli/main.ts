@@ -67,6 +67,9 @@ function startupProblem(e: unknown): string | undefined {
       // Any other refusal by the server at connect time (55000 the database does not allow
       // connections now, 53300 too many connections, 57P03 starting up): FATAL, and one line.
       if ((err as { severity?: string }).severity === 'FATAL') return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
+      // A certificate that does not verify (OpenSSL's X509 codes, Node's name check); Node's hint
+      // about --use-system-ca is cut: node-postgres takes its CA from sslrootcert.
+      if (/CERT|SIGNED|ISSUER|UNABLE_TO_VERIFY/.test(err.code ?? '')) return `cannot verify the database's TLS certificate (${err.code}: ${err.message.split(';')[0]}): name the CA that signed it with sslrootcert in GAVEL_DATABASE_URL`;
       if (err.message === 'The server does not support SSL connections') return 'the database does not accept TLS connections, which GAVEL_DATABASE_URL asks for (sslmode): enable TLS on the server, or set sslmode=disable';
       if (/^timeout exceeded when trying to connect/.test(err.message ?? '')) return 'cannot connect to the database: it did not answer in time (GAVEL_DATABASE_URL)';
       return undefined;

@@ -18,6 +18,7 @@ import { callMerchant } from '../../src/merchants/call.ts';
 import { parseMerchants } from '../../src/merchants/config.ts';
 import { MERCHANT_SECRET } from '../support/merchant.ts';
 import { verifySignature } from '../../src/merchants/signature.ts';
+import { SELF_SIGNED } from '../support/tls.ts';
 
 const execFileAsync = promisify(execFile);
 const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
@@ -213,25 +214,6 @@ test('a merchant whose name does not resolve is FAILED: nothing was delivered', 
   assert.match(outcome.note, /^not delivered: (ENOTFOUND|EAI_AGAIN)$/);
 });
 
-// A self-signed certificate for 127.0.0.1 (no CA the service trusts signed it), valid until 2126.
-const SELF_SIGNED = {
-  key: `-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgjJHVlPenxGGQbBk3
-UM4nRYdW/zyAa8OVD1SMQnEOpxahRANCAASOuKCJkUJfvanRI8v9nPK3LKvoCOXc
-ofs30JZcCpmXJ8GHwU5I7XZ8xNg5/l3KqOBoL7MwtotyXq8WtBi1ZZv0
------END PRIVATE KEY-----`,
-  cert: `-----BEGIN CERTIFICATE-----
-MIIBkDCCATagAwIBAgIUfnuEDgiWpS+YB4Ka0GTHjzs16hwwCgYIKoZIzj0EAwIw
-FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTEyNjEzNTMwNloYDzIxMjYxMTAy
-MTM1MzA2WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
-PQMBBwNCAASOuKCJkUJfvanRI8v9nPK3LKvoCOXcofs30JZcCpmXJ8GHwU5I7XZ8
-xNg5/l3KqOBoL7MwtotyXq8WtBi1ZZv0o2QwYjAdBgNVHQ4EFgQURhYmzPG4LKaV
-bZgx0C8jRTeRwqEwHwYDVR0jBBgwFoAURhYmzPG4LKaVbZgx0C8jRTeRwqEwDwYD
-VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0gAMEUC
-IEAX2Z0+SBOD/cQjiFlayalFP2HsmCy81WvdFrsT5N7GAiEA71DWbfiJWnVER1lc
-dmNp/VHJNo5kF8JBKtwQLQqPrfA=
------END CERTIFICATE-----`,
-};
 
 test('an https merchant is called over TLS, and a certificate that does not verify is refused: FAILED, nothing reached it', async () => {
   let connections = 0;

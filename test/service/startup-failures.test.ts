@@ -13,6 +13,8 @@ import { sql } from 'kysely';
 import { MAIN, databaseUrl, spawnGavel } from '../support/process.ts';
 import { backends } from '../support/backends.ts';
 import { LOG_KEY } from '../../src/services/auditlog/log.ts';
+import { SELF_SIGNED } from '../support/tls.ts';
+import { TLSSocket } from 'node:tls';
 
 const gavel = (args: string[], env: Record<string, string | undefined>) =>
   spawnSync(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, encoding: 'utf8', timeout: 60_000 });
@@ -231,12 +233,20 @@ for (const backend of backends()) {
 test('TLS asked of PostgreSQL by GAVEL_DATABASE_URL and not to be had is one line naming the setting, exit 2, not a stack trace', async () => {
   // A server that declines TLS, as PostgreSQL without ssl=on does: 'N' to the SSLRequest.
   const server = createServer((socket) => { socket.once('data', () => socket.write('N')); socket.on('error', () => {}); });
+  // One that accepts it ('S') and shows a certificate no CA the client trusts signed.
+  const selfSigned = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', () => { socket.write('S'); new TLSSocket(socket, { isServer: true, ...SELF_SIGNED }).on('error', () => {}); });
+  });
+  await new Promise<void>((r) => selfSigned.listen(0, '127.0.0.1', r));
+  const tlsPort = (selfSigned.address() as AddressInfo).port;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
   const dir = mkdtempSync(join(tmpdir(), 'gavel-tls-'));
   try {
     const cases: [string, RegExp][] = [
       [`postgres://u@127.0.0.1:${port}/x?sslmode=require`, /^gavel: the database does not accept TLS connections, which GAVEL_DATABASE_URL asks for \(sslmode\)/],
+      [`postgres://u@127.0.0.1:${tlsPort}/x?sslmode=verify-full`, /^gavel: cannot verify the database's TLS certificate \(DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate\): name the CA that signed it with sslrootcert in GAVEL_DATABASE_URL\n$/],
       // A misspelt mode is not "no TLS" to node-postgres but TLS with full verification: refused by name.
       [`postgres://u@127.0.0.1:${port}/x?sslmode=requird`, /^gavel: configuration GAVEL_DATABASE_URL: sslmode must be one of disable, no-verify, prefer, require, verify-ca, verify-full, got "requird"\n$/],
       // node-postgres reads these files when it first connects, and threw their ENOENT as a stack trace.
@@ -257,6 +267,7 @@ test('TLS asked of PostgreSQL by GAVEL_DATABASE_URL and not to be had is one lin
     }
   } finally {
     server.close();
+    selfSigned.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
