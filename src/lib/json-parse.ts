@@ -233,6 +233,11 @@ export function whereJsonBreaks(text: string, error: unknown): string {
     return `unexpected character at offset ${offset} (line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')})`;
   }
   if (message.startsWith('Unexpected end')) return 'it ends before the value is complete';
+  // JSON.parse refuses a byte order mark (RFC 8259 §8.1), which editors on Windows write.
+  if (text.startsWith('\ufeff')) return 'it starts with a byte order mark (U+FEFF); remove it';
   const token = /^Unexpected token '(.)'/u.exec(message);
-  return token ? `unexpected character ${JSON.stringify(token[1])}` : 'it does not parse';
+  if (!token) return 'it does not parse';
+  // A character no one can see (a control, a format character) is named by its code point.
+  const char = token[1]!;
+  return /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(char) ? `unexpected character ${JSON.stringify(char)}` : `unexpected character U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 }

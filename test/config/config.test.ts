@@ -53,6 +53,9 @@ test('an unknown key in the config file is refused by name', () => {
   writeFileSync(file, '{"port": 7400, "database_url": postgres-pw-in-clear}');
   assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_CONFIG'
     && /as JSON \(unexpected character "p"\)/.test(e.message) && !/pw-in/.test(e.message));
+  // A byte order mark (a Windows editor's "UTF-8") is named, not shown as an invisible character.
+  writeFileSync(file, '\ufeff{"port": 7400}');
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), /as JSON \(it starts with a byte order mark \(U\+FEFF\); remove it\)$/);
   // Values are strings or numbers, each given once: nothing is made a string of, nothing is last-wins.
   for (const [text, said] of [['{"port":[18720]}', /port: must be a string or a number, not an array/], ['{"host":{"a":1}}', /host: must be a string or a number, not object/],
     ['{"port":7400,"port":7401}', /port: is given more than once/], ['{"log_level":null}', /log_level: must be a string or a number, not null/]] as const) {

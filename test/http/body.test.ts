@@ -284,6 +284,8 @@ for (const backend of backends()) {
         ['{\n  "a": 1,\n  "b" 2}', 'the body is not valid JSON: unexpected character at offset 18 (line 3, column 7)'],
         ['{"agent":', 'the body is not valid JSON: it ends before the value is complete'],
         ['{"secret-looking": x}', 'the body is not valid JSON: unexpected character "x"'],
+        // Characters a reader cannot see are named by code point.
+        ['{"secret-looking": \u0001}', 'the body is not valid JSON: unexpected character U+0001'],
       ];
       for (const [payload, detail] of cases) {
         const res = await authorize(payload);
