@@ -77,6 +77,9 @@ export function attachedErrors(request: FastifyRequest): FieldError[] {
   return failed?.validation ? fieldErrors(failed.validation, failed.validationContext ?? 'body') : [];
 }
 
+/** Fastify's names for the parts of a request a schema checks, as a detail says them. */
+const PARTS: Record<string, string> = { body: 'the request body is', querystring: 'the query string is', params: 'the path parameters are', headers: 'the request headers are' };
+
 export function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
   if (error instanceof Problem) return error;
   if (databaseUnreachable(error)) {
@@ -86,7 +89,7 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
     return new Problem(503, 'storage_full', 'the database\'s disk is full: what this request had to record was not recorded; retry once space is freed', { headers: { 'retry-after': '5' } });
   }
   if (error.validation) {
-    return new Problem(400, 'invalid_request', `the request ${error.validationContext ?? 'body'} is not valid; see errors`, {
+    return new Problem(400, 'invalid_request', `${PARTS[error.validationContext ?? 'body'] ?? 'the request is'} not valid; see errors`, {
       // Capped as every invalid_request answer is: a body or query of thousands of unknown members
       // would otherwise be answered with an error for each, many times its own size.
       errors: listedErrors(fieldErrors(error.validation, error.validationContext ?? 'body')),

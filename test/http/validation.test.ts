@@ -71,3 +71,14 @@ test('a body with several strings no store can keep names every one of them, in 
   assert.equal(validate(deep), false);
   assert.deepEqual(validate.errors.map((e) => e.instancePath), [`${'/k'.repeat(50_000)}/0`, `${'/k'.repeat(50_000)}/2`]);
 });
+
+test('an invalid_request names the part of the request that failed in words, not Fastify\'s names for them', async () => {
+  const { toProblem } = await import('../../src/http/errors.ts');
+  const failed = (validationContext: string) => toProblem(Object.assign(new Error('invalid'), {
+    validationContext, validation: [{ keyword: 'type', instancePath: '/x', schemaPath: '#', params: { type: 'string' }, message: 'must be string' }],
+  }) as never);
+  assert.equal(failed('body').detail, 'the request body is not valid; see errors');
+  assert.equal(failed('querystring').detail, 'the query string is not valid; see errors');
+  assert.equal(failed('params').detail, 'the path parameters are not valid; see errors');
+  assert.equal(failed('headers').detail, 'the request headers are not valid; see errors');
+});
