@@ -77,6 +77,11 @@ const text = (raw: string) => {
   if (raw.trim() === '') throw new Error('must not be empty');
   return raw;
 };
+/** A file system path. A leading ~ is a shell's expansion: here it would name a directory called "~". */
+const fsPath = (raw: string) => {
+  if (/^~(?:\/|$)/.test(text(raw))) throw new Error('~ is not expanded here (only a shell does): give the full path');
+  return raw;
+};
 /** A witness's cosignature/v1 verifier key (`<name>+<key id>+<base64>`), as `gavel witness` prints it. */
 const witnessVkey = (raw: string) => {
   let key: ReturnType<typeof parseVkey>;
@@ -141,7 +146,7 @@ const proxies = (raw: string): string[] => {
 export const SPECS: Record<keyof Config, Spec> = {
   host: { env: 'GAVEL_HOST', file: 'host', parse: text },
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
-  dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: text },
+  dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: fsPath },
   databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: postgresUrl },
   databaseReplyTimeoutMs: { env: 'GAVEL_DATABASE_REPLY_TIMEOUT_MS', file: 'database_reply_timeout_ms', parse: integer(1_000, 3_600_000) },
   logLevel: {
@@ -158,7 +163,7 @@ export const SPECS: Record<keyof Config, Spec> = {
   checkpointIntervalMs: { env: 'GAVEL_CHECKPOINT_INTERVAL_MS', file: 'checkpoint_interval_ms', parse: integer(10, 3_600_000) },
   checkpointMaxEvents: { env: 'GAVEL_CHECKPOINT_MAX_EVENTS', file: 'checkpoint_max_events', parse: integer(1, 10_000_000) },
   auditTickMs: { env: 'GAVEL_AUDIT_TICK_MS', file: 'audit_tick_ms', parse: integer(5, 60_000) },
-  merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: text },
+  merchantsFile: { env: 'GAVEL_MERCHANTS_FILE', file: 'merchants_file', parse: fsPath },
   publicUrl: { env: 'GAVEL_PUBLIC_URL', file: 'public_url', parse: url(['http:', 'https:'], false) },
   trustProxy: { env: 'GAVEL_TRUST_PROXY', file: 'trust_proxy', parse: proxies },
 };

@@ -146,3 +146,14 @@ test('a token in the witness URL\'s query is masked when printed, as the databas
   assert.ok(!/T0ken/.test(printed), printed);
   assert.match(printed, /127\.0\.0\.1:7402/);
 });
+
+test('a path beginning with ~ is refused by its key: nothing expands it, so it would make a directory named ~', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ data_dir: '~/gavel' }));
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file }), (e: unknown) => e instanceof ConfigError && /: data_dir: ~ is not expanded here \(only a shell does\): give the full path$/.test(e.message));
+  assert.throws(() => loadConfig({ GAVEL_MERCHANTS_FILE: '~/merchants.json' }), /GAVEL_MERCHANTS_FILE: ~ is not expanded here/);
+  assert.throws(() => loadConfig({ GAVEL_DATA_DIR: '~' }), /GAVEL_DATA_DIR: ~ is not expanded here/);
+  // Only a leading ~ means home: one inside a path is a name like any other.
+  assert.ok(loadConfig({ GAVEL_DATA_DIR: './a~b' }).dataDir.endsWith('/a~b'));
+});
