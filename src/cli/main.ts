@@ -109,6 +109,10 @@ function announceAdmin(admin: { name: string; password: string }): void {
 
 async function serve(embedded: boolean): Promise<void> {
   let config = loadConfig();
+  // Else the witness takes the port first and the service fails on it, after its first start made the administrator.
+  if (embedded && !config.witnessUrl && config.port !== 0 && config.port === config.witnessPort) {
+    throw new ConfigError('GAVEL_WITNESS_PORT', `is GAVEL_PORT's port too (${config.port}): gavel up runs its local witness on a port of its own`);
+  }
   // The data directory holds password, key and session hashes beside the private keys: everything
   // this process creates there is its owner's alone (files 0600, directories 0700), as the keys were.
   process.umask(0o077);

@@ -184,6 +184,22 @@ test('gavel up whose witness is killed before it listens names the signal, exit 
   }
 });
 
+test('gavel up given one port for the service and its witness refuses it by name before anything is made, exit 2', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-one-port-'));
+  // A port held here, so that no start, right or wrong, listens on a fixed one.
+  const busy = await takenPort();
+  try {
+    // The witness listened first, so the service failed on its own port after creating the administrator.
+    const r = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: String(busy.port), GAVEL_WITNESS_PORT: String(busy.port) });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `gavel: configuration GAVEL_WITNESS_PORT: is GAVEL_PORT's port too (${busy.port}): gavel up runs its local witness on a port of its own\n`);
+    assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
+  } finally {
+    busy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('gavel up (npm start) that fails once its witness runs says why in one line, exit 2: its port taken, a merchants file missing', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-up-fails-'));
   const busy = await takenPort();
