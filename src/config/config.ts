@@ -77,6 +77,17 @@ const text = (raw: string) => {
   if (raw.trim() === '') throw new Error('must not be empty');
   return raw;
 };
+/** Labels of letters, digits and hyphens (RFC 1123), optionally ending in the root's dot. */
+const HOST_NAME = /^(?=[^]{1,254}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+/**
+ * A listen address: an IP address or a name to resolve. A URL, a port or IPv6 brackets (as the banner
+ * prints the address) were taken for a name and failed to resolve only after a first start had made
+ * its administrator; so was a dotted quad out of range.
+ */
+const listenHost = (raw: string) => {
+  if (isIP(text(raw)) === 0 && (!HOST_NAME.test(raw) || /^[\d.]+$/.test(raw))) throw new Error(`must be an IP address or a host name (no scheme, port or brackets), got "${raw}"`);
+  return raw;
+};
 /** A file system path. A leading ~ is a shell's expansion: here it would name a directory called "~". */
 const fsPath = (raw: string) => {
   if (/^~(?:\/|$)/.test(text(raw))) throw new Error('~ is not expanded here (only a shell does): give the full path');
@@ -144,7 +155,7 @@ const proxies = (raw: string): string[] => {
 
 /** Every setting: its variable, its key in the GAVEL_CONFIG file, and its parser (README.md's table lists them). */
 export const SPECS: Record<keyof Config, Spec> = {
-  host: { env: 'GAVEL_HOST', file: 'host', parse: text },
+  host: { env: 'GAVEL_HOST', file: 'host', parse: listenHost },
   port: { env: 'GAVEL_PORT', file: 'port', parse: integer(0, 65535) },
   dataDir: { env: 'GAVEL_DATA_DIR', file: 'data_dir', parse: fsPath },
   databaseUrl: { env: 'GAVEL_DATABASE_URL', file: 'database_url', parse: postgresUrl },

@@ -157,3 +157,11 @@ test('a path beginning with ~ is refused by its key: nothing expands it, so it w
   // Only a leading ~ means home: one inside a path is a name like any other.
   assert.ok(loadConfig({ GAVEL_DATA_DIR: './a~b' }).dataDir.endsWith('/a~b'));
 });
+
+test('GAVEL_HOST is an address or a host name: a URL, a port or brackets are refused by its key, before anything starts', () => {
+  for (const host of ['127.0.0.1:8080', 'http://localhost', '[::1]', '999.1.1.1', 'my host', 'a..b']) {
+    assert.throws(() => loadConfig({ GAVEL_HOST: host }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_HOST'
+      && e.message === `configuration GAVEL_HOST: must be an IP address or a host name (no scheme, port or brackets), got "${host}"`, host);
+  }
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gavel-1.internal.example', 'db.example.']) assert.equal(loadConfig({ GAVEL_HOST: host }).host, host);
+});
