@@ -77,8 +77,11 @@ const text = (raw: string) => {
   if (raw.trim() === '') throw new Error('must not be empty');
   return raw;
 };
-/** Labels of letters, digits and hyphens (RFC 1123), optionally ending in the root's dot. */
-const HOST_NAME = /^(?=[^]{1,254}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+/**
+ * Labels of letters, digits and hyphens (RFC 1123), optionally ending in the root's dot; underscores
+ * too, which RFC 1123 leaves out but resolvers answer (Docker Compose names services `gavel_api`).
+ */
+const HOST_NAME = /^(?=[^]{1,254}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
 /**
  * A listen address: an IP address or a name to resolve. A URL, a port or IPv6 brackets (as the banner
  * prints the address) were taken for a name and failed to resolve only after a first start had made

@@ -163,5 +163,5 @@ test('GAVEL_HOST is an address or a host name: a URL, a port or brackets are ref
     assert.throws(() => loadConfig({ GAVEL_HOST: host }), (e: unknown) => e instanceof ConfigError && e.key === 'GAVEL_HOST'
       && e.message === `configuration GAVEL_HOST: must be an IP address or a host name (no scheme, port or brackets), got "${host}"`, host);
   }
-  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gavel-1.internal.example', 'db.example.']) assert.equal(loadConfig({ GAVEL_HOST: host }).host, host);
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'fe80::1%eth0', 'localhost', 'gavel-1.internal.example', 'db.example.', 'gavel_api']) assert.equal(loadConfig({ GAVEL_HOST: host }).host, host);
 });
