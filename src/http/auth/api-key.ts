@@ -3,7 +3,7 @@
 // request, so revoking a key, a membership or a role takes effect on the next call everywhere.
 // Only grants older than the key count: a role revoked and granted again reaches keys minted after
 // the new grant, not the old ones (which may be why it was revoked).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { permits, type Role } from '../../domain/access/roles.ts';
 import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
@@ -16,7 +16,7 @@ import type { AuthContext } from '../deps.ts';
 export const API_KEY_PREFIX = 'gvl_';
 const KEY_RE = /^gvl_[A-Za-z0-9_-]{43}$/;
 
-export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+export const hashSecret = (secret: string): string => hash('sha256', secret, 'hex');
 
 interface KeyRow {
   id: string; project_id: string; principal_id: string; roles: string; revoked_at: string | null;
