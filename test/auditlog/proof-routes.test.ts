@@ -130,3 +130,49 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`an INVALID verification says where the store was altered: the event's row, a leaf hash on its path, or a node on it (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const ids = await addEvents(store, a.svc.projectId, 8);
+      const size = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+      const verify = async (id: string) => (await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: id } })).json();
+      const events = () => store.db.selectFrom('audit_events');
+      // An event whose sibling leaf and whose sibling pair (level 1) lie inside the tree.
+      const rows = await events().select(['id', 'leaf_index', 'data', 'leaf_hash']).where('id', 'in', ids).execute();
+      const row = rows.find((r) => ((Number(r.leaf_index) >> 1) ^ 1) * 2 + 1 < size)!;
+      const index = Number(row.leaf_index);
+      const sibling = await events().select(['id', 'leaf_hash']).where('leaf_index', '=', index ^ 1).executeTakeFirstOrThrow();
+      const pair = (index >> 1) ^ 1;
+      assert.equal((await verify(row.id)).verification, 'VERIFIED');
+
+      // Its own row rewritten: the row, not the tree, is named.
+      await store.db.updateTable('audit_events').set({ data: JSON.stringify({ rewritten: true }) }).where('id', '=', row.id).execute();
+      const own = await verify(row.id);
+      assert.equal(own.verification, 'INVALID');
+      assert.match(own.reason, new RegExp(`audit event ${row.id} no longer hashes to the leaf hash recorded for leaf ${index}`));
+      await store.db.updateTable('audit_events').set({ data: row.data }).where('id', '=', row.id).execute();
+
+      // The leaf hash its sibling's row records altered: the event is intact, its path is not.
+      await store.db.updateTable('audit_events').set({ leaf_hash: Buffer.alloc(32, 7) }).where('id', '=', sibling.id).execute();
+      const leafHash = await verify(row.id);
+      assert.equal(leafHash.verification, 'INVALID');
+      assert.match(leafHash.reason, new RegExp(`leaf hash recorded for leaf ${index ^ 1} \\(audit event ${sibling.id}\\) does not match that event`));
+      assert.doesNotMatch(leafHash.reason, new RegExp(`audit event ${row.id}`), 'the event checked is not blamed');
+      await store.db.updateTable('audit_events').set({ leaf_hash: sibling.leaf_hash }).where('id', '=', sibling.id).execute();
+
+      // A stored node on its path altered: that node is named.
+      const node = await store.db.selectFrom('audit_nodes').select(['pos', 'hash']).where('level', '=', 1).where('idx', '=', pair).executeTakeFirstOrThrow();
+      await store.db.updateTable('audit_nodes').set({ hash: Buffer.alloc(32, 9) }).where('level', '=', 1).where('idx', '=', pair).execute();
+      const tree = await verify(row.id);
+      assert.equal(tree.verification, 'INVALID');
+      assert.match(tree.reason, new RegExp(`stored node 1/${pair} \\(leaves ${pair * 2}-${pair * 2 + 1}\\) does not match the two hashes below it`));
+      assert.doesNotMatch(tree.reason, new RegExp(`audit event ${row.id}`), 'the event checked is not blamed');
+      await store.db.updateTable('audit_nodes').set({ hash: node.hash }).where('level', '=', 1).where('idx', '=', pair).execute();
+      assert.equal((await verify(row.id)).verification, 'VERIFIED', 'restored');
+    } finally { await a.stop(); }
+  });
+}

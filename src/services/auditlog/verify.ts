@@ -14,9 +14,12 @@ import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
 import { verifyInclusion } from '../../domain/auditlog/verify.ts';
+import { nodeHash } from '../../domain/auditlog/hash.ts';
+import { planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import type { Db } from '../../store/store.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
 import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
-import { logIdentity } from './log.ts';
+import { fromBlob, logIdentity, readNodes } from './log.ts';
 import { inclusionFromStore, leafPastTheTree, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
 import { Problem } from '../../http/problem.ts';
 
@@ -48,6 +51,43 @@ export interface VerifyDeps extends AuditLogDeps {
   witnessTimeoutMs?: number;
 }
 
+/**
+ * Where a failed inclusion lies, so an auditor knows which row to look at: the event against the
+ * leaf hash recorded when it was sequenced, then each leaf hash and stored node on its path against
+ * what lies below it (its event; its two children). A few more reads, only on this failure path.
+ */
+async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: number, cp: StoredCheckpoint): Promise<string> {
+  const own = await db.selectFrom('audit_events').select('leaf_hash').where('leaf_index', '=', index).executeTakeFirst();
+  if (own?.leaf_hash && !bytesEqual(fromBlob(own.leaf_hash), leaf)) {
+    return `audit event ${id} no longer hashes to the leaf hash recorded for leaf ${index} when it was sequenced: its row (or that recorded hash) was altered`;
+  }
+  const { nodes } = planInclusion(index, cp.size);
+  const leaves = nodes.filter((n) => n.level === 0).map((n) => n.index);
+  if (leaves.length > 0) {
+    const rows = await db.selectFrom('audit_events').select(['leaf_index', 'leaf_hash', 'id', 'project_id', 'kind', 'actor', 'created_at', 'data'])
+      .where('leaf_index', 'in', leaves).execute();
+    for (const r of rows) {
+      if (r.leaf_hash && !bytesEqual(fromBlob(r.leaf_hash), leafHashOfStoredEvent(r))) {
+        return `the leaf hash recorded for leaf ${Number(r.leaf_index)} (audit event ${r.id}) does not match that event, and the path of leaf ${index} uses it: the hash or that event's row was altered`;
+      }
+    }
+  }
+  const inner = nodes.filter((n) => n.level > 0);
+  const below = inner.flatMap((n) => [{ level: n.level - 1, index: 2 * n.index }, { level: n.level - 1, index: 2 * n.index + 1 }]);
+  const read = readerFromNodes(await readNodes(db, [...inner, ...below]));
+  for (const n of inner) {
+    const [hash, left, right] = [read(n.level, n.index), read(n.level - 1, 2 * n.index), read(n.level - 1, 2 * n.index + 1)];
+    if (hash && left && right && !bytesEqual(hash, nodeHash(left, right))) {
+      const first = n.index * 2 ** n.level;
+      return `stored node ${n.level}/${n.index} (leaves ${first}-${first + 2 ** n.level - 1}) does not match the two hashes below it, and the path of leaf ${index} uses it: it or one of them was altered`;
+    }
+  }
+  return `the path of leaf ${index} does not lead to root ${toBase64(cp.root)}, though each node on it matches the two below it: the event with its recorded leaf hash, or the tree above them, was rewritten`;
+}
+
+/** localCheck's answer when only the path fails: locateAlteration then says where. */
+const INCLUSION_FAILED = 'inclusion';
+
 function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | AuditLogError): string | null {
   try {
     const opened = openCheckpoint(note, [logKey]);
@@ -56,9 +96,7 @@ function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, lea
     return `the stored checkpoint is not signed by the log key: ${(e as Error).message}`;
   }
   if (path instanceof AuditLogError) return `the tree lacks a node the inclusion path of leaf ${index} needs: ${path.message}`;
-  if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) {
-    return `the stored event does not hash to leaf ${index} under root ${toBase64(cp.root)} (the event row or the tree was altered)`;
-  }
+  if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) return INCLUSION_FAILED;
   return null;
 }
 
@@ -93,7 +131,8 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
     if (!(e instanceof AuditLogError)) throw e;
     path = e;
   }
-  const localFailure = localCheck(cp.note, logKey, cp, leaf, index, path);
+  const checked = localCheck(cp.note, logKey, cp, leaf, index, path);
+  const localFailure = checked === INCLUSION_FAILED ? await locateAlteration(db, row.id, leaf, index, cp) : checked;
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
   if (localFailure) {
     return { verification: 'INVALID', independently_witnessed: false, reason: localFailure, evidence: { ...base, local_proof: 'invalid', finality: 'local', witness: null } };
