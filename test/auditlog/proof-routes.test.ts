@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { checkpointIfDue } from '../../src/services/auditlog/checkpointer.ts';
 import { auditLogDeps } from '../../src/services/auditlog/deps.ts';
 import { verifyProof } from '../../src/services/auditlog/verify.ts';
+import { leafHashOfStoredEvent } from '../../src/domain/auditlog/leaf.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
@@ -172,6 +173,17 @@ for (const backend of backends()) {
       assert.match(tree.reason, new RegExp(`stored node 1/${pair} \\(leaves ${pair * 2}-${pair * 2 + 1}\\) does not match the two hashes below it`));
       assert.doesNotMatch(tree.reason, new RegExp(`audit event ${row.id}`), 'the event checked is not blamed');
       await store.db.updateTable('audit_nodes').set({ hash: node.hash }).where('level', '=', 1).where('idx', '=', pair).execute();
+
+      // Its row rewritten with a leaf hash to match: the stored node above it and its sibling is named.
+      const full = await events().selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
+      const data = JSON.stringify({ rewritten: true });
+      await store.db.updateTable('audit_events').set({ data, leaf_hash: Buffer.from(leafHashOfStoredEvent({ ...full, data })) }).where('id', '=', row.id).execute();
+      for (const id of [row.id, sibling.id]) {
+        const rewritten = await verify(id);
+        assert.equal(rewritten.verification, 'INVALID');
+        assert.match(rewritten.reason, new RegExp(`give stored node 1/${index >> 1} \\(leaves ${index & ~1}-${index | 1}\\) otherwise than it is stored`), rewritten.reason);
+      }
+      await store.db.updateTable('audit_events').set({ data: row.data, leaf_hash: row.leaf_hash }).where('id', '=', row.id).execute();
       assert.equal((await verify(row.id)).verification, 'VERIFIED', 'restored');
     } finally { await a.stop(); }
   });

@@ -15,7 +15,7 @@ import { leafHashOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { parseVkey, type VerifierKey } from '../../domain/auditlog/note.ts';
 import { verifyInclusion } from '../../domain/auditlog/verify.ts';
 import { nodeHash } from '../../domain/auditlog/hash.ts';
-import { planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
+import { isNodeStored, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import type { Db } from '../../store/store.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
 import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
@@ -54,9 +54,10 @@ export interface VerifyDeps extends AuditLogDeps {
 /**
  * Where a failed inclusion lies, so an auditor knows which row to look at: the event against the
  * leaf hash recorded when it was sequenced, then each leaf hash and stored node on its path against
- * what lies below it (its event; its two children). A few more reads, only on this failure path.
+ * what lies below it (its event; its two children), then the event's own stored ancestors against
+ * what its leaf and path give. A few more reads, only on this failure path.
  */
-async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: number, cp: StoredCheckpoint): Promise<string> {
+async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: number, path: readonly Uint8Array[], cp: StoredCheckpoint): Promise<string> {
   const own = await db.selectFrom('audit_events').select('leaf_hash').where('leaf_index', '=', index).executeTakeFirst();
   if (own?.leaf_hash && !bytesEqual(fromBlob(own.leaf_hash), leaf)) {
     return `audit event ${id} no longer hashes to the leaf hash recorded for leaf ${index} when it was sequenced: its row (or that recorded hash) was altered`;
@@ -82,7 +83,21 @@ async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: num
       return `stored node ${n.level}/${n.index} (leaves ${first}-${first + 2 ** n.level - 1}) does not match the two hashes below it, and the path of leaf ${index} uses it: it or one of them was altered`;
     }
   }
-  return `the path of leaf ${index} does not lead to root ${toBase64(cp.root)}, though each node on it matches the two below it: the event with its recorded leaf hash, or the tree above them, was rewritten`;
+  // The path's nodes hold: the leaf and the path give the event's own stored ancestors otherwise.
+  const ancestors = [];
+  for (let level = 1; level <= path.length && isNodeStored(level, index >> level, cp.size); level++) ancestors.push({ level, index: index >> level });
+  const stored = readerFromNodes(await readNodes(db, ancestors));
+  let hash = leaf;
+  for (const a of ancestors) {
+    const sibling = path[a.level - 1]!;
+    hash = (index >> (a.level - 1)) & 1 ? nodeHash(sibling, hash) : nodeHash(hash, sibling);
+    const kept = stored(a.level, a.index);
+    if (kept && !bytesEqual(kept, hash)) {
+      const first = a.index * 2 ** a.level;
+      return `leaf ${index} (audit event ${id}) and its path give stored node ${a.level}/${a.index} (leaves ${first}-${first + 2 ** a.level - 1}) otherwise than it is stored: the event with its recorded leaf hash, or a hash under that node, was rewritten`;
+    }
+  }
+  return `the path of leaf ${index} does not lead to root ${toBase64(cp.root)}, though each node on it matches the two below it: the tree above its stored nodes, or the event with its recorded leaf hash, was rewritten`;
 }
 
 /** localCheck's answer when only the path fails: locateAlteration then says where. */
@@ -132,7 +147,7 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
     path = e;
   }
   const checked = localCheck(cp.note, logKey, cp, leaf, index, path);
-  const localFailure = checked === INCLUSION_FAILED ? await locateAlteration(db, row.id, leaf, index, cp) : checked;
+  const localFailure = checked === INCLUSION_FAILED && !(path instanceof AuditLogError) ? await locateAlteration(db, row.id, leaf, index, path, cp) : checked;
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
   if (localFailure) {
     return { verification: 'INVALID', independently_witnessed: false, reason: localFailure, evidence: { ...base, local_proof: 'invalid', finality: 'local', witness: null } };
