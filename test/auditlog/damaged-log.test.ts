@@ -194,3 +194,34 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+for (const backend of backends()) {
+  test(`an event whose leaf index was erased behind sequenced events is log_damaged on SQLite, not proof_not_ready forever (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    try {
+      const store = a.svc.ts.store;
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const key = await a.svc.keyHeader([]);
+      const ids = await addEvents(store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      await store.db.updateTable('audit_events').set({ leaf_index: null }).where('id', '=', ids[0]!).execute();
+      const p = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${ids[0]}/proof`, headers: key });
+      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[0] } });
+      if (backend.name === 'sqlite') {
+        // SQLite sequences in write order and never looks behind the last sequenced event: it will never be sequenced.
+        for (const r of [p, v]) {
+          assert.equal(r.statusCode, 500, r.body);
+          assert.equal(r.json().code, 'log_damaged');
+          assert.match(r.json().detail, new RegExp(`audit event ${ids[0]} has no leaf index, yet the log has sequenced events written after it`));
+        }
+      } else {
+        // PostgreSQL: a lower seq may commit after a higher one, so such a row only waits for the sequencer.
+        assert.equal(p.statusCode, 409, p.body);
+        assert.equal(v.statusCode, 409, v.body);
+      }
+      // An event the sequencer has not reached yet is still only not ready.
+      const [waiting] = await addEvents(store, a.svc.projectId, 1);
+      assert.equal((await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${waiting}/proof`, headers: key })).statusCode, 409);
+    } finally { await a.stop(); }
+  });
+}

@@ -79,6 +79,23 @@ export async function leafPastTheTree(store: Store, id: string, index: number): 
   return index >= size ? `audit event ${id} names leaf ${index}, but the tree holds ${size} leaves: the sequencer writes both in one transaction, so its row was altered or restored apart from the log` : undefined;
 }
 
+/**
+ * The answer for an event without a leaf index: not ready, unless (SQLite) the log has sequenced
+ * events written after it. SQLite commits in seq order and the sequencer takes only the events after
+ * the last one it sequenced, so such a row lost its index and will never get one. On PostgreSQL a
+ * lower seq can commit after a higher one and the sequencer takes every waiting row: it waits.
+ */
+export async function unsequenced(deps: AuditLogDeps, projectId: string, id: string): Promise<Problem> {
+  if (deps.store.dialect === 'sqlite') {
+    const later = await deps.store.db.selectFrom('audit_events as e').select('e.id')
+      .where('e.id', '=', id).where('e.project_id', '=', projectId)
+      .where((eb) => eb.exists(eb.selectFrom('audit_events as l').select('l.seq').whereRef('l.seq', '>', 'e.seq').where('l.leaf_index', 'is not', null)))
+      .executeTakeFirst();
+    if (later) return new Problem(500, 'log_damaged', `audit event ${id} has no leaf index, yet the log has sequenced events written after it: the log sequences in write order, so its row was altered (its leaf index erased); the verification route reports the same`);
+  }
+  return notReady(deps, 'the event is not sequenced into the log yet');
+}
+
 /** How long to wait when the witness is refusing or unreachable: no next checkpoint will be cosigned sooner by itself. */
 const WITNESS_PROBLEM_RETRY_SECONDS = 30;
 
@@ -101,7 +118,7 @@ const cosignatureLines = (cp: StoredCheckpoint): string[] => (cp.cosignatures ??
 
 export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: string): Promise<AuditProof> {
   const row = await loadEvent(deps.store.db, projectId, auditId);
-  if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
+  if (row.leaf_index === null) throw await unsequenced(deps, projectId, row.id);
   const cp = await anchorFor(deps, row.leaf_index);
   if (!cp) {
     const past = await leafPastTheTree(deps.store, row.id, row.leaf_index);

@@ -20,7 +20,7 @@ import type { Db } from '../../store/store.ts';
 import { cosignedCheckpoint } from '../../witness/client.ts';
 import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpointer.ts';
 import { fromBlob, logIdentity, readNodes } from './log.ts';
-import { inclusionFromStore, leafPastTheTree, loadEvent, notReady, type AuditLogDeps } from './proofs.ts';
+import { inclusionFromStore, leafPastTheTree, loadEvent, notReady, unsequenced, type AuditLogDeps } from './proofs.ts';
 import { Problem } from '../../http/problem.ts';
 
 export type Verification = 'VERIFIED' | 'INVALID' | 'NOT_WITNESSED' | 'UNAVAILABLE';
@@ -117,7 +117,7 @@ function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, lea
 
 export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: string): Promise<VerificationResult> {
   const row = await loadEvent(deps.store.db, projectId, auditId);
-  if (row.leaf_index === null) throw notReady(deps, 'the event is not sequenced into the log yet');
+  if (row.leaf_index === null) throw await unsequenced(deps, projectId, row.id);
   const index = row.leaf_index;
   const db = deps.store.db;
   const witnessed = await latestCheckpoint(db, { witnessed: true });
