@@ -25,7 +25,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       tags: ['console'], summary: "Verifies an audit event: recomputes its leaf, checks the path against the checkpoint, consults the witness",
-      params: ProjectParams, body: VerifyBody, response: { 200: VerificationSchema, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: PROOF_NOT_READY }) },
+      params: ProjectParams, body: VerifyBody, response: { 200: VerificationSchema, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: PROOF_NOT_READY, 500: ['log_damaged'] }) },
     },
   }, async (request) => {
     const { audit_event_id } = request.body as { audit_event_id: string };
