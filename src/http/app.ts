@@ -19,6 +19,7 @@ import { lazyChildLogger } from './request-logger.ts';
 import { errorResponses, ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
 import { documentRoles } from './openapi-roles.ts';
+import { completeResponses } from './openapi-responses.ts';
 import { CSRF_HEADER } from './auth/session.ts';
 import { Type } from 'typebox';
 
@@ -101,11 +102,18 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   });
 
   const patterns: { method: string; regex: RegExp }[] = [];
+  const operationIds = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url.startsWith('/documentation')) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!route.schema?.response && !methods.every((m) => m === 'HEAD')) {
       throw new Error(`route ${methods.join(',')} ${route.url} has no response schema; every route needs one`);
+    }
+    // Every operation is named for client generators, each once (HEAD copies share their GET's schema).
+    if (!methods.every((m) => m === 'HEAD')) {
+      const id = (route.schema as { operationId?: string }).operationId;
+      if (!id || operationIds.has(id)) throw new Error(`route ${methods.join(',')} ${route.url} has ${id ? `the operationId ${id} of another` : 'no operationId'}; every route needs one of its own`);
+      operationIds.add(id);
     }
     // The OpenAPI document states how each route authenticates, from the plane it belongs to.
     if (route.schema && !route.schema.security) {
@@ -139,6 +147,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.addSchema(ProblemSchema);
 
   await app.register(swagger, {
+    // Response descriptions and headers (x-request-id, retry-after), in the document only.
+    transformObject: completeResponses,
     // Shared schemas are published under their own $id (components.schemas.Problem), not def-0.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {

@@ -1,4 +1,6 @@
-// What the OpenAPI document says about errors and roles: problem+json error responses whose
+// What the OpenAPI document says about errors and roles, and what a client generator needs of it
+// (an operationId of its own for each operation, a description and the headers of each response:
+// x-request-id, and retry-after where it is sent): problem+json error responses whose
 // descriptions name the codes (each one thrown somewhere in src/), exactly the refusals each kind of
 // route can give, POST /v1/authorize's codes and reason codes as docs/reason-codes.md has them, and
 // the roles each guarded operation demands, and that the document lists exactly the routes the
@@ -15,6 +17,7 @@ import { PUBLIC_ROUTES, ROUTES } from '../security/role-matrix.data.ts';
 import { codesIn, undeclared } from '../support/declared-problems.ts';
 import { consoleMember } from '../support/console.ts';
 import { REASON_CODES } from '../../src/http/machine/authorize.ts';
+import { Type } from 'typebox';
 
 const C = '/v1/console/projects/{projectId}';
 const M = '/v1/projects/{projectId}';
@@ -85,6 +88,54 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
         }
       }
     }
+  });
+
+  test('every operation has a unique operationId, and every response a description and its headers', () => {
+    const ids: string[] = [];
+    // Answers that carry retry-after (http/app.ts, http/errors.ts, the login and registration
+    // throttles, services/auditlog/proofs.ts); that each one sent is declared is checked as every test service stops.
+    const retried = ['shutting_down', 'database_unavailable', 'storage_full', 'busy', 'too_many_attempts', 'proof_not_ready'];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        const label = `${method.toUpperCase()} ${path}`;
+        // A name a client generator turns into a method as it is.
+        assert.match(o.operationId ?? '', /^[a-z][A-Za-z0-9]*$/, `${label} has an operationId`);
+        ids.push(o.operationId);
+        for (const [status, res] of Object.entries<any>(o.responses)) {
+          assert.ok(typeof res.description === 'string' && res.description.length > 0 && res.description !== 'Default Response', `${label} ${status} says what it is`);
+          // Every answer carries x-request-id (http/app.ts, its onRequest hook).
+          assert.deepEqual(res.headers?.['x-request-id'], { $ref: '#/components/headers/RequestId' }, `${label} ${status} declares x-request-id`);
+          const retry = codesIn(res.description).some((c) => retried.includes(c));
+          assert.equal(res.headers?.['retry-after'] !== undefined, retry, `${label} ${status} declares retry-after exactly where it may be sent`);
+          if (retry) assert.deepEqual(res.headers['retry-after'], { $ref: '#/components/headers/RetryAfter' }, `${label} ${status}`);
+        }
+      }
+    }
+    assert.deepEqual(ids.filter((id, i) => ids.indexOf(id) !== i), [], 'no operationId is used twice');
+    assert.equal(op('POST', '/v1/authorize').operationId, 'authorize');
+    assert.equal(op('POST', `${C}/permits`).operationId, 'consoleIssuePermit');
+    for (const s of [429, 503]) assert.ok(op('POST', '/v1/console/login').responses[s].headers['retry-after'], `login ${s}`);
+    // The header components are OpenAPI 3.1 header objects; every $ref of the document resolves.
+    for (const name of ['RequestId', 'RetryAfter']) {
+      const h = doc.components.headers?.[name];
+      assert.equal(typeof h?.description, 'string', name);
+      assert.equal(h.schema?.type, 'string', name);
+    }
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]*"/g) ?? [];
+    for (const ref of new Set(refs)) {
+      const target = JSON.parse(`{${ref}}`).$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc);
+      assert.ok(target !== undefined, `${ref} resolves`);
+    }
+  });
+
+  test('a route without an operationId of its own is refused as it is added', async () => {
+    // A service not yet ready still takes routes; the app's onRoute hook judges each one.
+    const other = await startService(backend);
+    try {
+      const add = (operationId?: string) => () => other.app.get('/v1/extra', { schema: { ...(operationId ? { operationId } : {}), response: { 200: Type.Object({}) } } }, async () => ({}));
+      assert.throws(add(), /GET \/v1\/extra has no operationId/);
+      assert.throws(add('authorize'), /GET \/v1\/extra has the operationId authorize of another/);
+    } finally { await other.stop(); }
   });
 
   test('every code an error response names is one the service throws', () => {
@@ -249,6 +300,12 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
       { method: 'POST', route: '/v1/console/projects/:projectId/api-keys', status: 201 },
       { method: 'POST', route: '/v1/console/projects/:projectId/api-keys', status: 200 },
     ]), ['POST /v1/console/projects/{projectId}/api-keys 200']);
+    // And retry-after sent where the response does not declare it (every 503 does; a 409 of freezing does not).
+    assert.deepEqual(undeclared(doc, [
+      { method: 'POST', route: '/v1/projects/:projectId/agents/freeze', status: 503, code: 'shutting_down', retryAfter: true },
+      { method: 'POST', route: '/v1/projects/:projectId/agents/freeze', status: 409, code: 'agent_already_frozen', retryAfter: true },
+      { method: 'POST', route: '/v1/projects/:projectId/agents/freeze', status: 409, code: 'agent_already_frozen', retryAfter: false },
+    ]), ['POST /v1/projects/{projectId}/agents/freeze 409 agent_already_frozen retry-after']);
   });
 
   test('a problem sent under a problem+json response schema keeps its extra members', async () => {

@@ -36,7 +36,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   const P = '/v1/console/projects/:projectId/agents';
 
   app.post(P, {
-    schema: { tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_exists'] }) } },
+    schema: { operationId: 'consoleRegisterAgent', tags, summary: 'Register an agent by its DID', params: ProjectParams, body: CreateAgentBody, response: { 201: AgentView, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_exists'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request, reply) => {
     const body = request.body as Static<typeof CreateAgentBody>;
@@ -60,7 +60,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(P, {
-    schema: { tags, summary: 'Agents of the project, newest first', params: ProjectParams, querystring: PageQuery,
+    schema: { operationId: 'consoleListAgents', tags, summary: 'Agents of the project, newest first', params: ProjectParams, querystring: PageQuery,
       response: { 200: Type.Object({ agents: Type.Array(AgentView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
@@ -74,7 +74,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(`${P}/:agentDid`, {
-    schema: { tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDid }, { additionalProperties: false }),
+    schema: { operationId: 'consoleGetAgent', tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDid }, { additionalProperties: false }),
       response: { 200: AgentView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
@@ -85,7 +85,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/freeze`, {
-    schema: { tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_already_frozen'] }) } },
+    schema: { operationId: 'consoleFreezeAgent', tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_already_frozen'] }) } },
     preValidation: consoleAuth([...STOPPERS]),
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;
@@ -94,7 +94,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/release`, {
-    schema: { tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_not_frozen'] }) } },
+    schema: { operationId: 'consoleReleaseAgent', tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_not_frozen'] }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;

@@ -16,7 +16,7 @@ import { ApiKeyView, KeyId, Label, PrincipalId, RoleList } from './schemas.ts';
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/api-keys', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
+    schema: { operationId: 'consoleListApiKeys', tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
     const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
     const limit = pageLimit(size);
@@ -29,6 +29,7 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     // Any member may mint a key for itself (with roles it holds); only ADMIN may mint for another.
     preValidation: consoleAuth([]),
     schema: {
+      operationId: 'consoleMintApiKey',
       tags: ['console'], summary: 'Mints an API key; the secret is in this response only and is never shown again',
       description: 'The key is bound to principal_id (default: the caller) and carries a subset of that principal\'s current roles; the roles are re-checked on every request. A member may mint a key for itself, carrying at least one role it holds (a key with no role is a platform credential only ADMIN mints); only ADMIN may mint one for another principal, and never one carrying a role that the project\'s separation of duties forbids alongside a role the minter holds (the minter would hold the secret): by default an ADMIN cannot mint a POLICY_AUTHOR key.',
       params: ProjectParams,
@@ -71,6 +72,7 @@ export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
     // whose key leaked must not have to find an ADMIN before it stops working).
     preValidation: consoleAuth([]),
     schema: {
+      operationId: 'consoleRevokeApiKey',
       tags: ['console'], summary: 'Revokes an API key; the next request with it gets 401 on every instance',
       description: 'ADMIN may revoke any key of the project; any member may revoke a key bound to itself.',
       params: Type.Object({ projectId: ProjectParams.properties.projectId, keyId: KeyId }, { additionalProperties: false }),

@@ -28,13 +28,13 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   const C = '/v1/console/projects/:projectId';
 
   app.get(`${C}/approvals`, {
-    schema: { tags, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
+    schema: { operationId: 'consoleListApprovals', tags, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
       querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth(VIEWERS),
   }, (request) => listObligationsPage(request));
 
   app.get(`${C}/approvals/:approvalId`, {
-    schema: { tags, summary: 'One approval request with its approval, by approval request id (apr_) or approval id (apv_)', params: ApprovalParams,
+    schema: { operationId: 'consoleGetApproval', tags, summary: 'One approval request with its approval, by approval request id (apr_) or approval id (apv_)', params: ApprovalParams,
       response: { 200: ObligationView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth(VIEWERS),
   }, async (request) => {
@@ -43,7 +43,7 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.get(`${C}/principals/:principalId/approval-keys`, {
-    schema: { tags, summary: 'Approval keys of a principal (ADMIN, AUDITOR, or the principal itself), newest first', params: PrincipalParams, querystring: PageQuery,
+    schema: { operationId: 'consoleListApprovalKeys', tags, summary: 'Approval keys of a principal (ADMIN, AUDITOR, or the principal itself), newest first', params: PrincipalParams, querystring: PageQuery,
       response: { 200: Type.Object({ approval_keys: Type.Array(ApprovalKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth(),
   }, async (request) => {
@@ -57,7 +57,7 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.post(`${C}/principals/:principalId/approval-keys`, {
-    schema: { tags, summary: 'Register an Ed25519 approval key of one\'s own (the principal itself, holding APPROVER)', params: PrincipalParams,
+    schema: { operationId: 'consoleRegisterApprovalKey', tags, summary: 'Register an Ed25519 approval key of one\'s own (the principal itself, holding APPROVER)', params: PrincipalParams,
       body: RegisterApprovalKeyBody, response: { 201: ApprovalKeyView, ...errorResponses({ auth: 'session', body: true }, { 409: ['approval_key_exists'], 422: ['not_a_member', 'not_an_approver'] }) } },
     preValidation: consoleAuth(),
   }, async (request, reply) => {
@@ -74,7 +74,7 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.post(`${C}/approval-keys/:keyId/retire`, {
-    schema: { tags, summary: 'Retire an approval key (ADMIN or its owner); approvals it signed and not yet consumed stop counting', params: ApprovalKeyParams,
+    schema: { operationId: 'consoleRetireApprovalKey', tags, summary: 'Retire an approval key (ADMIN or its owner); approvals it signed and not yet consumed stop counting', params: ApprovalKeyParams,
       body: Type.Object({}, { additionalProperties: false }), response: { 200: ApprovalKeyView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['approval_key_retired'] }) } },
     preValidation: consoleAuth(),
   }, async (request) => {

@@ -12,6 +12,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/audit', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'consoleListAuditEvents',
       tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
       params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }, { 500: ['log_damaged'] }) },
     },
@@ -24,6 +25,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/projects/:projectId/proofs/verify', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'consoleVerifyAuditEvent',
       tags: ['console'], summary: "Verifies an audit event: recomputes its leaf, checks the path against the checkpoint, consults the witness",
       params: ProjectParams, body: VerifyBody, response: { 200: VerificationSchema, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: PROOF_NOT_READY, 500: ['log_damaged'] }) },
     },

@@ -23,6 +23,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/register', {
     preValidation: async (request) => checkSameOrigin(request),
     schema: {
+      operationId: 'consoleRegister',
       tags: ['console'], summary: 'Registers a person (no project memberships until an ADMIN adds them)',
       body: Credentials,
       response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses({ auth: 'none', body: true }, { 403: CROSS_SITE, 409: ['name_taken'], 429: { what: 'Too many registrations from this address; retry after `retry-after`', codes: ['too_many_attempts'] } }) },
@@ -47,6 +48,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/login', {
     preValidation: async (request) => checkSameOrigin(request),
     schema: {
+      operationId: 'consoleLogin',
       tags: ['console'], summary: 'Exchanges a password for a session cookie and a CSRF token',
       description: 'Sets the HttpOnly session cookie, the CSRF cookie and the HttpOnly device cookie (180 days); echo the CSRF token in x-csrf-token on every console mutation. A wrong name or password gives the same 401; repeated failures give 429 with Retry-After. A request carrying the device cookie from an earlier sign-in to the same name is throttled on that device\'s own counter instead of the account\'s, so a lock others run up on the account does not stop a browser its owner signed in from before.',
       body: Credentials,
@@ -86,6 +88,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/logout', {
     preValidation: consoleAuth(),
     schema: {
+      operationId: 'consoleLogout',
       tags: ['console'], summary: 'Ends the current session at once',
       body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
       response: { 200: Type.Object({ ended: Type.Boolean() }), ...errorResponses({ auth: 'session', body: true, project: false }) },

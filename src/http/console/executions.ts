@@ -13,7 +13,7 @@ const READERS = ['ADMIN', 'AUDITOR', 'APPROVER'] as const;
 export async function consoleExecutionRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['executions'];
   app.get('/v1/console/projects/:projectId/executions', {
-    schema: { tags, summary: 'Executions of the project, newest first', params: ProjectParams, querystring: ExecutionPageQuery,
+    schema: { operationId: 'consoleListExecutions', tags, summary: 'Executions of the project, newest first', params: ProjectParams, querystring: ExecutionPageQuery,
       response: { 200: ExecutionList, ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
@@ -22,7 +22,7 @@ export async function consoleExecutionRoutes(app: FastifyInstance): Promise<void
   });
 
   app.post('/v1/console/projects/:projectId/executions/:executionId/resolve', {
-    schema: { tags, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
+    schema: { operationId: 'consoleResolveExecution', tags, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
       params: Type.Object({ ...ProjectParams.properties, executionId: ExecutionId }), body: ConsoleResolveBody,
       response: { 200: Resolved, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['execution_not_unknown', 'conflict'] }) } },
     preValidation: consoleAuth(['ADMIN']),

@@ -19,7 +19,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/v1/console/projects/:projectId/members', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses({ auth: 'session' }) } },
+    schema: { operationId: 'consoleListMembers', tags: ['console'], summary: 'Current members and their roles, newest membership first', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ members: Type.Array(Member), next_cursor: NextCursor }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
     const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
     const limit = pageLimit(size);
@@ -32,6 +32,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/memberships', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'consoleListMemberships',
       tags: ['console'], summary: 'Membership records, current and ended, newest first', params: ProjectParams, querystring: PageQuery,
       response: {
         200: Type.Object({ memberships: Type.Array(Type.Object({
@@ -53,6 +54,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/projects/:projectId/members', {
     preValidation: consoleAuth(['ADMIN']),
     schema: {
+      operationId: 'consoleAddMember',
       tags: ['console'], summary: 'Adds a registered principal (by principal_id or name) to the project with initial roles',
       params: ProjectParams,
       body: Type.Object({ principal_id: Type.Optional(PrincipalId), name: Type.Optional(Name), roles: Type.Optional(RoleList) }, { additionalProperties: false }),
@@ -70,6 +72,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/projects/:projectId/members/:principalId/revoke', {
     preValidation: consoleAuth(['ADMIN']),
     schema: {
+      operationId: 'consoleRemoveMember',
       tags: ['console'], summary: 'Ends a membership: roles removed, API keys revoked, sessions ended at once; the last ADMIN cannot be removed',
       params: MemberParams, body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
       response: { 200: Type.Object({ principal_id: Type.String(), revoked_at: Type.String(), sessions_ended: Type.Integer(), keys_revoked: Type.Integer() }), ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['last_admin'], 422: ['not_a_member'] }) },
@@ -82,6 +85,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/projects/:projectId/members/:principalId/roles', {
     preValidation: consoleAuth(['ADMIN']),
     schema: {
+      operationId: 'consoleGrantRole',
       tags: ['console'], summary: 'Grants a role to a member (refused where the SoD document forbids the combination)',
       params: MemberParams, body: Type.Object({ role: RoleSchema }, { additionalProperties: false }),
       response: { 200: Changed, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['sod_conflict'], 422: ['not_a_member'] }) },
@@ -95,6 +99,7 @@ export async function consoleMemberRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/console/projects/:projectId/members/:principalId/roles/:role/revoke', {
     preValidation: consoleAuth(['ADMIN']),
     schema: {
+      operationId: 'consoleRevokeRole',
       tags: ['console'], summary: 'Revokes a role from a member (the last ADMIN cannot lose ADMIN)',
       params: RoleParams, body: Type.Object({}, { additionalProperties: false, description: 'Send {}' }),
       response: { 200: Changed, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['last_admin'], 422: ['not_a_member'] }) },

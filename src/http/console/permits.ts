@@ -34,7 +34,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   const P = '/v1/console/projects/:projectId/permits';
 
   app.post(P, {
-    schema: { tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
+    schema: { operationId: 'consoleIssuePermit', tags, summary: 'Issue a permit to an agent (the permit is returned once, in full)', params: ProjectParams, body: IssuePermitBody,
       response: { 201: Type.Object({ permit: Type.String({ description: 'Compact JWS to hand to the agent' }), ...PermitView.properties }), ...errorResponses({ auth: 'session', body: true }, { 422: ['invalid_permit_claims'], 503: ['signing_key_mismatch'] }) } },
     preValidation: consoleAuth([...ISSUERS]),
     // The schema's errors come to the handler, to be returned with the claim checks' in one answer.
@@ -93,7 +93,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(P, {
-    schema: { tags, summary: 'Permits of the project, newest first', params: ProjectParams,
+    schema: { operationId: 'consoleListPermits', tags, summary: 'Permits of the project, newest first', params: ProjectParams,
       querystring: Type.Object({ ...PageQuery.properties, agent: Type.Optional(AgentDid) }, { additionalProperties: false }),
       response: { 200: Type.Object({ permits: Type.Array(PermitView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
     preValidation: consoleAuth([...READERS]),
@@ -112,7 +112,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(`${P}/:commitment`, {
-    schema: { tags, summary: 'One permit', params: CommitmentParams, response: { 200: PermitView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
+    schema: { operationId: 'consoleGetPermit', tags, summary: 'One permit', params: CommitmentParams, response: { 200: PermitView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };
@@ -122,7 +122,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/:commitment/revoke`, {
-    schema: { tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
+    schema: { operationId: 'consoleRevokePermit', tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
       body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'] }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {

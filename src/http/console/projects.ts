@@ -30,7 +30,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
 
   app.get('/v1/console/projects', {
     preValidation: consoleAuth(),
-    schema: { tags: ['console'], summary: 'Projects the signed-in person belongs to, with their roles in each', response: { 200: Type.Object({ projects: Type.Array(Project) }), ...errorResponses({ auth: 'session', project: false }) } },
+    schema: { operationId: 'consoleListProjects', tags: ['console'], summary: 'Projects the signed-in person belongs to, with their roles in each', response: { 200: Type.Object({ projects: Type.Array(Project) }), ...errorResponses({ auth: 'session', project: false }) } },
   }, async (request) => {
     const me = request.auth!.principalId;
     const rows = await db().selectFrom('memberships as m').innerJoin('projects as p', 'p.id', 'm.project_id')
@@ -42,6 +42,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
   app.get('/v1/console/projects/:projectId/me', {
     preValidation: consoleAuth(),
     schema: {
+      operationId: 'consoleGetMe',
       tags: ['console'], summary: 'The signed-in person, their current roles in this project, and their session', params: ProjectParams,
       response: { 200: Type.Object({ principal_id: Type.String(), name: Type.String(), kind: Type.String(), project_id: Type.String(), roles: RoleList, session: Type.Object({
         id: Type.String(),
@@ -64,6 +65,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
   app.get('/v1/console/projects/:projectId/settings', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'consoleGetSettings',
       tags: ['console'], summary: 'Project settings: identity, session lifetimes, cookies, throttling and the SoD document', params: ProjectParams,
       response: {
         200: Type.Object({
@@ -97,6 +99,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
   app.get('/v1/console/projects/:projectId/control-plane', {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'consoleGetControlPlane',
       tags: ['console'], summary: 'Who holds which role, how many keys are live, and the SoD document', params: ProjectParams,
       response: {
         200: Type.Object({
@@ -132,6 +135,7 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
   app.get('/v1/console/projects/:projectId/dashboard', {
     preValidation: consoleAuth(),
     schema: {
+      operationId: 'consoleGetDashboard',
       tags: ['console'], summary: 'Overview for any member: the project, your roles, the active policy, what waits for a person (obligations, UNKNOWN executions), and whether the audit log is witnessed', params: ProjectParams,
       response: {
         200: Type.Object({

@@ -14,7 +14,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['agents'];
   const security = [{ apiKey: [] }];
   app.get('/v1/projects/:projectId/agents/state', {
-    schema: { tags, security, summary: 'Whether an agent is frozen, since when and by whom', params: ProjectParams,
+    schema: { operationId: 'getAgentState', tags, security, summary: 'Whether an agent is frozen, since when and by whom', params: ProjectParams,
       querystring: Type.Object({ agent: AgentDid }, { additionalProperties: false }), response: { 200: AgentState, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, async (request) => {
@@ -23,7 +23,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/projects/:projectId/agents/freeze', {
-    schema: { tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
+    schema: { operationId: 'freezeAgent', tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
       body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_already_frozen'] }) } },
     preValidation: machineAuth(),
   }, async (request) => {
@@ -33,7 +33,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/projects/:projectId/agents/release', {
-    schema: { tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
+    schema: { operationId: 'releaseAgent', tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
     preValidation: machineAuth([...RELEASERS]),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };

@@ -14,13 +14,13 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
   const security = [{ apiKey: [] }];
 
   app.get('/v1/projects/:projectId/approvals', {
-    schema: { tags, security, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
+    schema: { operationId: 'listApprovals', tags, security, summary: 'Approval requests (obligations) and their status, newest first', params: ProjectParams,
       querystring: ObligationListQuery, response: { 200: ObligationList, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, (request) => listObligationsPage(request));
 
   app.post('/v1/projects/:projectId/approvals', {
-    schema: { tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
+    schema: { operationId: 'recordApproval', tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
       params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'],
         409: ['already_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],
@@ -35,7 +35,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
   });
 
   app.post('/v1/projects/:projectId/approvals/revoke', {
-    schema: { tags, security, summary: 'Withdraw an approval that has not been consumed', params: ProjectParams,
+    schema: { operationId: 'revokeApproval', tags, security, summary: 'Withdraw an approval that has not been consumed', params: ProjectParams,
       body: RevokeApprovalBody, response: { 200: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'], 409: ['not_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],
       }) } },

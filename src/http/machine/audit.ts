@@ -14,6 +14,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/:auditId/proof', {
     preValidation: machineAuth([]),
     schema: {
+      operationId: 'getAuditProof',
       tags: ['audit'], summary: 'Inclusion proof of an audit event against the newest witnessed checkpoint (409 proof_not_ready with Retry-After until one covers it)',
       security: [{ apiKey: [] }], params: AuditParams, response: { 200: AuditProofSchema, ...errorResponses({ auth: 'apiKey' }, { 404: ['not_found'], 409: PROOF_NOT_READY, 500: ['log_damaged'] }) },
     },
@@ -25,6 +26,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/consistency', {
     preValidation: machineAuth([]),
     schema: {
+      operationId: 'getAuditConsistency',
       tags: ['audit'], summary: 'RFC 9162 consistency proof between two tree sizes (normally two checkpoints)',
       security: [{ apiKey: [] }], params: ProjectParams, querystring: ConsistencyQuery, response: { 200: ConsistencySchema, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
@@ -36,6 +38,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit/log', {
     preValidation: machineAuth([]),
     schema: {
+      operationId: 'getAuditLog',
       tags: ['audit'], summary: "The log's origin, verifier keys and newest checkpoints",
       security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses({ auth: 'apiKey' }) },
     },
@@ -53,6 +56,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/projects/:projectId/audit', {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
+      operationId: 'listAuditEvents',
       tags: ['audit'], summary: 'Audit events of the project, newest first',
       security: [{ apiKey: [] }], params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },

@@ -140,6 +140,7 @@ async function decideAndAnswer(gavel: AppDeps, ctx: DecideContext, input: Author
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/authorize', {
     schema: {
+      operationId: 'authorize',
       tags: ['decision'], summary: 'Decide whether an agent may perform an action on a resource',
       description: 'Decides from the agent\'s frozen state, its permit and the project\'s active policy (and an approval the request names). '
         + 'Every decision, ALLOW or not, is HTTP 200 and audited; a refusal of the request itself is a problem+json error and records nothing. '

@@ -12,7 +12,7 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
   const tags = ['executions'];
   const security = [{ apiKey: [] }];
   app.get('/v1/projects/:projectId/executions', {
-    schema: { tags, security, summary: 'Executions of the project, newest first', params: ProjectParams, querystring: ExecutionPageQuery,
+    schema: { operationId: 'listExecutions', tags, security, summary: 'Executions of the project, newest first', params: ProjectParams, querystring: ExecutionPageQuery,
       response: { 200: ExecutionList, ...errorResponses({ auth: 'apiKey' }) } },
     preValidation: machineAuth(),
   }, async (request) => {
@@ -21,7 +21,7 @@ export async function machineExecutionRoutes(app: FastifyInstance): Promise<void
   });
 
   app.post('/v1/projects/:projectId/executions/resolve', {
-    schema: { tags, security, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
+    schema: { operationId: 'resolveExecution', tags, security, summary: 'Settle an UNKNOWN execution with what was found out; the first resolution stands',
       description: 'A key carrying ADMIN, as the console requires for the same statement (decision 0403), whose holder is a person (invariant 6: only a person resolves an UNKNOWN); a key without ADMIN gets 403 `forbidden`, a service principal\'s key 403 `person_required`.',
       params: ProjectParams, body: MachineResolveBody,
       response: { 200: Resolved, ...errorResponses({ auth: 'apiKey', body: true }, { 403: ['person_required'], 404: ['not_found'], 409: ['execution_not_unknown', 'conflict'] }) } },

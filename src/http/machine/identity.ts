@@ -19,6 +19,7 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
   app.post('/v1/projects/:projectId/principals', {
     preValidation: machineAuth(['ADMIN']),
     schema: {
+      operationId: 'createPrincipal',
       tags: ['identity'], summary: 'Creates a principal (a service, or a person with a password) that is a member from the start',
       security: [{ apiKey: [] }], params: ProjectParams,
       body: Type.Object({
@@ -50,12 +51,13 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
 
   app.get('/v1/projects/:projectId/sod', {
     preValidation: machineAuth(['ADMIN', 'AUDITOR', 'POLICY_AUTHOR']),
-    schema: { tags: ['identity'], summary: 'The separation-of-duties document of the project', security: [{ apiKey: [] }], params: ProjectParams, response: { 200: SodRecord, ...errorResponses({ auth: 'apiKey' }) } },
+    schema: { operationId: 'getSod', tags: ['identity'], summary: 'The separation-of-duties document of the project', security: [{ apiKey: [] }], params: ProjectParams, response: { 200: SodRecord, ...errorResponses({ auth: 'apiKey' }) } },
   }, async (request) => readSod(app.gavel.store.db, request.auth!.projectId));
 
   app.put('/v1/projects/:projectId/sod', {
     preValidation: machineAuth(['ADMIN']),
     schema: {
+      operationId: 'replaceSod',
       tags: ['identity'], summary: 'Replaces the separation-of-duties document (refused while a member holds a pair it forbids)',
       security: [{ apiKey: [] }], params: ProjectParams, body: SodDocumentSchema,
       response: { 200: SodRecord, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['sod_conflict'] }) },

@@ -168,6 +168,8 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   const { base, authenticate, tags: TAGS, security } = plane;
   const read: RouteShape = { auth: plane.auth };
   const write: RouteShape = { auth: plane.auth, body: true };
+  // Each plane's operations are named apart in the OpenAPI document: the console's carry its prefix.
+  const opId = (name: string) => (plane.auth === 'session' ? `console${name[0]!.toUpperCase()}${name.slice(1)}` : name);
 
   app.put(base, {
     bodyLimit: POLICY_BODY_LIMIT,
@@ -175,6 +177,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR'])),
     attachValidation: true,
     schema: {
+      operationId: opId('savePolicy'),
       tags: TAGS, security, summary: 'Save a new policy version (never activates it)', params: ProjectParams, body: SaveBody,
       response: { 201: Saved, ...errorResponses(write) },
     },
@@ -191,6 +194,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.get(base, {
     preValidation: authenticate([]),
     schema: {
+      operationId: opId('getActivePolicy'),
       tags: TAGS, security, summary: 'The active policy version, its document hash and its document (404 no_active_policy when none; 500 policy_integrity when it is damaged in storage)',
       params: ProjectParams, response: { 200: ActiveBody, ...errorResponses(read, { 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
@@ -203,6 +207,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
   app.get(`${base}/versions`, {
     preValidation: authenticate([]),
     schema: {
+      operationId: opId('listPolicyVersions'),
       tags: TAGS, security, summary: 'Every policy version with its state, creator, note and hash, newest first',
       params: ProjectParams, querystring: VersionsQuery, response: { 200: VersionsPage, ...errorResponses(read) },
     },
@@ -242,6 +247,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       await refuseActivation(store, activation(a, null), a.roles.has('POLICY_AUTHOR') ? 'invalid_request' : 'role_missing');
     },
     schema: {
+      operationId: opId('activatePolicy'),
       tags: TAGS, security, summary: 'Activate a saved policy version (POLICY_AUTHOR; ADMIN does not acquire it); audited whether it succeeds or is refused',
       params: ProjectParams, body: ActivateBody, response: { 200: Activated, ...errorResponses(write, { 403: ['four_eyes_required'], 404: ['policy_version_not_found'], 409: ['already_active'], 500: ['policy_integrity'] }) },
     },
@@ -261,6 +267,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     attachValidation: true,
     schema: {
+      operationId: opId('simulatePolicy'),
       tags: TAGS, security, summary: 'Simulate one request against the active policy or a submitted document; authorizes nothing, spends nothing, audits nothing',
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
@@ -275,6 +282,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     preParsing: beforeBody(authenticate(['POLICY_AUTHOR', 'ADMIN', 'AUDITOR'])),
     attachValidation: true,
     schema: {
+      operationId: opId('replayPolicy'),
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'] }) },
     },

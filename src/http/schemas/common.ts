@@ -80,6 +80,9 @@ function shapeErrors({ auth, body = false, project = auth !== 'none' }: RouteSha
   return out;
 }
 
+/** The codes an error response's description lists: "(code x)" or "(codes x, y)", as problemResponse writes them. */
+export const codesIn = (description: string): string[] => /\(codes? ([a-z_, ]+)\)$/.exec(description)?.[1]!.split(', ') ?? [];
+
 const problemResponse = (what: string, codes: readonly string[]): ProblemResponse => ({
   description: `${what} (code${codes.length > 1 ? 's' : ''} ${codes.join(', ')})`,
   content: { 'application/problem+json': { schema: Type.Ref('Problem') } },
