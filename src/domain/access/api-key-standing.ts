@@ -10,7 +10,7 @@ export interface KeyStanding {
   /** Its holder is a current member of the key's project. */
   member: boolean;
   disabled: boolean;
-  /** Roles its holder holds through a grant no newer than the key (a role revoked and granted again does not come back to it). */
+  /** Roles its holder holds through a grant made before the key, by grant number (a role revoked and granted again does not come back to it). */
   heldSinceKey: ReadonlySet<string>;
 }
 

@@ -1,8 +1,9 @@
 // Machine-route authentication: `authorization: Bearer <API key>`. The key is looked up by the
 // SHA-256 of its secret; its roles are intersected with the holder's *current* grants on every
 // request, so revoking a key, a membership or a role takes effect on the next call everywhere.
-// Only grants older than the key count: a role revoked and granted again reaches keys minted after
-// the new grant, not the old ones (which may be why it was revoked).
+// Only grants made before the key count: a role revoked and granted again reaches keys minted after
+// the new grant, not the old ones (which may be why it was revoked). Made before is judged by the
+// numbers the database gives grants and keys under the roles lock, not by clocks (decision 0201, addendum).
 import { hash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { permits, type Role } from '../../domain/access/roles.ts';
@@ -30,7 +31,7 @@ const KEY_LOOKUP = (agg: string, by: 'k.secret_hash' | 'k.id') => `select k.id, 
   (select m.revoked_at from memberships m where m.project_id = k.project_id and m.principal_id = k.principal_id) as membership_revoked_at,
   (select 1 from memberships m where m.project_id = k.project_id and m.principal_id = k.principal_id) as is_member,
   (select p.disabled_at from principals p where p.id = k.principal_id) as disabled_at,
-  (select ${agg} from role_grants g where g.project_id = k.project_id and g.principal_id = k.principal_id and g.granted_at <= k.created_at) as held
+  (select ${agg} from role_grants g where g.project_id = k.project_id and g.principal_id = k.principal_id and g.grant_no <= k.grants_upto) as held
   from api_keys k where ${by} = ?`;
 const keyLookupSql = (by: 'k.secret_hash' | 'k.id'): FixedSql => ({
   sqlite: fixedSql(KEY_LOOKUP("group_concat(g.role, ',')", by)).sqlite,

@@ -8,16 +8,15 @@ import { isRole, type Role } from '../../domain/access/roles.ts';
 import { effectiveKeyRoles } from '../../domain/access/api-key-standing.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
+import { rolesOf } from './members.ts';
 
 export interface MintedKey { id: string; secret: string; roles: Role[]; name: string; created_at: string }
 
 export async function mintApiKey(trx: Tx, input: { projectId: string; principalId: string; name: string; roles: Role[]; actor: string; at?: Date }): Promise<MintedKey> {
-  const member = await trx.selectFrom('memberships').select('revoked_at')
+  const member = await trx.selectFrom('memberships').select(['revoked_at', 'last_grant'])
     .where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).executeTakeFirst();
   if (!member || member.revoked_at) throw new Problem(422, 'not_a_member', 'an API key can only be minted for a current member of the project');
-  const grants = await trx.selectFrom('role_grants').select(['role', 'granted_at'])
-    .where('project_id', '=', input.projectId).where('principal_id', '=', input.principalId).execute();
-  const held = new Set(grants.map((r) => r.role));
+  const held = new Set(await rolesOf(trx, input.projectId, input.principalId));
   const missing = input.roles.filter((r) => !held.has(r));
   if (missing.length > 0) {
     throw new Problem(422, 'role_not_held', `the key's holder does not hold ${missing.join(', ')}; a key carries only roles its holder has`);
@@ -26,14 +25,12 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
   const secret = API_KEY_PREFIX + randomBytes(32).toString('base64url');
   // Monotonic: keys are listed by id, and several may be minted in one millisecond.
   const id = newMonotonicId('key');
-  // A key counts only grants no newer than itself (http/auth/api-key.ts). Its time is never before
-  // the grants of its roles, so a grant stamped by an instance whose clock runs ahead still counts.
-  const newestGrant = grants.filter((g) => roles.includes(g.role as Role)).reduce((t, g) => (g.granted_at > t ? g.granted_at : t), '');
-  const now = (input.at ?? new Date()).toISOString();
-  const created_at = newestGrant > now ? newestGrant : now;
+  const created_at = (input.at ?? new Date()).toISOString();
+  // The key counts only its holder's grants numbered up to the holder's latest now (http/auth/api-key.ts):
+  // a grant made after it is numbered higher, whatever the clocks say (decision 0201, addendum).
   await trx.insertInto('api_keys').values({
     id, project_id: input.projectId, principal_id: input.principalId, name: input.name, secret_hash: hashSecret(secret),
-    roles: JSON.stringify(roles), created_at, created_by: input.actor, revoked_at: null, revoked_by: null,
+    roles: JSON.stringify(roles), created_at, created_by: input.actor, revoked_at: null, revoked_by: null, grants_upto: member.last_grant,
   }).execute();
   await recordAudit(trx, { projectId: input.projectId, kind: 'api_key.minted', actor: input.actor, data: { key_id: id, principal_id: input.principalId, roles, name: input.name } });
   return { id, secret, roles, name: input.name, created_at };
@@ -41,7 +38,9 @@ export async function mintApiKey(trx: Tx, input: { projectId: string; principalI
 
 export interface KeyView { id: string; name: string; principal_id: string; roles: Role[]; effective_roles: Role[]; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null }
 
-type KeyRow = { id: string; name: string; principal_id: string; roles: string; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null };
+type KeyRow = { id: string; name: string; principal_id: string; roles: string; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null; grants_upto: number };
+
+const KEY_COLUMNS = ['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by', 'grants_upto'] as const;
 
 /**
  * What each key can do now, by the rule the machine plane authenticates by (domain/access/api-key-standing.ts);
@@ -50,17 +49,17 @@ type KeyRow = { id: string; name: string; principal_id: string; roles: string; c
 async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]): Promise<KeyView[]> {
   const holders = [...new Set(rows.map((r) => r.principal_id))];
   const [grants, members, disabled] = holders.length === 0 ? [[], [], []] : await Promise.all([
-    db.selectFrom('role_grants').select(['principal_id', 'role', 'granted_at']).where('project_id', '=', projectId).where('principal_id', 'in', holders).execute(),
+    db.selectFrom('role_grants').select(['principal_id', 'role', 'grant_no']).where('project_id', '=', projectId).where('principal_id', 'in', holders).execute(),
     db.selectFrom('memberships').select('principal_id').where('project_id', '=', projectId).where('principal_id', 'in', holders).where('revoked_at', 'is', null).execute(),
     db.selectFrom('principals').select('id').where('id', 'in', holders).where('disabled_at', 'is not', null).execute(),
   ]);
   const member = new Set(members.map((m) => m.principal_id));
   const off = new Set(disabled.map((d) => d.id));
-  return rows.map((r) => {
+  return rows.map(({ grants_upto, ...r }) => {
     const minted = JSON.parse(r.roles) as unknown[];
     const effective = effectiveKeyRoles({
       minted, revoked: r.revoked_at !== null, member: member.has(r.principal_id), disabled: off.has(r.principal_id),
-      heldSinceKey: new Set(grants.filter((g) => g.principal_id === r.principal_id && g.granted_at <= r.created_at).map((g) => g.role)),
+      heldSinceKey: new Set(grants.filter((g) => g.principal_id === r.principal_id && g.grant_no <= grants_upto).map((g) => g.role)),
     });
     return { ...r, roles: minted.filter(isRole), effective_roles: effective ?? [] };
   });
@@ -69,7 +68,7 @@ async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]
 /** Every key of the project, newest first; never the secret (only its hash is stored). */
 /** A page of the project's keys, newest first; `before` is the id of the last key of the previous page. */
 export async function listApiKeys(db: Db, projectId: string, options: { limit: number; before?: string | undefined }): Promise<KeyView[]> {
-  let query = db.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by'])
+  let query = db.selectFrom('api_keys').select(KEY_COLUMNS)
     .where('project_id', '=', projectId);
   if (options.before !== undefined) query = query.where('id', '<', options.before);
   const rows = await query.orderBy('id', 'desc').limit(options.limit).execute();
@@ -87,6 +86,6 @@ export async function revokeApiKey(trx: Tx, input: { projectId: string; keyId: s
     await recordAudit(trx, { projectId: input.projectId, kind: 'api_key.revoked', actor: input.actor, data: { key_id: row.id }, at: input.at });
     changed = true;
   }
-  const r = await trx.selectFrom('api_keys').select(['id', 'name', 'principal_id', 'roles', 'created_at', 'created_by', 'revoked_at', 'revoked_by']).where('id', '=', row.id).executeTakeFirstOrThrow();
+  const r = await trx.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', row.id).executeTakeFirstOrThrow();
   return { key: (await withEffectiveRoles(trx, input.projectId, [r]))[0]!, changed };
 }

@@ -88,7 +88,12 @@ async function grantLocked(trx: Tx, projectId: string, principalId: string, role
   if (pair) {
     throw new Problem(409, 'sod_conflict', `the project's separation of duties forbids one principal holding both ${pair[0]} and ${pair[1]}`, { extra: { roles: pair } });
   }
-  await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: now.toISOString(), granted_by: actor }).execute();
+  // Numbered one past the holder's latest grant, under the roles lock minting takes too: a key
+  // counts the grants numbered up to its holder's number when it was minted (api-keys.ts), so a
+  // re-grant never reaches an older key, whatever the clocks of the instances involved say.
+  const { last_grant } = await trx.updateTable('memberships').set((eb) => ({ last_grant: eb('last_grant', '+', 1) }))
+    .where('project_id', '=', projectId).where('principal_id', '=', principalId).returning('last_grant').executeTakeFirstOrThrow();
+  await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: now.toISOString(), granted_by: actor, grant_no: last_grant }).execute();
   await recordAudit(trx, { projectId, kind: 'role.granted', actor, data: { principal_id: principalId, role }, at: now });
   return true;
 }

@@ -24,6 +24,8 @@ export interface MembershipsTable {
   created_at: string;
   created_by: string | null;
   revoked_at: string | null;
+  /** The number given to this member's latest role grant (migration 0911): grants are numbered by the database, not stamped by clocks. */
+  last_grant: Generated<number>;
 }
 
 export interface RoleGrantsTable {
@@ -32,6 +34,8 @@ export interface RoleGrantsTable {
   role: string;
   granted_at: string;
   granted_by: string | null;
+  /** One past the holder's previous grant (memberships.last_grant), taken under the roles lock. */
+  grant_no: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -47,6 +51,8 @@ export interface ApiKeysTable {
   created_by: string;
   revoked_at: string | null;
   revoked_by: string | null;
+  /** Its holder's last_grant when minted: the key counts only grants numbered up to it. */
+  grants_upto: Generated<number>;
 }
 
 export interface AuditEventsTable {
