@@ -83,7 +83,7 @@ const usableApproval = sql<number>`exists (select 1 from approvals a
   join approval_keys k on k.id = a.key_id and k.project_id = a.project_id and k.retired_at is null
   join memberships m on m.project_id = a.project_id and m.principal_id = k.principal_id and m.revoked_at is null
   join principals p on p.id = k.principal_id and p.disabled_at is null
-  join role_grants g on g.project_id = a.project_id and g.principal_id = k.principal_id and g.role = 'APPROVER' and g.granted_at <= a.created_at
+  join role_grants g on g.project_id = a.project_id and g.principal_id = k.principal_id and g.role = 'APPROVER' and g.grant_no <= a.grants_upto
   where a.approval_request_id = approval_requests.id)`;
 type ObligationRow = ApprovalRequestsTable & { usable?: number | boolean | null };
 
@@ -182,6 +182,7 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
       id: newId('apv'), project_id: input.projectId, approval_request_id: row.id, key_id: input.keyId, principal_id: eligible.principalId,
       signature: input.signature, recorded_by: input.actor, created_at: at,
       revoked_at: null, revoked_by: null, revoke_reason: null, consumed_at: null, consumed_by_decision: null,
+      grants_upto: eligible.lastGrant,
     };
     await trx.insertInto('approvals').values(approval).execute();
     await recordAudit(trx, {

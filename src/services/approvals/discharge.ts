@@ -22,9 +22,9 @@ export async function checkApproval(trx: Tx, dialect: Dialect, projectId: string
   if (status !== 'pending' && status !== 'approved') return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is ${status}` };
   // A lapsed approval (its key retired, its approver no longer one) is closed too: said before any difference.
   if (status === 'approved') {
-    const approval = await trx.selectFrom('approvals').select(['key_id', 'created_at']).where('approval_request_id', '=', row.id).executeTakeFirst();
+    const approval = await trx.selectFrom('approvals').select(['key_id', 'grants_upto']).where('approval_request_id', '=', row.id).executeTakeFirst();
     if (!approval) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} has no approval` };
-    const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.created_at, dialect === 'postgres');
+    const eligible = await approverEligibility(trx, projectId, approval.key_id, approval.grants_upto, dialect === 'postgres');
     if (!eligible.ok) return { kind: 'unsatisfied', detail: `approval_not_satisfied: approval request ${row.id} is lapsed: ${eligible.detail}` };
   }
   const differs = uncoveredField(obligationFacts(row), request);

@@ -32,6 +32,8 @@ export interface ApprovalsTable {
   revoke_reason: string | null;
   consumed_at: string | null;
   consumed_by_decision: string | null;
+  /** The approver's last_grant when recorded: only an APPROVER grant numbered up to it counts (migration 0911). */
+  grants_upto: number;
 }
 
 export interface ApprovalTables {
