@@ -24,6 +24,7 @@ import { consistencyFromStore, rootOfSize } from '../../src/services/auditlog/ch
 import { logIdentity } from '../../src/services/auditlog/log.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
 import { join } from 'node:path';
+import * as v from '../auditlog/independent-verifier.ts';
 
 const SMALL = 100;
 const LARGE = 50_000;
@@ -52,6 +53,7 @@ for (const backend of backends()) {
     await activatePolicy(svc, ALLOW_PAYMENTS);
     const payer = newAgent(), holder = newAgent(), sub = newAgent(), frozen = newAgent();
     const budget = await issue(svc, payer.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1_000_000_000_000, currency: 'EUR' } });
+    const frozenPermit = await issue(svc, frozen.did, { actions: ['read'], resources: ['resource://docs/*'] });
     const key = (await svc.member(['ADMIN', 'POLICY_AUTHOR'])).key;
     const approver = await newApprover(svc);
     const person = await consoleMember(svc, ['PERMIT_ISSUER', 'ADMIN']);
@@ -200,8 +202,14 @@ for (const backend of backends()) {
       for (let i = 0; i < 3000 && (await sequenced()) < (await total()); i++) await sleep(20);
       const n = await total();
       assert.equal(await sequenced(), n, 'every event sequenced');
-      const leaves = await db.selectFrom('audit_events').select('leaf_index').orderBy('leaf_index').execute();
-      assert.deepEqual(leaves.map((r) => Number(r.leaf_index)), Array.from({ length: n }, (_, i) => i), 'leaf indexes 0..n-1');
+      const rows = await db.selectFrom('audit_events').select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index', 'leaf_hash']).orderBy('leaf_index').execute();
+      assert.deepEqual(rows.map((r) => Number(r.leaf_index)), Array.from({ length: n }, (_, i) => i), 'leaf indexes 0..n-1');
+      // Each leaf recomputed from its row by the independent verifier (decision 0600), not read from the stored tree.
+      const leaves = rows.map((r) => {
+        const leaf = v.leafHash(Buffer.from(v.canonicalJson({ id: r.id, project_id: r.project_id, kind: r.kind, actor: r.actor, created_at: r.created_at, data: JSON.parse(r.data), leaf_version: 'gavel-audit-v1' }), 'utf8'));
+        if (r.leaf_hash) assert.ok(leaf.equals(Buffer.from(r.leaf_hash)), `leaf ${r.leaf_index} recomputes from its row`);
+        return leaf;
+      });
       const log = await logIdentity(store, new LocalSigner(join(env.GAVEL_DATA_DIR, 'keys')));
       const vkey = parseVkey(log.vkey);
       const cps = await db.selectFrom('audit_checkpoints').select(['size', 'note']).orderBy('size').execute();
@@ -210,6 +218,7 @@ for (const backend of backends()) {
       for (const c of cps) {
         const cp = openCheckpoint(c.note, [vkey]).checkpoint;
         assert.ok(bytesEqual(cp.root, await rootOfSize(db, cp.size)), `checkpoint ${cp.size} is the stored tree's root`);
+        assert.ok(v.mth(leaves.slice(0, cp.size)).equals(Buffer.from(cp.root)), `checkpoint ${cp.size} is the root of the events' leaves`);
         if (prev) assert.ok(verifyConsistency(prev.size, cp.size, await consistencyFromStore(db, prev.size, cp.size), prev.root, cp.root), `checkpoint ${cp.size} extends ${prev.size}`);
         prev = cp;
       }
@@ -287,19 +296,25 @@ for (const backend of backends()) {
       for (const k of keys.values()) assert.equal(k.revoked_at !== null, keyRevokedEvents.has(k.id), `key ${k.id}: revoked_at and its event go together`);
       for (const id of L.keysRevoked) assert.ok(keys.get(id)?.revoked_at, `key ${id} revoked`);
 
-      // The restarted service answers normally: a decision, a revoked root's delegate refused, keys as they were left.
-      const call = async (secret: string, body: object) => fetch(`${last.url}/v1/authorize`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      assert.equal((await fetch(`${last.url}/readyz`)).status, 200);
-      const res = await call(key, { agent: payer.did, permit: budget.jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: SMALL, currency: 'EUR' } });
-      assert.equal(res.status, 200);
-      assert.equal((await res.json() as { decision: string }).decision, 'ALLOW');
-      for (const chain of L.revokedChains) {
-        const r = await (await call(key, { agent: sub.did, permit: chain, action: 'read', resource: 'resource://docs/a' })).json() as { decision: string };
-        assert.equal(r.decision, 'DENY', 'a delegate of a revoked permit is refused');
-      }
-      for (const k of L.minted) {
-        const status = (await call(k.secret, { agent: payer.did, permit: budget.jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: SMALL, currency: 'EUR' } })).status;
-        assert.equal(status, keys.get(k.id)!.revoked_at ? 401 : 200, `key ${k.id} authenticates exactly while it is not revoked`);
+      // The restarted service (and the peer, which saw the others die) answers as the database says:
+      // a payment under the active policy, the frozen agent as it was left, revoked delegates and keys refused.
+      for (const server of [last, ...(peer ? [peer] : [])]) {
+        const call = async (secret: string, body: object) => fetch(`${server.url}/v1/authorize`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const payment = { agent: payer.did, permit: budget.jws, action: 'pay', resource: 'resource://shop/1', amount: { minor: SMALL, currency: 'EUR' } };
+        assert.equal((await fetch(`${server.url}/readyz`)).status, 200);
+        const res = await call(key, payment);
+        assert.equal(res.status, 200);
+        assert.deepEqual(await res.json().then((b: any) => [b.decision, b.policy_version]), ['ALLOW', Number(active.version)]);
+        const read = await (await call(key, { agent: frozen.did, permit: frozenPermit.jws, action: 'read', resource: 'resource://docs/a' })).json() as { decision: string; reason_code: string };
+        assert.deepEqual([read.decision, read.reason_code === 'agent_frozen'], agentRow.frozen_at ? ['DENY', true] : ['ALLOW', false], `the agent is ${agentRow.frozen_at ? '' : 'not '}frozen: ${JSON.stringify(read)}`);
+        for (const chain of L.revokedChains) {
+          const r = await (await call(key, { agent: sub.did, permit: chain, action: 'read', resource: 'resource://docs/a' })).json() as { decision: string };
+          assert.equal(r.decision, 'DENY', 'a delegate of a revoked permit is refused');
+        }
+        for (const k of L.minted) {
+          const status = (await call(k.secret, payment)).status;
+          assert.equal(status, keys.get(k.id)!.revoked_at ? 401 : 200, `key ${k.id} authenticates exactly while it is not revoked`);
+        }
       }
       assert.ok(L.allows.length > 0 && L.consumed.length > 0 && L.revoked.length > 0 && L.freezes.length > 0 && L.activated.length > 0 && L.keysRevoked.length > 0, `every kind of operation ran: ${JSON.stringify(Object.fromEntries(Object.entries(L).map(([k, v]) => [k, v.length])))}`);
     } finally {
