@@ -45,6 +45,9 @@ interface Ledger {
   activated: number[];
   minted: { id: string; secret: string }[];
   keysRevoked: string[];
+  /** Service principals created, and those whose membership was then revoked. */
+  principals: string[];
+  membersRevoked: string[];
 }
 
 for (const backend of backends()) {
@@ -63,10 +66,11 @@ for (const backend of backends()) {
     await svc.ts.store.close();
     const env = { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(options), GAVEL_AUDIT_TICK_MS: '20', GAVEL_CHECKPOINT_INTERVAL_MS: '50' };
 
-    const L: Ledger = { allows: [], approved: [], consumed: [], issued: [], revoked: [], revokedChains: [], freezes: [], saved: [], activated: [], minted: [], keysRevoked: [] };
+    const L: Ledger = { allows: [], approved: [], consumed: [], issued: [], revoked: [], revokedChains: [], freezes: [], saved: [], activated: [], minted: [], keysRevoked: [], principals: [], membersRevoked: [] };
     const unexpected: string[] = [];
     let acked = 0;
     let policyRound = 0;
+    let principalRound = 0;
 
     // PostgreSQL: a second instance serves beside the one killed and lives through all the kills.
     const peer = backend.name === 'postgres' ? await spawnGavel(env) : undefined;
@@ -179,6 +183,19 @@ for (const backend of backends()) {
           expect('key revoke', await c.consoleApi('POST', `/api-keys/${minted.body.id}/revoke`, {}), 200);
           L.keysRevoked.push(minted.body.id);
         }),
+        // A service principal created, given a key and a role, then removed (which revokes its key).
+        lane(async (c) => {
+          const created = await c.api('POST', `${P}/principals`, { kind: 'service', name: `crash-${++principalRound}`, roles: ['PERMIT_ISSUER'] });
+          expect('principal create', created, 201);
+          const id = created.body.principal_id as string;
+          L.principals.push(id);
+          const minted = await c.consoleApi('POST', '/api-keys', { name: 'member', roles: ['PERMIT_ISSUER'], principal_id: id });
+          expect('member key mint', minted, 201);
+          L.minted.push({ id: minted.body.id, secret: minted.body.secret });
+          expect('role grant', await c.consoleApi('POST', `/members/${id}/roles`, { role: 'AUDITOR' }), 200);
+          expect('member revoke', await c.consoleApi('POST', `/members/${id}/revoke`, {}), 200);
+          L.membersRevoked.push(id);
+        }),
       ];
       if (!kill) { stop = true; await Promise.all(lanes); return gavel; }
       for (let i = 0; i < 6000 && acked - start < killAfter && unexpected.length === 0; i++) await sleep(10);
@@ -267,6 +284,24 @@ for (const backend of backends()) {
         assert.equal(p.revoked_at !== null, revokedEvents.has(p.commitment), `permit ${p.commitment}: revoked_at and its permit.revoked event go together`);
       }
 
+      // Members: a created principal is there with its event; a removal is whole (no role, no live key, its event).
+      const memberships = new Map((await db.selectFrom('memberships').selectAll().where('project_id', '=', projectId).execute()).map((m) => [m.principal_id, m]));
+      const grants = await db.selectFrom('role_grants').selectAll().where('project_id', '=', projectId).execute();
+      const createdEvents = new Set(eventData('principal.created').map((d) => d.principal_id));
+      const memberRevokedEvents = new Set(eventData('member.revoked').map((d) => d.principal_id));
+      const grantedEvents = new Set(eventData('role.granted').map((d) => `${d.principal_id} ${d.role}`));
+      for (const id of L.principals) assert.ok(memberships.has(id) && createdEvents.has(id), `principal ${id} created with its event`);
+      for (const id of L.membersRevoked) assert.ok(memberships.get(id)?.revoked_at, `member ${id} removed`);
+      for (const id of createdEvents) {
+        const removed = memberships.get(id)!.revoked_at !== null;
+        assert.equal(removed, memberRevokedEvents.has(id), `member ${id}: removal and its member.revoked event go together`);
+        if (removed) {
+          assert.deepEqual(grants.filter((g) => g.principal_id === id), [], `removed member ${id} holds no role`);
+          assert.deepEqual((await db.selectFrom('api_keys').select('id').where('principal_id', '=', id).where('revoked_at', 'is', null).execute()), [], `removed member ${id} holds no live key`);
+        }
+      }
+      for (const g of grants.filter((g) => createdEvents.has(g.principal_id))) assert.ok(grantedEvents.has(`${g.principal_id} ${g.role}`), `grant of ${g.role} to ${g.principal_id} has its role.granted event`);
+
       // The frozen agent's state is the one its last freeze or release event says.
       const agentEvents = events.filter((e) => (e.kind === 'agent.frozen' || e.kind === 'agent.released') && JSON.parse(e.data).agent === frozen.did).sort((a, b) => Number(a.leaf_index) - Number(b.leaf_index));
       assert.ok(agentEvents.length >= L.freezes.length, `${agentEvents.length} freeze events for ${L.freezes.length} acknowledged`);
@@ -291,7 +326,8 @@ for (const backend of backends()) {
       // API keys: minted ones are there with their event; a revoked key has its event and no longer authenticates.
       const keys = new Map((await db.selectFrom('api_keys').selectAll().execute()).map((k) => [k.id, k]));
       const mintedEvents = new Set(eventData('api_key.minted').map((d) => d.key_id));
-      const keyRevokedEvents = new Set(eventData('api_key.revoked').map((d) => d.key_id));
+      // A key is revoked by its own revocation, or with its holder's membership or its minter's ADMIN role.
+      const keyRevokedEvents = new Set([...eventData('api_key.revoked').map((d) => d.key_id), ...[...eventData('member.revoked'), ...eventData('role.revoked')].flatMap((d) => d.keys_revoked ?? [])]);
       for (const k of L.minted) assert.ok(keys.has(k.id) && mintedEvents.has(k.id), `key ${k.id} minted with its event`);
       for (const k of keys.values()) assert.equal(k.revoked_at !== null, keyRevokedEvents.has(k.id), `key ${k.id}: revoked_at and its event go together`);
       for (const id of L.keysRevoked) assert.ok(keys.get(id)?.revoked_at, `key ${id} revoked`);
@@ -316,7 +352,7 @@ for (const backend of backends()) {
           assert.equal(status, keys.get(k.id)!.revoked_at ? 401 : 200, `key ${k.id} authenticates exactly while it is not revoked`);
         }
       }
-      assert.ok(L.allows.length > 0 && L.consumed.length > 0 && L.revoked.length > 0 && L.freezes.length > 0 && L.activated.length > 0 && L.keysRevoked.length > 0, `every kind of operation ran: ${JSON.stringify(Object.fromEntries(Object.entries(L).map(([k, v]) => [k, v.length])))}`);
+      assert.ok(L.allows.length > 0 && L.consumed.length > 0 && L.revoked.length > 0 && L.freezes.length > 0 && L.activated.length > 0 && L.keysRevoked.length > 0 && L.membersRevoked.length > 0, `every kind of operation ran: ${JSON.stringify(Object.fromEntries(Object.entries(L).map(([k, v]) => [k, v.length])))}`);
     } finally {
       await last.kill();
       await peer?.kill();
