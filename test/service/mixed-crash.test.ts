@@ -28,14 +28,19 @@ import * as v from '../auditlog/independent-verifier.ts';
 
 const SMALL = 100;
 const LARGE = 50_000;
-/** Operations acknowledged in each life of the server before it is killed: four kills at different points. */
-const KILL_AFTER = [5, 30, 60, 20];
+/**
+ * Each life of the server but the last: how many operations are acknowledged before it is killed,
+ * and whether every client must first have finished a round (so that every kind of operation runs).
+ */
+const LIVES = [{ acked: 5, everyLane: false }, { acked: 30, everyLane: true }, { acked: 60, everyLane: true }, { acked: 20, everyLane: false }];
 
 /** What clients were told succeeded. */
 interface Ledger {
   allows: { auditId: string; amount: number }[];
   approved: string[];
   consumed: { obligation: string; auditId: string }[];
+  /** Approvals revoked before use. */
+  withdrawn: string[];
   issued: string[];
   revoked: string[];
   /** Delegated chains presented (ALLOW) whose root was revoked afterwards. */
@@ -51,7 +56,7 @@ interface Ledger {
 }
 
 for (const backend of backends()) {
-  test(`mixed workload killed four times on ${backend.name}: nothing acknowledged lost, nothing half done, log verifies`, { timeout: 300_000 }, async () => {
+  test(`mixed workload killed four times on ${backend.name}: nothing acknowledged lost, nothing half done, log verifies`, { timeout: 600_000 }, async () => {
     const svc = await startService(backend);
     await activatePolicy(svc, ALLOW_PAYMENTS);
     const payer = newAgent(), holder = newAgent(), sub = newAgent(), frozen = newAgent();
@@ -66,7 +71,7 @@ for (const backend of backends()) {
     await svc.ts.store.close();
     const env = { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(options), GAVEL_AUDIT_TICK_MS: '20', GAVEL_CHECKPOINT_INTERVAL_MS: '50' };
 
-    const L: Ledger = { allows: [], approved: [], consumed: [], issued: [], revoked: [], revokedChains: [], freezes: [], saved: [], activated: [], minted: [], keysRevoked: [], principals: [], membersRevoked: [] };
+    const L: Ledger = { allows: [], approved: [], consumed: [], withdrawn: [], issued: [], revoked: [], revokedChains: [], freezes: [], saved: [], activated: [], minted: [], keysRevoked: [], principals: [], membersRevoked: [] };
     const unexpected: string[] = [];
     let acked = 0;
     let policyRound = 0;
@@ -92,7 +97,7 @@ for (const backend of backends()) {
     type Client = Awaited<ReturnType<typeof client>>;
 
     /** One life of the server: the workload runs until `killAfter` operations were acknowledged, then SIGKILL. */
-    async function life(killAfter: number, kill: boolean): Promise<GavelProcess> {
+    async function life({ acked: killAfter, everyLane }: (typeof LIVES)[number], kill: boolean): Promise<GavelProcess> {
       const gavel = await spawnGavel(env);
       // Lanes alternate between the new server and the peer, when there is one.
       const clients = [await client(gavel.url), ...(peer ? [await client(peer.url)] : [])];
@@ -104,10 +109,13 @@ for (const backend of backends()) {
         if (r.status !== status) { unexpected.push(`${what}: ${r.status} ${JSON.stringify(r.body)}`); throw new Error('unexpected'); }
         acked++;
       };
+      const rounds: number[] = [];
       const lane = async (step: (c: Client) => Promise<void>) => {
-        const c = clients[lanesStarted++ % clients.length]!;
+        const i = lanesStarted++;
+        const c = clients[i % clients.length]!;
+        rounds[i] = 0;
         while (!stop) {
-          try { await step(c); } catch { return; /* killed mid-request (or an unexpected answer, recorded) */ }
+          try { await step(c); rounds[i]!++; } catch { return; /* killed mid-request (or an unexpected answer, recorded) */ }
         }
       };
       // An approval binds the policy version that asked for it: the approval and policy lanes take turns.
@@ -137,6 +145,15 @@ for (const backend of backends()) {
           const approved = await c.api('POST', `${P}/approvals`, { approval_request_id: id, key_id: approver.keyId, signature: approver.sign(statement) }, { authorization: `Bearer ${approver.key}` });
           expect('approval', approved, 201);
           L.approved.push(id);
+          if (L.withdrawn.length <= L.consumed.length) {
+            // Approvals are revoked before use as often as they are used; the same request then is no ALLOW.
+            expect('approval revoke', await c.api('POST', `${P}/approvals/revoke`, { approval_request_id: id }), 200);
+            L.withdrawn.push(id);
+            const refused = await c.pay(LARGE, { approval_request_id: id });
+            expect('withdrawn approval', refused, 200);
+            if (refused.body.decision === 'ALLOW') { unexpected.push(`withdrawn approval used: ${JSON.stringify(refused.body)}`); throw new Error(); }
+            return;
+          }
           const consumed = await c.pay(LARGE, { approval_request_id: id });
           expect('approved payment', consumed, 200);
           if (consumed.body.decision !== 'ALLOW') { unexpected.push(`approved payment: ${JSON.stringify(consumed.body)}`); throw new Error(); }
@@ -198,17 +215,18 @@ for (const backend of backends()) {
         }),
       ];
       if (!kill) { stop = true; await Promise.all(lanes); return gavel; }
-      for (let i = 0; i < 6000 && acked - start < killAfter && unexpected.length === 0; i++) await sleep(10);
+      const ready = () => acked - start >= killAfter && (!everyLane || rounds.every((n) => n > 0));
+      for (let i = 0; i < 12_000 && !ready() && unexpected.length === 0; i++) await sleep(10);
       await gavel.kill('SIGKILL');
       stop = true;
       await Promise.all(lanes);
       assert.deepEqual(unexpected, []);
-      assert.ok(acked - start >= killAfter, `${acked - start} operations acknowledged before the kill`);
+      assert.ok(ready(), `${acked - start} operations acknowledged before the kill, rounds per client ${rounds.join(' ')}`);
       return gavel;
     }
 
-    for (const n of KILL_AFTER) await life(n, true);
-    const last = await life(0, false);
+    for (const l of LIVES) await life(l, true);
+    const last = await life({ acked: 0, everyLane: false }, false);
     const store = openStore(options);
     try {
       assert.deepEqual(unexpected, []);
@@ -269,6 +287,13 @@ for (const backend of backends()) {
         assert.equal(d?.decision, 'ALLOW', `approval ${a.id} consumed by a recorded ALLOW`);
         assert.equal(d?.approval_request_id, a.approval_request_id);
         assert.equal(status, 'consumed');
+      }
+      const revokedApprovalEvents = new Set(eventData('approval.revoked').map((d) => d.approval_id));
+      for (const id of L.withdrawn) assert.ok(approvalOf.get(id)?.revoked_at, `approval of ${id} revoked`);
+      for (const a of approvals) {
+        assert.equal(a.revoked_at !== null, revokedApprovalEvents.has(a.id), `approval ${a.id}: revoked_at and its approval.revoked event go together`);
+        assert.equal(a.revoked_at !== null, obligations.get(a.approval_request_id)?.status === 'withdrawn', `approval ${a.id}: revoked exactly when its obligation is withdrawn`);
+        assert.ok(a.revoked_at === null || a.consumed_by_decision === null, `approval ${a.id} is not both revoked and consumed`);
       }
       const consumingAllows = decisions.filter((d) => d.decision === 'ALLOW' && d.approval_request_id);
       for (const d of consumingAllows) assert.equal(approvalOf.get(d.approval_request_id!)?.consumed_by_decision, d.decision_id, `ALLOW ${d.decision_id} consumed its approval`);
@@ -352,7 +377,7 @@ for (const backend of backends()) {
           assert.equal(status, keys.get(k.id)!.revoked_at ? 401 : 200, `key ${k.id} authenticates exactly while it is not revoked`);
         }
       }
-      assert.ok(L.allows.length > 0 && L.consumed.length > 0 && L.revoked.length > 0 && L.freezes.length > 0 && L.activated.length > 0 && L.keysRevoked.length > 0 && L.membersRevoked.length > 0, `every kind of operation ran: ${JSON.stringify(Object.fromEntries(Object.entries(L).map(([k, v]) => [k, v.length])))}`);
+      assert.ok(L.allows.length > 0 && L.consumed.length > 0 && L.withdrawn.length > 0 && L.revoked.length > 0 && L.freezes.length > 0 && L.activated.length > 0 && L.keysRevoked.length > 0 && L.membersRevoked.length > 0, `every kind of operation ran: ${JSON.stringify(Object.fromEntries(Object.entries(L).map(([k, v]) => [k, v.length])))}`);
     } finally {
       await last.kill();
       await peer?.kill();
