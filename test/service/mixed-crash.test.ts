@@ -24,6 +24,9 @@ import { consistencyFromStore, rootOfSize } from '../../src/services/auditlog/ch
 import { logIdentity } from '../../src/services/auditlog/log.ts';
 import { LocalSigner } from '../../src/signer/local.ts';
 import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { startWitness } from '../../src/witness/server.ts';
 import * as v from '../auditlog/independent-verifier.ts';
 
 const SMALL = 100;
@@ -67,9 +70,13 @@ for (const backend of backends()) {
     const person = await consoleMember(svc, ['PERMIT_ISSUER', 'ADMIN']);
     const projectId = svc.projectId;
     const options = svc.ts.options;
+    // A witness cosigns only heads consistent with the last it cosigned, across every kill.
+    const log = await logIdentity(svc.ts.store, new LocalSigner(join(svc.ts.dataDir, 'keys')));
+    const witnessDir = mkdtempSync(join(tmpdir(), 'gavel-witness-'));
+    const witness = await startWitness({ dataDir: witnessDir, logs: [{ origin: log.origin, vkeys: [log.vkey] }] });
     await svc.close();
     await svc.ts.store.close();
-    const env = { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(options), GAVEL_AUDIT_TICK_MS: '20', GAVEL_CHECKPOINT_INTERVAL_MS: '50' };
+    const env = { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(options), GAVEL_AUDIT_TICK_MS: '20', GAVEL_CHECKPOINT_INTERVAL_MS: '50', GAVEL_WITNESS_URL: witness.url, GAVEL_WITNESS_VKEY: witness.publicKeyVkey };
 
     const L: Ledger = { allows: [], approved: [], consumed: [], withdrawn: [], issued: [], revoked: [], revokedChains: [], freezes: [], saved: [], activated: [], minted: [], keysRevoked: [], principals: [], membersRevoked: [] };
     const unexpected: string[] = [];
@@ -245,7 +252,6 @@ for (const backend of backends()) {
         if (r.leaf_hash) assert.ok(leaf.equals(Buffer.from(r.leaf_hash)), `leaf ${r.leaf_index} recomputes from its row`);
         return leaf;
       });
-      const log = await logIdentity(store, new LocalSigner(join(env.GAVEL_DATA_DIR, 'keys')));
       const vkey = parseVkey(log.vkey);
       const cps = await db.selectFrom('audit_checkpoints').select(['size', 'note']).orderBy('size').execute();
       assert.ok(cps.length >= 2);
@@ -357,6 +363,11 @@ for (const backend of backends()) {
       for (const k of keys.values()) assert.equal(k.revoked_at !== null, keyRevokedEvents.has(k.id), `key ${k.id}: revoked_at and its event go together`);
       for (const id of L.keysRevoked) assert.ok(keys.get(id)?.revoked_at, `key ${id} revoked`);
 
+      // The witness cosigned the whole log after the kills (it refuses a head inconsistent with one it saw).
+      const witnessed = async () => Number((await db.selectFrom('audit_checkpoints').select('size').where('witnessed_at', 'is not', null).orderBy('size', 'desc').executeTakeFirst())?.size ?? -1);
+      for (let i = 0; i < 3000 && (await witnessed()) < n; i++) await sleep(20);
+      assert.ok((await witnessed()) >= n, `the newest head is witnessed (${await witnessed()} of ${n})`);
+
       // The restarted service (and the peer, which saw the others die) answers as the database says:
       // a payment under the active policy, the frozen agent as it was left, revoked delegates and keys refused.
       for (const server of [last, ...(peer ? [peer] : [])]) {
@@ -383,6 +394,8 @@ for (const backend of backends()) {
       await peer?.kill();
       await store.close();
       await svc.ts.cleanup();
+      await witness.close();
+      rmSync(witnessDir, { recursive: true, force: true });
     }
   });
 }
