@@ -1,10 +1,13 @@
-// A real server runs a mixed workload (spending decisions, approvals opened, recorded and consumed,
-// permits issued, used through a delegate and revoked, an agent frozen and released, policies saved
-// and activated, API keys minted and revoked), is killed with SIGKILL four times at different
-// points and restarted on the same database. Then what an auditor checks: everything a client was
-// told succeeded is there with its audit event, nothing is half done (a spend, a consumed approval,
-// a revocation, a freeze or a policy pointer without the record that explains it), the Merkle log
-// is gapless and every checkpoint matches it and extends the one before, and the service answers.
+// A real server runs a mixed workload (spending decisions; approvals opened, recorded, then consumed
+// or revoked; permits issued, used through a delegate and revoked; an agent frozen and released;
+// policies saved and activated; API keys minted and revoked; service principals created, keyed,
+// granted a role and removed), is killed with SIGKILL four times at different points and restarted
+// on the same database (on PostgreSQL a second instance serves beside it throughout). Then what an
+// auditor checks: everything a client was told succeeded is there with its audit event; nothing is
+// half done (a spend, a consumed or withdrawn approval, a revocation, a freeze, a removal or a
+// policy pointer without the record that explains it); the Merkle log is gapless, each leaf
+// recomputes from its row, every checkpoint is the root of those leaves and extends the one before,
+// and the witness cosigned the newest head; and both servers answer as the database says.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -241,7 +244,7 @@ for (const backend of backends()) {
       // The log: every event sequenced, leaf indexes 0..n-1, every checkpoint the stored tree's root and consistent with the one before.
       const sequenced = async () => Number((await db.selectFrom('audit_log_state').select('size').executeTakeFirstOrThrow()).size);
       const total = async () => Number((await db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-      for (let i = 0; i < 3000 && (await sequenced()) < (await total()); i++) await sleep(20);
+      for (let i = 0; i < 6000 && (await sequenced()) < (await total()); i++) await sleep(20);
       const n = await total();
       assert.equal(await sequenced(), n, 'every event sequenced');
       const rows = await db.selectFrom('audit_events').select(['id', 'project_id', 'kind', 'actor', 'created_at', 'data', 'leaf_index', 'leaf_hash']).orderBy('leaf_index').execute();
@@ -365,7 +368,7 @@ for (const backend of backends()) {
 
       // The witness cosigned the whole log after the kills (it refuses a head inconsistent with one it saw).
       const witnessed = async () => Number((await db.selectFrom('audit_checkpoints').select('size').where('witnessed_at', 'is not', null).orderBy('size', 'desc').executeTakeFirst())?.size ?? -1);
-      for (let i = 0; i < 3000 && (await witnessed()) < n; i++) await sleep(20);
+      for (let i = 0; i < 6000 && (await witnessed()) < n; i++) await sleep(20);
       assert.ok((await witnessed()) >= n, `the newest head is witnessed (${await witnessed()} of ${n})`);
 
       // The restarted service (and the peer, which saw the others die) answers as the database says:
