@@ -240,7 +240,13 @@ for (const backend of backends()) {
             const whole = await all(r, own, q);
             assert.ok(whole.every((i: any) => i[name] === value), `${r.template}?${q} lists only those`);
             if (['pending', 'expired', 'FAILED'].includes(value) || allowed.length === 0) assert.ok(whole.length > 0, `${r.template}?${q} lists some`);
-            assert.deepEqual(await walk(r, 2, q), whole.map(r.kind.key), `${r.template}?${q} walked at limit=2`);
+            // As above: an item that came to match before the walk's first page (the recovery sweep
+            // finds an execution seeded by an earlier walk UNKNOWN, in the background) leads it.
+            const walked = await walk(r, 2, q);
+            const expected = whole.map(r.kind.key);
+            const start = expected.length === 0 ? walked.length : walked.indexOf(expected[0]!);
+            assert.ok(start >= 0 && walked.slice(0, start).every((k) => !expected.includes(k)), `${r.template}?${q} walked at limit=2: ${walked.join(', ')}`);
+            assert.deepEqual(walked.slice(start), expected, `${r.template}?${q} walked at limit=2`);
           }
         }
       }
