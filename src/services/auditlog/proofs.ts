@@ -12,6 +12,7 @@ import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, ope
 import { ensureLogState, logIdentity, readNodes } from './log.ts';
 import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
+import { sql } from 'kysely';
 
 export interface AuditLogDeps {
   store: Store;
@@ -80,18 +81,24 @@ export async function leafPastTheTree(store: Store, id: string, index: number): 
 }
 
 /**
- * The answer for an event without a leaf index: not ready, unless (SQLite) the log has sequenced
- * events written after it. SQLite commits in seq order and the sequencer takes only the events after
- * the last one it sequenced, so such a row lost its index and will never get one. On PostgreSQL a
- * lower seq can commit after a higher one and the sequencer takes every waiting row: it waits.
+ * The answer for an event without a leaf index: not ready, unless the log has sequenced it, so its
+ * index was erased and it will never get another. SQLite commits in seq order and the sequencer
+ * takes only the events after the last one it sequenced: sequenced events written after it say so.
+ * On PostgreSQL a lower seq can commit after a higher one; the sequencer takes only events marked
+ * pending and clears the mark as it sets the index (migration 0607): no mark says so.
  */
 export async function unsequenced(deps: AuditLogDeps, projectId: string, id: string): Promise<Problem> {
+  const erased = (why: string) => new Problem(500, 'log_damaged', `audit event ${id} has no leaf index, ${why}, so its row was altered (its leaf index erased) and it will not be sequenced again; the verification route reports the same`);
   if (deps.store.dialect === 'sqlite') {
     const later = await deps.store.db.selectFrom('audit_events as e').select('e.id')
       .where('e.id', '=', id).where('e.project_id', '=', projectId)
       .where((eb) => eb.exists(eb.selectFrom('audit_events as l').select('l.seq').whereRef('l.seq', '>', 'e.seq').where('l.leaf_index', 'is not', null)))
       .executeTakeFirst();
-    if (later) return new Problem(500, 'log_damaged', `audit event ${id} has no leaf index, yet the log has sequenced events written after it: the log sequences in write order, so its row was altered (its leaf index erased); the verification route reports the same`);
+    if (later) return erased('yet the log has sequenced events written after it: the log sequences in write order');
+  } else {
+    // The column exists on PostgreSQL only, hence raw SQL.
+    const { rows } = await sql<{ pending: boolean | null }>`select pending from audit_events where id = ${id} and project_id = ${projectId} and leaf_index is null`.execute(deps.store.db);
+    if (rows[0] && rows[0].pending !== true) return erased('yet the log sequenced it: the sequencer clears its pending mark as it sets the index');
   }
   return notReady(deps, 'the event is not sequenced into the log yet');
 }

@@ -44,7 +44,9 @@ export async function sequenceBatch(store: Store, max = defaultBatch(store.diale
 }
 
 // PostgreSQL: a lower seq can commit after a higher one, so the waiting events are found by the
-// partial index on unsequenced rows. SQLite: one writer at a time, so commit order is seq order
+// partial index on unsequenced rows; of those, only the ones still marked pending (migration 0607):
+// a row whose leaf index was erased by hand after it was sequenced is damage, reported by the proof
+// and verification routes, never a leaf to append a second time. SQLite: one writer at a time, so commit order is seq order
 // and the waiting events are exactly those after the last sequenced one (no index to maintain:
 // migration 0601 drops it there). Where the newest leaf's row is gone (deleted by hand), the last
 // sequenced row is found walking back from the newest seq instead, and a sequenced row is never
@@ -52,7 +54,7 @@ export async function sequenceBatch(store: Store, max = defaultBatch(store.diale
 // An event written with its leaf hash (migration 0605) is read without its text.
 const WAITING_COLUMNS = `id, leaf_hash, project_id, kind, actor, created_at, case when leaf_hash is null then data end as data`;
 const WAITING = {
-  postgres: fixedSql(`select ${WAITING_COLUMNS} from audit_events where leaf_index is null order by seq limit ?`).postgres,
+  postgres: fixedSql(`select ${WAITING_COLUMNS} from audit_events where leaf_index is null and pending order by seq limit ?`).postgres,
   sqlite: `select seq, ${WAITING_COLUMNS} from audit_events
     where seq > coalesce((select seq from audit_events where leaf_index = ?),
       (select seq from audit_events where leaf_index is not null order by seq desc limit 1), 0)
@@ -62,8 +64,9 @@ type Waiting = Omit<StoredEvent, 'data'> & { data: string | null; leaf_hash: Uin
 const leafOf = (e: Waiting): Uint8Array => (e.leaf_hash ? fromBlob(e.leaf_hash) : leafHashOfStoredEvent(e as StoredEvent));
 // SQLite: by rowid. A run of consecutive seqs (the usual case) takes one statement.
 const SET_INDEX = fixedSql('update audit_events set leaf_index = ? where seq = ? and leaf_index is null');
-// PostgreSQL: the batch's ids and their indexes as parallel arrays, in one statement.
-const SET_INDEXES_POSTGRES = fixedSql(`update audit_events as a set leaf_index = u.li
+// PostgreSQL: the batch's ids and their indexes as parallel arrays, in one statement, which clears
+// their pending mark with it.
+const SET_INDEXES_POSTGRES = fixedSql(`update audit_events as a set leaf_index = u.li, pending = null
   from unnest(?::text[], ?::bigint[]) as u(id, li) where a.id = u.id and a.leaf_index is null`);
 const SET_RANGE = fixedSql('update audit_events set leaf_index = seq + ? where seq >= ? and seq <= ? and leaf_index is null');
 

@@ -64,7 +64,11 @@ export interface AuditEventsTable {
   created_at: string;
   /** Canonical JSON of the event's own fields. */
   data: string;
-  /** Position in the Merkle log, assigned gaplessly by the sequencer after commit. */
+  /**
+   * Position in the Merkle log, assigned gaplessly by the sequencer after commit. (PostgreSQL also
+   * has `pending`, true until the sequencer sets this: migration 0607; not in this type, as SQLite
+   * has no such column.)
+   */
   leaf_index: number | null;
   /** Its leaf hash, when written with the event (migration 0605); the sequencer hashes the text otherwise. */
   leaf_hash: Uint8Array | null;
