@@ -6,6 +6,7 @@ import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { addEvents, restartAuditService, startAuditService } from './support.ts';
 import { ensureLogState, LogStateMissing } from '../../src/services/auditlog/log.ts';
+import { recordAudit } from '../../src/services/audit/record.ts';
 
 for (const backend of backends()) {
   test(`a proof the damaged store cannot assemble is 500 log_damaged, not an anonymous fault (${backend.name})`, async () => {
@@ -230,3 +231,31 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 }
+
+const postgres = backends().find((b) => b.name === 'postgres');
+
+test('on PostgreSQL, an event that commits after a later-written one is sequenced, not taken for an erased one', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  const a = await startAuditService(postgres!, 'none');
+  try {
+    const store = a.svc.ts.store;
+    const key = await a.svc.keyHeader([]);
+    let late = '';
+    let early = '';
+    await store.transaction(async (trx) => {
+      // Written first (the lower seq), committed last: meanwhile a later event is sequenced.
+      late = await recordAudit(trx, { projectId: a.svc.projectId, kind: 'test.event', actor: 'system', data: { late: true } });
+      [early] = await addEvents(store, a.svc.projectId, 1) as [string];
+      await a.svc.auditLog.tick({ force: true });
+    });
+    const seqs = await store.db.selectFrom('audit_events').select(['id', 'seq', 'leaf_index']).where('id', 'in', [late, early]).execute();
+    const row = (id: string) => seqs.find((r) => r.id === id)!;
+    assert.ok(Number(row(late).seq) < Number(row(early).seq), 'the late event has the lower seq');
+    assert.notEqual(row(early).leaf_index, null);
+    assert.equal(row(late).leaf_index, null);
+    assert.equal((await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${late}/proof`, headers: key })).statusCode, 409, 'not ready, not log_damaged');
+    const { size } = await ensureLogState(store);
+    await a.svc.auditLog.tick({ force: true });
+    const sequenced = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', late).executeTakeFirstOrThrow();
+    assert.equal(Number(sequenced.leaf_index), size, 'the late event is the next leaf');
+  } finally { await a.stop(); }
+});
