@@ -1,81 +1,73 @@
 // Members, roles, SoD, API keys, login and registration: the rules and the bad inputs.
-import { test, describe, before, after } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createService } from '../../src/service.ts';
 import { getSod } from '../../src/services/identity/sod.ts';
 import { grantRole, revokeMember, revokeRole } from '../../src/services/identity/members.ts';
 import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { backends } from '../support/backends.ts';
-import { consoleMember, type ConsoleMember } from '../support/console.ts';
-import { startService, type TestService } from '../support/service.ts';
+import { adminConsoleSuite, consoleMember } from '../support/console.ts';
+import { startService } from '../support/service.ts';
 
 for (const backend of backends()) {
   describe(`identity and access (${backend.name})`, () => {
-    let svc: TestService;
-    let admin: ConsoleMember;
-    let P: string;
-    before(async () => {
-      svc = await startService(backend);
-      P = `/v1/console/projects/${svc.projectId}`;
-      admin = await consoleMember(svc, ['ADMIN']);
-    });
-    after(async () => { await svc.stop(); });
-    const post = (url: string, payload: unknown, headers: Record<string, string> = admin.post) => svc.app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
-    const auditCount = async () => Number((await svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-    const rolesOf = async (id: string) => (await svc.ts.store.db.selectFrom('role_grants').select('role').where('project_id', '=', svc.projectId).where('principal_id', '=', id).execute()).map((r) => r.role).sort();
+    const suite = adminConsoleSuite(backend);
+    const post = (url: string, payload: unknown, headers: Record<string, string> = suite.admin.post) => suite.svc.app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
+    const auditCount = async () => Number((await suite.svc.ts.store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const rolesOf = async (id: string) => (await suite.svc.ts.store.db.selectFrom('role_grants').select('role').where('project_id', '=', suite.svc.projectId).where('principal_id', '=', id).execute()).map((r) => r.role).sort();
 
     test('register, add as member by name, grant and revoke roles, each change audited', async () => {
-      const reg = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'Alice@Example.org', password: 'a long enough passphrase' } });
+      const reg = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'Alice@Example.org', password: 'a long enough passphrase' } });
       assert.equal(reg.statusCode, 201);
       assert.equal(reg.json().name, 'alice@example.org');
       const id = reg.json().principal_id;
       // A registered person sees no project until added.
-      const s = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'alice@example.org', password: 'a long enough passphrase' } });
+      const s = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'alice@example.org', password: 'a long enough passphrase' } });
       const cookie = s.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
-      assert.deepEqual((await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json(), { projects: [] });
+      assert.deepEqual((await suite.svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json(), { projects: [] });
       const before = await auditCount();
-      const add = await post(`${P}/members`, { name: 'alice@example.org', roles: ['AUDITOR'] });
+      const add = await post(`${suite.P}/members`, { name: 'alice@example.org', roles: ['AUDITOR'] });
       assert.equal(add.statusCode, 201);
       assert.deepEqual(add.json().roles, ['AUDITOR']);
-      const grant = await post(`${P}/members/${id}/roles`, { role: 'APPROVER' });
+      const grant = await post(`${suite.P}/members/${id}/roles`, { role: 'APPROVER' });
       assert.equal(grant.statusCode, 200);
       assert.deepEqual(grant.json().member.roles, ['APPROVER', 'AUDITOR']);
-      assert.equal((await post(`${P}/members/${id}/roles`, { role: 'APPROVER' })).json().changed, false);
-      const revoke = await post(`${P}/members/${id}/roles/AUDITOR/revoke`, {});
+      assert.equal((await post(`${suite.P}/members/${id}/roles`, { role: 'APPROVER' })).json().changed, false);
+      const revoke = await post(`${suite.P}/members/${id}/roles/AUDITOR/revoke`, {});
       assert.deepEqual(revoke.json().member.roles, ['APPROVER']);
-      const kinds = (await svc.ts.store.db.selectFrom('audit_events').select('kind').orderBy('seq').execute()).slice(before).map((e) => e.kind);
+      const kinds = (await suite.svc.ts.store.db.selectFrom('audit_events').select('kind').orderBy('seq').execute()).slice(before).map((e) => e.kind);
       assert.deepEqual(kinds, ['member.added', 'role.granted', 'role.granted', 'role.revoked']);
-      const projects = (await svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json().projects;
-      assert.deepEqual(projects.map((p: { id: string; roles: string[] }) => [p.id, p.roles]), [[svc.projectId, ['APPROVER']]], 'roles are read live, not from the session');
+      const projects = (await suite.svc.app.inject({ method: 'GET', url: '/v1/console/projects', headers: { cookie } })).json().projects;
+      assert.deepEqual(projects.map((p: { id: string; roles: string[] }) => [p.id, p.roles]), [[suite.svc.projectId, ['APPROVER']]], 'roles are read live, not from the session');
     });
 
     test('bad input gives a clear 4xx and changes nothing', async () => {
-      const target = await svc.member(['APPROVER']);
-      const person = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'not-yet-member', password: 'another long passphrase' } });
+      const target = await suite.svc.member(['APPROVER']);
+      const person = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'not-yet-member', password: 'another long passphrase' } });
       const before = await auditCount();
       const cases: [string, Promise<{ statusCode: number; json(): any }>, number, string][] = [
-        ['invalid role', post(`${P}/members/${target.principalId}/roles`, { role: 'SUPERUSER' }), 400, 'invalid_request'],
-        ['invalid role in path', post(`${P}/members/${target.principalId}/roles/ROOT/revoke`, {}), 400, 'invalid_request'],
-        ['unknown principal', post(`${P}/members/prn_00000000000000000000000000/roles`, { role: 'AUDITOR' }), 404, 'not_found'],
-        ['malformed principal id', post(`${P}/members/bob/roles`, { role: 'AUDITOR' }), 400, 'invalid_request'],
-        ['grant to a non-member', post(`${P}/members/${person.json().principal_id}/roles`, { role: 'AUDITOR' }), 422, 'not_a_member'],
-        ['add unknown name', post(`${P}/members`, { name: 'nobody-here', roles: [] }), 404, 'not_found'],
-        ['add with both id and name', post(`${P}/members`, { name: 'x', principal_id: target.principalId }), 400, 'invalid_request'],
-        ['add an existing member', post(`${P}/members`, { principal_id: target.principalId }), 409, 'already_member'],
-        ['over-long name', post(`${P}/members`, { name: 'n'.repeat(129) }), 400, 'invalid_request'],
-        ['unknown field', post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR', admin: true }), 400, 'invalid_request'],
-        ['key with a role the holder lacks', post(`${P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'] }), 422, 'role_not_held'],
-        ['key with a blank name', post(`${P}/api-keys`, { name: '   ', roles: [] }), 400, 'invalid_request'],
-        ['key whose name holds a newline', post(`${P}/api-keys`, { name: 'ci\nadmin', roles: [] }), 400, 'invalid_request'],
-        ['key whose name holds a bidi override', post(`${P}/api-keys`, { name: 'yek\u202eci', roles: [] }), 400, 'invalid_request'],
-        ['key for a non-member', post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: person.json().principal_id }), 422, 'not_a_member'],
-        ['revoke an unknown key', post(`${P}/api-keys/key_00000000000000000000000000/revoke`, {}), 404, 'not_found'],
-        ['weak password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'short' } }), 400, 'invalid_request'],
-        ['repetitive password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'aaaaaaaaaaaaaaaa' } }), 400, 'invalid_request'],
-        ['huge password', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'x'.repeat(10_000) } }), 400, 'invalid_request'],
-        ['password over 256', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'xy1'.repeat(100) } }), 400, 'invalid_request'],
-        ['bad name', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: ' spaced name ', password: 'a long enough passphrase' } }), 400, 'invalid_request'],
-        ['taken name', svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'admin', password: 'a long enough passphrase' } }), 409, 'name_taken'],
+        ['invalid role', post(`${suite.P}/members/${target.principalId}/roles`, { role: 'SUPERUSER' }), 400, 'invalid_request'],
+        ['invalid role in path', post(`${suite.P}/members/${target.principalId}/roles/ROOT/revoke`, {}), 400, 'invalid_request'],
+        ['unknown principal', post(`${suite.P}/members/prn_00000000000000000000000000/roles`, { role: 'AUDITOR' }), 404, 'not_found'],
+        ['malformed principal id', post(`${suite.P}/members/bob/roles`, { role: 'AUDITOR' }), 400, 'invalid_request'],
+        ['grant to a non-member', post(`${suite.P}/members/${person.json().principal_id}/roles`, { role: 'AUDITOR' }), 422, 'not_a_member'],
+        ['add unknown name', post(`${suite.P}/members`, { name: 'nobody-here', roles: [] }), 404, 'not_found'],
+        ['add with both id and name', post(`${suite.P}/members`, { name: 'x', principal_id: target.principalId }), 400, 'invalid_request'],
+        ['add an existing member', post(`${suite.P}/members`, { principal_id: target.principalId }), 409, 'already_member'],
+        ['over-long name', post(`${suite.P}/members`, { name: 'n'.repeat(129) }), 400, 'invalid_request'],
+        ['unknown field', post(`${suite.P}/members/${target.principalId}/roles`, { role: 'AUDITOR', admin: true }), 400, 'invalid_request'],
+        ['key with a role the holder lacks', post(`${suite.P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'] }), 422, 'role_not_held'],
+        ['key with a blank name', post(`${suite.P}/api-keys`, { name: '   ', roles: [] }), 400, 'invalid_request'],
+        ['key whose name holds a newline', post(`${suite.P}/api-keys`, { name: 'ci\nadmin', roles: [] }), 400, 'invalid_request'],
+        ['key whose name holds a bidi override', post(`${suite.P}/api-keys`, { name: 'yek\u202eci', roles: [] }), 400, 'invalid_request'],
+        ['key for a non-member', post(`${suite.P}/api-keys`, { name: 'k', roles: [], principal_id: person.json().principal_id }), 422, 'not_a_member'],
+        ['revoke an unknown key', post(`${suite.P}/api-keys/key_00000000000000000000000000/revoke`, {}), 404, 'not_found'],
+        ['weak password', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'short' } }), 400, 'invalid_request'],
+        ['repetitive password', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'aaaaaaaaaaaaaaaa' } }), 400, 'invalid_request'],
+        ['huge password', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'x'.repeat(10_000) } }), 400, 'invalid_request'],
+        ['password over 256', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'weakling', password: 'xy1'.repeat(100) } }), 400, 'invalid_request'],
+        ['bad name', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: ' spaced name ', password: 'a long enough passphrase' } }), 400, 'invalid_request'],
+        ['taken name', suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'admin', password: 'a long enough passphrase' } }), 409, 'name_taken'],
       ];
       for (const [name, p, status, code] of cases) {
         const res = await p;
@@ -84,7 +76,7 @@ for (const backend of backends()) {
       }
       assert.equal(await auditCount(), before, 'no refused request wrote anything');
       assert.deepEqual(await rolesOf(target.principalId), ['APPROVER']);
-      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'weakling').executeTakeFirst(), undefined);
+      assert.equal(await suite.svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'weakling').executeTakeFirst(), undefined);
     });
 
     test('the last ADMIN can be neither demoted nor removed', async () => {
@@ -169,21 +161,21 @@ for (const backend of backends()) {
     });
 
     test('concurrency: granting and revoking the same role at once end in a state the audit log explains', async () => {
-      const other = await consoleMember(svc, ['ADMIN']);
+      const other = await consoleMember(suite.svc, ['ADMIN']);
       for (let round = 0; round < 5; round++) {
-        const target = await svc.member(round % 2 ? ['AUDITOR'] : []);
+        const target = await suite.svc.member(round % 2 ? ['AUDITOR'] : []);
         const before = await auditCount();
         const results = await Promise.all([
-          post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }),
-          post(`${P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}, other.post),
-          post(`${P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }, other.post),
-          post(`${P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}),
+          post(`${suite.P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }),
+          post(`${suite.P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}, other.post),
+          post(`${suite.P}/members/${target.principalId}/roles`, { role: 'AUDITOR' }, other.post),
+          post(`${suite.P}/members/${target.principalId}/roles/AUDITOR/revoke`, {}),
         ]);
         for (const r of results) assert.equal(r.statusCode, 200, r.body);
         const grants = await rolesOf(target.principalId);
         assert.ok(grants.length <= 1, 'the role is held at most once');
         // Replaying the audited changes from the start reproduces the final state.
-        const events = (await svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).orderBy('seq').execute()).slice(before)
+        const events = (await suite.svc.ts.store.db.selectFrom('audit_events').select(['kind', 'data']).orderBy('seq').execute()).slice(before)
           .filter((e) => JSON.parse(e.data).principal_id === target.principalId);
         let held = round % 2 === 1;
         for (const e of events) {
@@ -196,57 +188,57 @@ for (const backend of backends()) {
     });
 
     test('SoD: ADMIN cannot take POLICY_AUTHOR by granting it, by minting a key, or by being ADMIN', async () => {
-      const grant = await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
+      const grant = await post(`${suite.P}/members/${suite.admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
       assert.equal(grant.statusCode, 409);
       assert.equal(grant.json().code, 'sod_conflict');
-      const key = await post(`${P}/api-keys`, { name: 'k', roles: ['ADMIN', 'POLICY_AUTHOR'] });
+      const key = await post(`${suite.P}/api-keys`, { name: 'k', roles: ['ADMIN', 'POLICY_AUTHOR'] });
       assert.equal(key.json().code, 'role_not_held');
-      assert.deepEqual(await rolesOf(admin.principalId), ['ADMIN']);
+      assert.deepEqual(await rolesOf(suite.admin.principalId), ['ADMIN']);
       // Nor by minting a POLICY_AUTHOR key for someone else: the minter would hold its secret.
-      const author = await consoleMember(svc, ['POLICY_AUTHOR']);
-      const forOther = await post(`${P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'], principal_id: author.principalId });
+      const author = await consoleMember(suite.svc, ['POLICY_AUTHOR']);
+      const forOther = await post(`${suite.P}/api-keys`, { name: 'k', roles: ['POLICY_AUTHOR'], principal_id: author.principalId });
       assert.equal(forOther.statusCode, 403);
       assert.equal(forOther.json().code, 'separation_of_duties');
       // The author mints its own; a non-ADMIN cannot mint for another principal.
-      const own = await post(`${P}/api-keys`, { name: 'mine', roles: ['POLICY_AUTHOR'] }, author.post);
+      const own = await post(`${suite.P}/api-keys`, { name: 'mine', roles: ['POLICY_AUTHOR'] }, author.post);
       assert.equal(own.statusCode, 201, own.body);
       assert.equal(own.json().principal_id, author.principalId);
-      const activate = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/policy/versions`, headers: { authorization: `Bearer ${own.json().secret}` } });
+      const activate = await suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/policy/versions`, headers: { authorization: `Bearer ${own.json().secret}` } });
       assert.equal(activate.statusCode, 200);
-      const notMine = await post(`${P}/api-keys`, { name: 'k', roles: [], principal_id: admin.principalId }, author.post);
+      const notMine = await post(`${suite.P}/api-keys`, { name: 'k', roles: [], principal_id: suite.admin.principalId }, author.post);
       assert.equal(notMine.statusCode, 403);
       assert.equal(notMine.json().code, 'forbidden');
-      const adminKey = await svc.keyHeader(['ADMIN']);
-      const sodUrl = `/v1/projects/${svc.projectId}/sod`;
-      const put = (doc: unknown) => svc.app.inject({ method: 'PUT', url: sodUrl, headers: adminKey, payload: doc as object });
+      const adminKey = await suite.svc.keyHeader(['ADMIN']);
+      const sodUrl = `/v1/projects/${suite.svc.projectId}/sod`;
+      const put = (doc: unknown) => suite.svc.app.inject({ method: 'PUT', url: sodUrl, headers: adminKey, payload: doc as object });
       // ADMIN and POLICY_AUTHOR stay apart whatever the document says: an ADMIN writes it, so it
       // could otherwise lift the pair and grant itself the role (spec 5.5).
       const dropped = await put({ exclusive_roles: [], four_eyes_policy_activation: true });
       assert.equal(dropped.statusCode, 400, dropped.body);
       assert.deepEqual(dropped.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/exclusive_roles', 'required_pair']]);
-      const selfGrant = await post(`${P}/members/${admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
+      const selfGrant = await post(`${suite.P}/members/${suite.admin.principalId}/roles`, { role: 'POLICY_AUTHOR' });
       assert.equal(selfGrant.statusCode, 409);
       assert.equal(selfGrant.json().code, 'sod_conflict');
       // A document saved before the pair was required reads with it.
-      await svc.ts.store.db.insertInto('sod_settings').values({ project_id: svc.projectId, document: '{"exclusive_roles":[],"four_eyes_policy_activation":true}', updated_at: new Date().toISOString(), updated_by: 'test' })
+      await suite.svc.ts.store.db.insertInto('sod_settings').values({ project_id: suite.svc.projectId, document: '{"exclusive_roles":[],"four_eyes_policy_activation":true}', updated_at: new Date().toISOString(), updated_by: 'test' })
         .onConflict((oc) => oc.column('project_id').doUpdateSet({ document: '{"exclusive_roles":[],"four_eyes_policy_activation":true}' })).execute();
-      assert.deepEqual(await getSod(svc.ts.store.db, svc.projectId), { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true });
+      assert.deepEqual(await getSod(suite.svc.ts.store.db, suite.svc.projectId), { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true });
       // Other pairs are the project's own: lifted, the grant is allowed and audited; put back, refused while held.
-      const holder = await svc.member(['APPROVER']);
+      const holder = await suite.svc.member(['APPROVER']);
       const both = [['ADMIN', 'POLICY_AUTHOR'], ['PERMIT_ISSUER', 'APPROVER']];
       assert.equal((await put({ exclusive_roles: both, four_eyes_policy_activation: true })).statusCode, 200);
-      assert.equal((await post(`${P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).json().code, 'sod_conflict');
+      assert.equal((await post(`${suite.P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).json().code, 'sod_conflict');
       assert.equal((await put({ exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: true })).statusCode, 200);
-      assert.equal((await post(`${P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).statusCode, 200);
+      assert.equal((await post(`${suite.P}/members/${holder.principalId}/roles`, { role: 'PERMIT_ISSUER' })).statusCode, 200);
       const refused = await put({ exclusive_roles: both, four_eyes_policy_activation: true });
       assert.equal(refused.statusCode, 409);
       assert.equal(refused.json().code, 'sod_conflict');
       assert.equal(refused.json().conflicts[0].principal_id, holder.principalId);
-      assert.equal((await post(`${P}/members/${holder.principalId}/roles/PERMIT_ISSUER/revoke`, {})).statusCode, 200);
+      assert.equal((await post(`${suite.P}/members/${holder.principalId}/roles/PERMIT_ISSUER/revoke`, {})).statusCode, 200);
       const back = await put({ exclusive_roles: both, four_eyes_policy_activation: false });
       assert.equal(back.statusCode, 200);
       assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'PERMIT_ISSUER']], 'pairs are normalized');
-      const audits = await svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
+      const audits = await suite.svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
       assert.equal(audits.length, 3);
       // The SELECT has no order (PostgreSQL returned them either way round): find the event by content.
       const restored = audits.map((a) => JSON.parse(a.data)).find((d) => d.after.four_eyes_policy_activation === false);
@@ -258,79 +250,79 @@ for (const backend of backends()) {
     });
 
     test('a member without ADMIN mints keys for its own roles only: a key with no role is refused it, an ADMIN may mint one', async () => {
-      const auditor = await consoleMember(svc, ['AUDITOR']);
-      const none = await svc.app.inject({ method: 'POST', url: `${P}/api-keys`, headers: auditor.post, payload: { name: 'no role', roles: [] } });
+      const auditor = await consoleMember(suite.svc, ['AUDITOR']);
+      const none = await suite.svc.app.inject({ method: 'POST', url: `${suite.P}/api-keys`, headers: auditor.post, payload: { name: 'no role', roles: [] } });
       assert.equal(none.statusCode, 422, none.body);
       assert.equal(none.json().code, 'roles_required');
-      assert.equal((await svc.app.inject({ method: 'POST', url: `${P}/api-keys`, headers: auditor.post, payload: { name: 'mine', roles: ['AUDITOR'] } })).statusCode, 201);
-      assert.equal((await post(`${P}/api-keys`, { name: 'platform', roles: [] })).statusCode, 201, 'an ADMIN issues decision-only keys');
+      assert.equal((await suite.svc.app.inject({ method: 'POST', url: `${suite.P}/api-keys`, headers: auditor.post, payload: { name: 'mine', roles: ['AUDITOR'] } })).statusCode, 201);
+      assert.equal((await post(`${suite.P}/api-keys`, { name: 'platform', roles: [] })).statusCode, 201, 'an ADMIN issues decision-only keys');
     });
 
     test('API key names are free text: any script and emoji are kept as given', async () => {
       for (const name of ['déploiement CI', '部署キー', 'ci 🚀 key', 'a']) {
-        const r = await post(`${P}/api-keys`, { name, roles: [] });
+        const r = await post(`${suite.P}/api-keys`, { name, roles: [] });
         assert.equal(r.statusCode, 201, `${name}: ${r.body}`);
         assert.equal(r.json().name, name);
       }
     });
 
     test('a self-registration, and a sign-in and sign-out of a person of no project, are audited in the installation\'s project', async () => {
-      const events = async (kind: string, principalId: string) => (await svc.ts.store.db.selectFrom('audit_events').select(['project_id', 'actor', 'data'])
+      const events = async (kind: string, principalId: string) => (await suite.svc.ts.store.db.selectFrom('audit_events').select(['project_id', 'actor', 'data'])
         .where('kind', '=', kind).execute()).filter((e) => JSON.parse(e.data).principal_id === principalId);
-      const reg = await svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
+      const reg = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
       assert.equal(reg.statusCode, 201, reg.body);
       const id = reg.json().principal_id as string;
       const registered = await events('principal.registered', id);
       assert.equal(registered.length, 1);
-      assert.equal(registered[0]!.project_id, svc.projectId, 'the installation\'s project (bootstrap\'s)');
+      assert.equal(registered[0]!.project_id, suite.svc.projectId, 'the installation\'s project (bootstrap\'s)');
       assert.equal(registered[0]!.actor, id);
       assert.deepEqual(JSON.parse(registered[0]!.data), { principal_id: id, name: 'registrant-audited', kind: 'person' });
-      const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
+      const login = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'registrant-audited', password: 'a long enough passphrase' } });
       assert.equal(login.statusCode, 200, login.body);
       assert.equal((await events('session.started', id)).length, 1);
       const cookie = login.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
-      const out = await svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: { cookie, 'x-csrf-token': login.json().csrf_token, 'content-type': 'application/json' }, payload: '{}' });
+      const out = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/logout', headers: { cookie, 'x-csrf-token': login.json().csrf_token, 'content-type': 'application/json' }, payload: '{}' });
       assert.ok(out.statusCode < 300, out.body);
       assert.equal((await events('session.ended', id)).length, 1);
     });
 
     test('a member revokes its own key (one it minted, or one an ADMIN minted for it), never another\'s', async () => {
-      const auditor = await consoleMember(svc, ['AUDITOR']);
-      const mine = await post(`${P}/api-keys`, { name: 'leaked', roles: ['AUDITOR'] }, auditor.post);
+      const auditor = await consoleMember(suite.svc, ['AUDITOR']);
+      const mine = await post(`${suite.P}/api-keys`, { name: 'leaked', roles: ['AUDITOR'] }, auditor.post);
       assert.equal(mine.statusCode, 201, mine.body);
-      const forMe = await post(`${P}/api-keys`, { name: 'given', roles: ['AUDITOR'], principal_id: auditor.principalId });
+      const forMe = await post(`${suite.P}/api-keys`, { name: 'given', roles: ['AUDITOR'], principal_id: auditor.principalId });
       assert.equal(forMe.statusCode, 201, forMe.body);
-      const others = await svc.member(['AUDITOR']);
-      const refused = await post(`${P}/api-keys/${others.keyId}/revoke`, {}, auditor.post);
+      const others = await suite.svc.member(['AUDITOR']);
+      const refused = await post(`${suite.P}/api-keys/${others.keyId}/revoke`, {}, auditor.post);
       assert.equal(refused.statusCode, 403, refused.body);
       assert.equal(refused.json().code, 'forbidden');
-      const sod = (secret: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } });
+      const sod = (secret: string) => suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } });
       assert.equal((await sod(others.key)).statusCode, 200, 'another\'s key is untouched');
       for (const key of [mine.json(), forMe.json()]) {
-        const r = await post(`${P}/api-keys/${key.id}/revoke`, {}, auditor.post);
+        const r = await post(`${suite.P}/api-keys/${key.id}/revoke`, {}, auditor.post);
         assert.equal(r.statusCode, 200, r.body);
         assert.equal(r.json().changed, true);
         assert.equal((await sod(key.secret)).statusCode, 401, 'the next request with it is refused');
       }
-      const events = await svc.ts.store.db.selectFrom('audit_events').select(['actor', 'data']).where('kind', '=', 'api_key.revoked').execute();
+      const events = await suite.svc.ts.store.db.selectFrom('audit_events').select(['actor', 'data']).where('kind', '=', 'api_key.revoked').execute();
       assert.ok(events.some((e) => e.actor === auditor.principalId && JSON.parse(e.data).key_id === mine.json().id), 'audited with the holder as actor');
     });
 
     test('API keys: shown once, hashed, a subset of current roles, revocation is immediate, bad keys are 401', async () => {
-      const holder = await svc.member(['AUDITOR', 'APPROVER']);
-      const minted = await post(`${P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });
+      const holder = await suite.svc.member(['AUDITOR', 'APPROVER']);
+      const minted = await post(`${suite.P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });
       assert.equal(minted.statusCode, 201);
       const { secret, id } = minted.json();
-      const list = await svc.app.inject({ method: 'GET', url: `${P}/api-keys`, headers: admin.get });
+      const list = await suite.svc.app.inject({ method: 'GET', url: `${suite.P}/api-keys`, headers: suite.admin.get });
       assert.ok(!list.body.includes(secret), 'the list never shows the secret');
-      const stored = await svc.ts.store.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      const stored = await suite.svc.ts.store.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       assert.ok(!JSON.stringify(stored).includes(secret));
-      const sod = (auth: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: auth } });
+      const sod = (auth: string) => suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: auth } });
       assert.equal((await sod(`Bearer ${secret}`)).statusCode, 200);
       // A second instance on the same database sees the revocation on its very next request.
-      const second = await createService(svc.deps.config, { store: svc.ts.store, logger: false });
-      assert.equal((await post(`${P}/api-keys/${id}/revoke`, {})).json().changed, true);
-      assert.equal((await second.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } })).statusCode, 401);
+      const second = await createService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
+      assert.equal((await post(`${suite.P}/api-keys/${id}/revoke`, {})).json().changed, true);
+      assert.equal((await second.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } })).statusCode, 401);
       await second.close();
       for (const auth of [`Bearer ${secret}`, 'Bearer gvl_short', `Bearer ${secret.slice(0, -1)}x`, `Basic ${secret}`, '']) {
         const res = await sod(auth);
@@ -338,46 +330,46 @@ for (const backend of backends()) {
         assert.equal(res.json().code, 'unauthorized');
       }
       // A key's roles shrink with its holder's.
-      const other = await post(`${P}/api-keys`, { name: 'ci2', roles: ['AUDITOR'], principal_id: holder.principalId });
+      const other = await post(`${suite.P}/api-keys`, { name: 'ci2', roles: ['AUDITOR'], principal_id: holder.principalId });
       assert.equal((await sod(`Bearer ${other.json().secret}`)).statusCode, 200);
-      await post(`${P}/members/${holder.principalId}/roles/AUDITOR/revoke`, {});
+      await post(`${suite.P}/members/${holder.principalId}/roles/AUDITOR/revoke`, {});
       assert.equal((await sod(`Bearer ${other.json().secret}`)).statusCode, 403);
     });
 
     test('machine route creates a service principal as a member with roles; SoD applies', async () => {
-      const key = await svc.keyHeader(['ADMIN']);
-      const url = `/v1/projects/${svc.projectId}/principals`;
-      const ok = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'deploy-bot', roles: ['PERMIT_ISSUER'] } });
+      const key = await suite.svc.keyHeader(['ADMIN']);
+      const url = `/v1/projects/${suite.svc.projectId}/principals`;
+      const ok = await suite.svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'deploy-bot', roles: ['PERMIT_ISSUER'] } });
       assert.equal(ok.statusCode, 201);
       assert.deepEqual(ok.json().roles, ['PERMIT_ISSUER']);
-      const sod = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'both-bot', roles: ['ADMIN', 'POLICY_AUTHOR'] } });
+      const sod = await suite.svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'both-bot', roles: ['ADMIN', 'POLICY_AUTHOR'] } });
       assert.equal(sod.json().code, 'sod_conflict');
-      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'both-bot').executeTakeFirst(), undefined, 'rolled back');
-      const person = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'person', name: 'no-password' } });
+      assert.equal(await suite.svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'both-bot').executeTakeFirst(), undefined, 'rolled back');
+      const person = await suite.svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'person', name: 'no-password' } });
       assert.equal(person.statusCode, 400);
-      const svcPw = await svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'pw-bot', password: 'a long enough passphrase' } });
+      const svcPw = await suite.svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'pw-bot', password: 'a long enough passphrase' } });
       assert.equal(svcPw.statusCode, 400);
     });
 
     test('only a person\'s key creates a person: a service principal cannot make itself one and sign in as it (decision 0403)', async () => {
-      const url = `/v1/projects/${svc.projectId}/principals`;
+      const url = `/v1/projects/${suite.svc.projectId}/principals`;
       const payload = { kind: 'person', name: 'stand-in-resolver', password: 'a long enough passphrase', roles: ['ADMIN'] };
-      const software = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'service')).key}` };
-      const refused = await svc.app.inject({ method: 'POST', url, headers: software, payload });
+      const software = { authorization: `Bearer ${(await suite.svc.member(['ADMIN'], undefined, 'service')).key}` };
+      const refused = await suite.svc.app.inject({ method: 'POST', url, headers: software, payload });
       assert.equal(refused.statusCode, 403, refused.body);
       assert.equal(refused.json().code, 'person_required');
-      assert.equal(await svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'stand-in-resolver').executeTakeFirst(), undefined, 'nothing created');
+      assert.equal(await suite.svc.ts.store.db.selectFrom('principals').select('id').where('name', '=', 'stand-in-resolver').executeTakeFirst(), undefined, 'nothing created');
       // A service may still create a service, and a person's key a person.
-      assert.equal((await svc.app.inject({ method: 'POST', url, headers: software, payload: { kind: 'service', name: 'helper-bot' } })).statusCode, 201);
-      const person = { authorization: `Bearer ${(await svc.member(['ADMIN'], undefined, 'person')).key}` };
-      const made = await svc.app.inject({ method: 'POST', url, headers: person, payload });
+      assert.equal((await suite.svc.app.inject({ method: 'POST', url, headers: software, payload: { kind: 'service', name: 'helper-bot' } })).statusCode, 201);
+      const person = { authorization: `Bearer ${(await suite.svc.member(['ADMIN'], undefined, 'person')).key}` };
+      const made = await suite.svc.app.inject({ method: 'POST', url, headers: person, payload });
       assert.equal(made.statusCode, 201, made.body);
       assert.equal(made.json().kind, 'person');
     });
 
     test('login: same answer for unknown name and wrong password; throttled per account in the database', async () => {
-      const m = await consoleMember(svc, ['AUDITOR']);
-      const attempt = (name: string, password: string, ip = '203.0.113.7') => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name, password } });
+      const m = await consoleMember(suite.svc, ['AUDITOR']);
+      const attempt = (name: string, password: string, ip = '203.0.113.7') => suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name, password } });
       const unknown = await attempt('nobody-at-all', 'whatever password');
       const wrong = await attempt(m.name, 'whatever password');
       assert.equal(unknown.statusCode, 401);
@@ -393,23 +385,23 @@ for (const backend of backends()) {
       for (let i = 0; i < 5; i++) await attempt('nobody-at-all', 'x');
       assert.equal((await attempt('nobody-at-all', 'x')).statusCode, 429);
       // Another instance on the same database sees the counter.
-      const second = await createService(svc.deps.config, { store: svc.ts.store, logger: false });
+      const second = await createService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
       const there = await second.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '198.51.100.1', payload: { name: m.name, password: m.password } });
       assert.equal(there.statusCode, 429);
       await second.close();
       // Once the lock has passed, the right password works and clears the account counter.
-      svc.deps.clock = { now: () => new Date(Date.now() + 16 * 60_000) };
+      suite.svc.deps.clock = { now: () => new Date(Date.now() + 16 * 60_000) };
       try {
         assert.equal((await attempt(m.name, m.password)).statusCode, 200);
-        const row = await svc.ts.store.db.selectFrom('login_throttle').selectAll().where('key', '=', `account:${m.name}`).executeTakeFirst();
+        const row = await suite.svc.ts.store.db.selectFrom('login_throttle').selectAll().where('key', '=', `account:${m.name}`).executeTakeFirst();
         assert.equal(row, undefined);
-      } finally { svc.deps.clock = { now: () => new Date() }; }
+      } finally { suite.svc.deps.clock = { now: () => new Date() }; }
     });
 
     test('a password is counted in characters at login as at registration: one of emoji past 128 signs in; past 256 never', async () => {
       const password = '😀😁😂🤣😃😄😅😆'.repeat(20); // 160 characters, 320 UTF-16 units
       const name = `emoji-${Date.now()}`;
-      const post = (url: string, payload: object) => svc.app.inject({ method: 'POST', url, remoteAddress: '203.0.113.61', payload });
+      const post = (url: string, payload: object) => suite.svc.app.inject({ method: 'POST', url, remoteAddress: '203.0.113.61', payload });
       assert.equal((await post('/v1/console/register', { name, password })).statusCode, 201);
       const signedIn = await post('/v1/console/login', { name, password });
       assert.equal(signedIn.statusCode, 200, signedIn.body);
@@ -418,8 +410,8 @@ for (const backend of backends()) {
     });
 
     test('login: concurrent guesses are counted before any password is checked; a login that succeeds does not count', async () => {
-      const m = await consoleMember(svc, ['AUDITOR']);
-      const attempt = (password: string, ip: string) => svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password } });
+      const m = await consoleMember(suite.svc, ['AUDITOR']);
+      const attempt = (password: string, ip: string) => suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password } });
       // 40 at once, the right password among them: no more than the 5 attempts a lock allows are
       // checked, and whatever comes after them (the right password too, if it is late) waits.
       const burst = await Promise.all(Array.from({ length: 40 }, (_, i) => attempt(i === 25 ? m.password : `wrong guess ${i}`, '203.0.113.40')));
@@ -427,19 +419,19 @@ for (const backend of backends()) {
       assert.ok(checked.length <= 5, `${checked.length} attempts were checked: ${burst.map((r) => r.statusCode).join(' ')}`);
       assert.ok(burst.filter((r) => r.statusCode === 429).length >= 35);
       // Successful logins give their attempt back: 60 in a row from one address never lock it.
-      const n = await consoleMember(svc, ['AUDITOR']);
+      const n = await consoleMember(suite.svc, ['AUDITOR']);
       for (let i = 0; i < 60; i++) {
-        const ok = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: n.name, password: n.password } });
+        const ok = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: n.name, password: n.password } });
         assert.equal(ok.statusCode, 200, `login ${i}: ${ok.body}`);
       }
       // ...and leave the address's count where it was: a few wrong guesses from there are still only 401.
       for (let i = 0; i < 3; i++) {
-        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: `typo-${i}`, password: 'guess guess guess' } })).statusCode, 401);
+        assert.equal((await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '203.0.113.41', payload: { name: `typo-${i}`, password: 'guess guess guess' } })).statusCode, 401);
       }
     });
 
     test('registration is throttled per address, taken names included: neither hashing nor probing for names is unlimited', async () => {
-      const register = (ip: string, name = 'admin') => svc.app.inject({ method: 'POST', url: '/v1/console/register', remoteAddress: ip, payload: { name, password: 'a long enough passphrase' } });
+      const register = (ip: string, name = 'admin') => suite.svc.app.inject({ method: 'POST', url: '/v1/console/register', remoteAddress: ip, payload: { name, password: 'a long enough passphrase' } });
       for (let i = 0; i < 60; i++) assert.equal((await register('192.0.2.60')).statusCode, 409);
       const locked = await register('192.0.2.60');
       assert.equal(locked.statusCode, 429, locked.body);
@@ -457,85 +449,85 @@ for (const backend of backends()) {
       const ip = '192.0.2.99';
       let last = 0;
       for (let i = 0; i < 50; i++) {
-        last = (await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: `spray-${i}`, password: 'guess guess guess' } })).statusCode;
+        last = (await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: `spray-${i}`, password: 'guess guess guess' } })).statusCode;
       }
       assert.equal(last, 401);
-      const blocked = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
+      const blocked = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-new', password: 'guess guess guess' } });
       assert.equal(blocked.statusCode, 429);
       // Once the lock has passed, a right password gives back its attempt, and the lock its count
       // set: the next right password from there is not locked out for twice as long.
-      const m = await consoleMember(svc, ['AUDITOR']);
-      const saved = svc.deps.clock;
-      svc.deps.clock = { now: () => new Date(Date.now() + 31_000) };
+      const m = await consoleMember(suite.svc, ['AUDITOR']);
+      const saved = suite.svc.deps.clock;
+      suite.svc.deps.clock = { now: () => new Date(Date.now() + 31_000) };
       try {
         for (let i = 0; i < 3; i++) {
-          const ok = await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password: m.password } });
+          const ok = await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: m.name, password: m.password } });
           assert.equal(ok.statusCode, 200, `right password ${i + 1}: ${ok.body}`);
         }
         // A wrong one still meets the limit the spray reached.
-        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-x', password: 'guess guess guess' } })).statusCode, 401);
-        assert.equal((await svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-y', password: 'guess guess guess' } })).statusCode, 429);
-      } finally { svc.deps.clock = saved; }
+        assert.equal((await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-x', password: 'guess guess guess' } })).statusCode, 401);
+        assert.equal((await suite.svc.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: ip, payload: { name: 'spray-y', password: 'guess guess guess' } })).statusCode, 429);
+      } finally { suite.svc.deps.clock = saved; }
     });
 
     test('a member removed loses the keys it minted for others too: it holds their secrets', async () => {
-      const admin = await svc.member(['ADMIN'], undefined, 'person');
-      const service = await svc.member(['AUDITOR']);
-      const other = await svc.member(['AUDITOR']);
-      const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
-      const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by admin', roles: ['AUDITOR'], actor: admin.principalId }));
-      const byOther = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by other', roles: ['AUDITOR'], actor: other.principalId }));
+      const admin = await suite.svc.member(['ADMIN'], undefined, 'person');
+      const service = await suite.svc.member(['AUDITOR']);
+      const other = await suite.svc.member(['AUDITOR']);
+      const sod = (key: string) => suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
+      const minted = await suite.svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: suite.svc.projectId, principalId: service.principalId, name: 'by admin', roles: ['AUDITOR'], actor: admin.principalId }));
+      const byOther = await suite.svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: suite.svc.projectId, principalId: service.principalId, name: 'by other', roles: ['AUDITOR'], actor: other.principalId }));
       assert.equal((await sod(minted.secret)).statusCode, 200);
-      const removed = await revokeMember(svc.ts.store, { projectId: svc.projectId, principalId: admin.principalId, actor: 'test' }, new Date());
+      const removed = await revokeMember(suite.svc.ts.store, { projectId: suite.svc.projectId, principalId: admin.principalId, actor: 'test' }, new Date());
       assert.equal(removed.keys_revoked, 2, 'its own key and the one it minted for another');
       assert.equal((await sod(minted.secret)).statusCode, 401, 'the key whose secret it holds is revoked');
       assert.equal((await sod(byOther.secret)).statusCode, 200, 'keys others minted for the same principal stay');
       assert.equal((await sod(service.key)).statusCode, 200);
       // Demoted rather than removed: an ADMIN that loses ADMIN loses the keys it minted for others too.
-      const demoted = await svc.member(['ADMIN', 'AUDITOR'], undefined, 'person');
-      const forService = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: service.principalId, name: 'by demoted', roles: ['AUDITOR'], actor: demoted.principalId }));
-      await revokeRole(svc.ts.store, { projectId: svc.projectId, principalId: demoted.principalId, role: 'AUDITOR', actor: 'test' }, new Date());
+      const demoted = await suite.svc.member(['ADMIN', 'AUDITOR'], undefined, 'person');
+      const forService = await suite.svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: suite.svc.projectId, principalId: service.principalId, name: 'by demoted', roles: ['AUDITOR'], actor: demoted.principalId }));
+      await revokeRole(suite.svc.ts.store, { projectId: suite.svc.projectId, principalId: demoted.principalId, role: 'AUDITOR', actor: 'test' }, new Date());
       assert.equal((await sod(forService.secret)).statusCode, 200, 'losing another role changes nothing');
-      await revokeRole(svc.ts.store, { projectId: svc.projectId, principalId: demoted.principalId, role: 'ADMIN', actor: 'test' }, new Date());
+      await revokeRole(suite.svc.ts.store, { projectId: suite.svc.projectId, principalId: demoted.principalId, role: 'ADMIN', actor: 'test' }, new Date());
       assert.equal((await sod(forService.secret)).statusCode, 401, 'losing ADMIN revokes what it minted for others');
     });
 
     test('a role revoked and granted again reaches keys minted after the new grant, not the old ones', async () => {
-      const holder = await svc.member(['AUDITOR']);
-      const sod = (key: string) => svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
+      const holder = await suite.svc.member(['AUDITOR']);
+      const sod = (key: string) => suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${key}` } });
       assert.equal((await sod(holder.key)).statusCode, 200);
-      const input = { projectId: svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
-      await revokeRole(svc.ts.store, input, new Date());
+      const input = { projectId: suite.svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
+      await revokeRole(suite.svc.ts.store, input, new Date());
       assert.equal((await sod(holder.key)).statusCode, 403);
-      await grantRole(svc.ts.store, input, new Date());
+      await grantRole(suite.svc.ts.store, input, new Date());
       assert.equal((await sod(holder.key)).statusCode, 403, 'the old key stays without the role');
-      const fresh = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: holder.principalId, name: 'after', roles: ['AUDITOR'], actor: 'test' }));
+      const fresh = await suite.svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: suite.svc.projectId, principalId: holder.principalId, name: 'after', roles: ['AUDITOR'], actor: 'test' }));
       assert.equal((await sod(fresh.secret)).statusCode, 200, 'a key minted after the grant carries it');
       // A grant stamped by an instance whose clock runs ahead still reaches a key minted right after it.
-      const ahead = await svc.member([]);
-      await grantRole(svc.ts.store, { ...input, principalId: ahead.principalId }, new Date(Date.now() + 60_000));
-      const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: ahead.principalId, name: 'skew', roles: ['AUDITOR'], actor: 'test' }));
+      const ahead = await suite.svc.member([]);
+      await grantRole(suite.svc.ts.store, { ...input, principalId: ahead.principalId }, new Date(Date.now() + 60_000));
+      const minted = await suite.svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: suite.svc.projectId, principalId: ahead.principalId, name: 'skew', roles: ['AUDITOR'], actor: 'test' }));
       assert.equal((await sod(minted.secret)).statusCode, 200, 'the key is never older than the grants of its roles');
     });
 
     test('the console lists what each key can do now: a role revoked, or revoked and granted again, is not among its effective roles', async () => {
-      const holder = await svc.member(['AUDITOR', 'APPROVER']);
+      const holder = await suite.svc.member(['AUDITOR', 'APPROVER']);
       const listed = async () => {
-        const res = await svc.app.inject({ method: 'GET', url: `${P}/api-keys?limit=500`, headers: admin.get });
+        const res = await suite.svc.app.inject({ method: 'GET', url: `${suite.P}/api-keys?limit=500`, headers: suite.admin.get });
         assert.equal(res.statusCode, 200);
         return res.json().api_keys.find((k: { id: string }) => k.id === holder.keyId);
       };
-      const sod = async () => (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod`, headers: { authorization: `Bearer ${holder.key}` } })).statusCode;
+      const sod = async () => (await suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${holder.key}` } })).statusCode;
       assert.deepEqual((await listed()).effective_roles, ['APPROVER', 'AUDITOR']);
-      const input = { projectId: svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
-      await revokeRole(svc.ts.store, input, new Date());
+      const input = { projectId: suite.svc.projectId, principalId: holder.principalId, role: 'AUDITOR' as const, actor: 'test' };
+      await revokeRole(suite.svc.ts.store, input, new Date());
       await new Promise((r) => setTimeout(r, 5));
-      await grantRole(svc.ts.store, input, new Date());
+      await grantRole(suite.svc.ts.store, input, new Date());
       assert.equal(await sod(), 403, 'the machine plane: the key no longer carries AUDITOR');
       const key = await listed();
       assert.deepEqual(key.roles, ['APPROVER', 'AUDITOR'], 'the roles it was minted with');
       assert.deepEqual(key.effective_roles, ['APPROVER'], 'the console says what the machine plane does');
-      const revoked = await post(`${P}/api-keys/${holder.keyId}/revoke`, {});
+      const revoked = await post(`${suite.P}/api-keys/${holder.keyId}/revoke`, {});
       assert.equal(revoked.statusCode, 200);
       assert.deepEqual(revoked.json().api_key.effective_roles, [], 'a revoked key carries nothing');
     });

@@ -2,10 +2,12 @@
 // and CSRF token into `svc.app.inject` calls.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { before, after } from 'node:test';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { hashPassword } from '../../src/lib/passwords.ts';
-import type { TestService } from './service.ts';
+import type { Backend } from './backends.ts';
+import { startService, type TestService } from './service.ts';
 
 export interface ConsoleLogin {
   /** Value for the `cookie` request header: the session and CSRF cookies. */
@@ -68,4 +70,28 @@ export async function beforeBodyCredentials(svc: TestService): Promise<(path: st
   const person = await consoleMember(svc, ['POLICY_AUTHOR']);
   const session = { cookie: person.post.cookie, 'x-csrf-token': person.post['x-csrf-token'] };
   return (path, bodyLimit) => (bodyLimit <= 64 * 1024 ? {} : path.startsWith('/v1/console/') ? session : key);
+}
+
+export interface AdminConsoleSuite {
+  svc: TestService;
+  /** A person holding ADMIN in the project, signed in to the console. */
+  admin: ConsoleMember;
+  /** The project's console routes: `/v1/console/projects/<project id>`. */
+  P: string;
+}
+
+/**
+ * Call inside a `describe`: one service on `backend` for all its tests, started by the suite's
+ * `before` hook and stopped by its `after`, with an ADMIN signed in. The fields are set once
+ * `before` has run, so read them inside tests and hooks, not at the suite's top level.
+ */
+export function adminConsoleSuite(backend: Backend): AdminConsoleSuite {
+  const suite = {} as AdminConsoleSuite;
+  before(async () => {
+    suite.svc = await startService(backend);
+    suite.P = `/v1/console/projects/${suite.svc.projectId}`;
+    suite.admin = await consoleMember(suite.svc, ['ADMIN']);
+  });
+  after(async () => { await suite.svc.stop(); });
+  return suite;
 }
