@@ -2,11 +2,30 @@
 // route says the log is damaged, with a code of its own, and the verification route says INVALID.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends } from '../support/backends.ts';
+import { backends, type Backend } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { addEvents, restartAuditService, startAuditService } from './support.ts';
 import { ensureLogState, LogStateMissing } from '../../src/services/auditlog/log.ts';
 import { recordAudit } from '../../src/services/audit/record.ts';
+
+/**
+ * For the cases that tamper with a leaf index: a log its own witness cosigns, three events
+ * sequenced, and the requests for an event's proof (by key) and its verification (by an AUDITOR).
+ * The caller stops `a`; a set-up that fails stops it here.
+ */
+async function threeSequencedEvents(backend: Backend) {
+  const a = await startAuditService(backend, 'own');
+  try {
+    const store = a.svc.ts.store;
+    const auditor = await consoleMember(a.svc, ['AUDITOR']);
+    const key = await a.svc.keyHeader([]);
+    const ids = await addEvents(store, a.svc.projectId, 3);
+    await a.svc.auditLog.tick({ force: true });
+    const proof = (id: string) => a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${id}/proof`, headers: key });
+    const verify = (id: string) => a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: id } });
+    return { a, store, ids, proof, verify };
+  } catch (e) { await a.stop(); throw e; }
+}
 
 for (const backend of backends()) {
   test(`a proof the damaged store cannot assemble is 500 log_damaged, not an anonymous fault (${backend.name})`, async () => {
@@ -147,27 +166,22 @@ for (const backend of backends()) {
 
 for (const backend of backends()) {
   test(`an event whose leaf index is past the tree is 500 log_damaged and INVALID, not proof_not_ready forever (${backend.name})`, async () => {
-    const a = await startAuditService(backend, 'own');
+    const { a, store, ids, proof, verify } = await threeSequencedEvents(backend);
     try {
-      const store = a.svc.ts.store;
-      const auditor = await consoleMember(a.svc, ['AUDITOR']);
-      const key = await a.svc.keyHeader([]);
-      const ids = await addEvents(store, a.svc.projectId, 3);
-      await a.svc.auditLog.tick({ force: true });
       const { size } = await ensureLogState(store);
       // The sequencer writes a leaf index and the size that counts it in one transaction: an index the tree does not reach was put there by hand.
       await store.db.updateTable('audit_events').set({ leaf_index: size + 100 }).where('id', '=', ids[1]!).execute();
-      const p = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${ids[1]}/proof`, headers: key });
+      const p = await proof(ids[1]!);
       assert.equal(p.statusCode, 500, p.body);
       assert.equal(p.json().code, 'log_damaged');
       assert.match(p.json().detail, new RegExp(`leaf ${size + 100}, but the tree holds ${size} leaves`));
-      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[1] } });
+      const v = await verify(ids[1]!);
       assert.equal(v.statusCode, 200, v.body);
       assert.equal(v.json().verification, 'INVALID', v.body);
       assert.match(v.json().reason, new RegExp(`leaf ${size + 100}, but the tree holds ${size} leaves`));
       // An event the sequencer has not reached yet is still only not ready.
       const [waiting] = await addEvents(store, a.svc.projectId, 1);
-      assert.equal((await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${waiting}/proof`, headers: key })).statusCode, 409);
+      assert.equal((await proof(waiting!)).statusCode, 409);
     } finally { await a.stop(); }
   });
 }
@@ -198,13 +212,8 @@ for (const backend of backends()) {
 
 for (const backend of backends()) {
   test(`an event whose leaf index was erased is log_damaged and is not appended again, not proof_not_ready forever (${backend.name})`, async () => {
-    const a = await startAuditService(backend, 'own');
+    const { a, store, ids, proof, verify } = await threeSequencedEvents(backend);
     try {
-      const store = a.svc.ts.store;
-      const auditor = await consoleMember(a.svc, ['AUDITOR']);
-      const key = await a.svc.keyHeader([]);
-      const ids = await addEvents(store, a.svc.projectId, 3);
-      await a.svc.auditLog.tick({ force: true });
       const { size } = await ensureLogState(store);
       await store.db.updateTable('audit_events').set({ leaf_index: null }).where('id', '=', ids[0]!).execute();
       // The sequencer leaves it alone: appended a second time, it would be a duplicate leaf.
@@ -212,8 +221,8 @@ for (const backend of backends()) {
       assert.equal((await ensureLogState(store)).size, size, 'the erased event was not appended again');
       const row = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', ids[0]!).executeTakeFirstOrThrow();
       assert.equal(row.leaf_index, null);
-      const p = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${ids[0]}/proof`, headers: key });
-      const v = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: ids[0] } });
+      const p = await proof(ids[0]!);
+      const v = await verify(ids[0]!);
       // SQLite sequences in write order and never looks behind the last sequenced event; PostgreSQL
       // takes only events still marked pending, a mark the sequencer clears as it sets the index.
       const why = backend.name === 'sqlite' ? 'yet the log has sequenced events written after it' : 'yet the log sequenced it';
@@ -224,7 +233,7 @@ for (const backend of backends()) {
       }
       // An event the sequencer has not reached yet is still only not ready, and is the next leaf.
       const [waiting] = await addEvents(store, a.svc.projectId, 1);
-      assert.equal((await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/${waiting}/proof`, headers: key })).statusCode, 409);
+      assert.equal((await proof(waiting!)).statusCode, 409);
       await a.svc.auditLog.tick({ force: true });
       const next = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', waiting!).executeTakeFirstOrThrow();
       assert.equal(Number(next.leaf_index), size);
