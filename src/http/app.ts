@@ -12,7 +12,7 @@ import { installJsonBodyParser } from './body.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installMessageChecks, MAX_PIPELINED_REQUESTS } from './message-checks.ts';
 import { installConnectionCap } from './connection-cap.ts';
-import { Problem } from './problem.ts';
+import { Problem, retryLater } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
 import { lazyChildLogger } from './request-logger.ts';
@@ -98,7 +98,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     reply.header('x-content-type-options', 'nosniff');
     if (!closing) { done(); return; }
     reply.header('connection', 'close');
-    sendProblem(reply, request, new Problem(503, 'shutting_down', 'the service is shutting down; retry against another instance', { headers: { 'retry-after': '1' } }));
+    sendProblem(reply, request, retryLater(503, 'shutting_down', 'the service is shutting down; retry against another instance', 1));
   });
 
   const patterns: { method: string; regex: RegExp }[] = [];

@@ -1,7 +1,7 @@
 // Maps every failure to RFC 9457 problem+json. Bad input is always a 4xx with a precise code;
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { escapePointer, listedErrors, Problem, problemBody, type FieldError } from './problem.ts';
+import { escapePointer, listedErrors, Problem, problemBody, retryLater, type FieldError } from './problem.ts';
 import { databaseUnreachable } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
@@ -83,10 +83,10 @@ const PARTS: Record<string, string> = { body: 'the request body is', querystring
 export function toProblem(error: FastifyError & { validation?: AjvError[]; validationContext?: string }): Problem {
   if (error instanceof Problem) return error;
   if (databaseUnreachable(error)) {
-    return new Problem(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', { headers: { 'retry-after': '1' } });
+    return retryLater(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', 1);
   }
   if (outOfSpace(error)) {
-    return new Problem(503, 'storage_full', 'the database\'s disk is full: what this request had to record was not recorded; retry once space is freed', { headers: { 'retry-after': '5' } });
+    return retryLater(503, 'storage_full', 'the database\'s disk is full: what this request had to record was not recorded; retry once space is freed', 5);
   }
   if (error.validation) {
     return new Problem(400, 'invalid_request', `${PARTS[error.validationContext ?? 'body'] ?? 'the request is'} not valid; see errors`, {

@@ -2,18 +2,12 @@
 // serializers are untouched). A success response without a description of its own is described by
 // its status and its operation's summary (@fastify/swagger would say "Default Response"); every
 // response declares x-request-id, which every answer carries (http/app.ts, its onRequest hook), and
-// one whose codes are sent with retry-after declares that too.
+// one that lists a code sent with retry-after (RETRY_AFTER_CODES, where problem.ts's `retryLater`
+// takes its codes from) declares that too.
 import { STATUS_CODES } from 'node:http';
 import type { SwaggerTransformObject } from '@fastify/swagger';
+import { isRetryAfterCode, RETRY_AFTER_CODES } from './problem.ts';
 import { codesIn } from './schemas/common.ts';
-
-/**
- * Codes answered with retry-after: the service closing (http/app.ts, /readyz), the database out of
- * reach or its disk full (http/errors.ts), a decision that kept meeting changed access rules
- * (machine/authorize.ts), the sign-in and registration throttles (console/auth.ts) and a proof not
- * ready yet (services/auditlog/proofs.ts). Tests check every one sent against the document.
- */
-export const RETRY_AFTER_CODES: readonly string[] = ['shutting_down', 'database_unavailable', 'storage_full', 'busy', 'too_many_attempts', 'proof_not_ready'];
 
 const HEADERS = {
   RequestId: {
@@ -40,7 +34,7 @@ export const completeResponses: SwaggerTransformObject = (built) => {
     for (const o of Object.values(item)) {
       for (const [status, res] of Object.entries(o.responses)) {
         if (res.description === 'Default Response') res.description = `${STATUS_CODES[status] ?? status}: ${o.summary ?? ''}`;
-        const retry = codesIn(res.description).some((c) => RETRY_AFTER_CODES.includes(c));
+        const retry = codesIn(res.description).some(isRetryAfterCode);
         res.headers = {
           ...res.headers,
           'x-request-id': { $ref: '#/components/headers/RequestId' },

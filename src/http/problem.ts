@@ -11,6 +11,21 @@ export interface FieldError {
 /** A member name as a JSON Pointer (RFC 6901) reference token. */
 export { escapePointer } from '../lib/json-pointer.ts';
 
+/**
+ * The codes sent with retry-after, and the only ones: `retryLater` is how a problem carries the
+ * header (Problem's own `headers` refuses it), and the OpenAPI document declares it on every
+ * response that lists one of these codes (openapi-responses.ts). Sent by the service closing
+ * (http/app.ts, /readyz), the database out of reach or its disk full (http/errors.ts), a decision
+ * that kept meeting changed access rules (machine/authorize.ts), the sign-in and registration
+ * throttles (console/auth.ts) and a proof not ready yet (services/auditlog/proofs.ts).
+ */
+export const RETRY_AFTER_CODES = ['shutting_down', 'database_unavailable', 'storage_full', 'busy', 'too_many_attempts', 'proof_not_ready'] as const;
+export type RetryAfterCode = (typeof RETRY_AFTER_CODES)[number];
+export const isRetryAfterCode = (code: string): code is RetryAfterCode => (RETRY_AFTER_CODES as readonly string[]).includes(code);
+
+/** Headers a problem sends; retry-after only through `retryLater`, so that its code is declared with it. */
+type ProblemHeaders = Record<string, string> & { 'retry-after'?: never };
+
 export class Problem extends Error {
   readonly status: number;
   readonly code: string;
@@ -18,7 +33,7 @@ export class Problem extends Error {
   readonly errors: FieldError[] | undefined;
   readonly extra: Record<string, unknown> | undefined;
   readonly headers: Record<string, string> | undefined;
-  constructor(status: number, code: string, detail: string, options: { errors?: FieldError[]; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+  constructor(status: number, code: string, detail: string, options: { errors?: FieldError[]; extra?: Record<string, unknown>; headers?: ProblemHeaders } = {}) {
     super(detail);
     this.status = status;
     this.code = code;
@@ -27,6 +42,12 @@ export class Problem extends Error {
     this.extra = options.extra;
     this.headers = options.headers;
   }
+}
+
+/** A problem that asks its client to retry after `seconds`, with a code RETRY_AFTER_CODES holds. */
+export function retryLater(status: number, code: RetryAfterCode, detail: string, seconds: number, extra?: Record<string, unknown>): Problem {
+  const headers: Record<string, string> = { 'retry-after': String(seconds) };
+  return new Problem(status, code, detail, { headers, ...(extra ? { extra } : {}) });
 }
 
 const TITLES: Record<number, string> = {

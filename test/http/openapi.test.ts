@@ -17,6 +17,7 @@ import { PUBLIC_ROUTES, ROUTES } from '../security/role-matrix.data.ts';
 import { codesIn, undeclared } from '../support/declared-problems.ts';
 import { consoleMember } from '../support/console.ts';
 import { REASON_CODES } from '../../src/http/machine/authorize.ts';
+import { isRetryAfterCode, Problem, RETRY_AFTER_CODES, retryLater } from '../../src/http/problem.ts';
 import { Type } from 'typebox';
 
 const C = '/v1/console/projects/{projectId}';
@@ -40,8 +41,10 @@ function servedRoutes(tree: string): string[] {
   return out.sort();
 }
 
-const srcText = (dir: string): string => readdirSync(dir, { withFileTypes: true })
-  .map((e) => e.isDirectory() ? srcText(join(dir, e.name)) : e.name.endsWith('.ts') ? readFileSync(join(dir, e.name), 'utf8') : '').join('\n');
+/** [path, text] of every .ts file below `dir`. */
+const srcFiles = (dir: string): [string, string][] => readdirSync(dir, { withFileTypes: true })
+  .flatMap((e): [string, string][] => e.isDirectory() ? srcFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [[join(dir, e.name), readFileSync(join(dir, e.name), 'utf8')]] : []);
+const srcText = (dir: string): string => srcFiles(dir).map(([, text]) => text).join('\n');
 
 /** Rows of a markdown table in docs/reason-codes.md whose first cell matches `first`. */
 function docRows(first: RegExp): string[][] {
@@ -92,9 +95,7 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
 
   test('every operation has a unique operationId, and every response a description and its headers', () => {
     const ids: string[] = [];
-    // Answers that carry retry-after (http/app.ts, http/errors.ts, the login and registration
-    // throttles, services/auditlog/proofs.ts); that each one sent is declared is checked as every test service stops.
-    const retried = ['shutting_down', 'database_unavailable', 'storage_full', 'busy', 'too_many_attempts', 'proof_not_ready'];
+    // Codes sent with retry-after are RETRY_AFTER_CODES (the next test); that each answer sent with it is declared is checked as every test service stops.
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, o] of Object.entries<any>(item)) {
         const label = `${method.toUpperCase()} ${path}`;
@@ -105,7 +106,7 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
           assert.ok(typeof res.description === 'string' && res.description.length > 0 && res.description !== 'Default Response', `${label} ${status} says what it is`);
           // Every answer carries x-request-id (http/app.ts, its onRequest hook).
           assert.deepEqual(res.headers?.['x-request-id'], { $ref: '#/components/headers/RequestId' }, `${label} ${status} declares x-request-id`);
-          const retry = codesIn(res.description).some((c) => retried.includes(c));
+          const retry = codesIn(res.description).some(isRetryAfterCode);
           assert.equal(res.headers?.['retry-after'] !== undefined, retry, `${label} ${status} declares retry-after exactly where it may be sent`);
           if (retry) assert.deepEqual(res.headers['retry-after'], { $ref: '#/components/headers/RetryAfter' }, `${label} ${status}`);
         }
@@ -126,6 +127,23 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
       const target = JSON.parse(`{${ref}}`).$ref.replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc);
       assert.ok(target !== undefined, `${ref} resolves`);
     }
+  });
+
+  test('retry-after is sent only through retryLater, whose codes are the ones the document declares it for', () => {
+    // The header set any other way (a reply.header call, a Problem's headers) names it in a string of src/.
+    const naming = srcFiles('src').filter(([, text]) => /['"]retry-after['"]/i.test(text)).map(([path]) => path).sort();
+    assert.deepEqual(naming, [join('src', 'http', 'openapi-responses.ts'), join('src', 'http', 'problem.ts')], 'only the document and retryLater name retry-after');
+    // @ts-expect-error: a Problem's own headers refuse retry-after (type-check fails if they stop refusing it).
+    assert.equal(new Problem(503, 'not_ready', 'x', { headers: { 'retry-after': '1' } }).code, 'not_ready');
+    // @ts-expect-error: and retryLater takes no code outside RETRY_AFTER_CODES.
+    assert.equal(retryLater(503, 'not_ready', 'x', 1).code, 'not_ready');
+    const later = retryLater(409, 'proof_not_ready', 'x', 7, { retry_after_seconds: 7 });
+    assert.deepEqual([later.status, later.code, later.detail, later.headers, later.extra], [409, 'proof_not_ready', 'x', { 'retry-after': '7' }, { retry_after_seconds: 7 }]);
+    // Each of those codes is listed by a response, which then declares the header (the test above).
+    const listed = new Set(Object.values<any>(doc.paths).flatMap((item) => Object.values<any>(item))
+      .flatMap((o) => Object.values<any>(o.responses)).flatMap((res) => codesIn(res.description)));
+    assert.deepEqual(RETRY_AFTER_CODES.filter((c) => !listed.has(c)), [], 'every code sent with retry-after is one some response lists');
+    assert.equal(doc.components.headers.RetryAfter.description, `Seconds to wait before retrying; sent with ${RETRY_AFTER_CODES.join(', ')}`);
   });
 
   test('a route without an operationId of its own is refused as it is added', async () => {

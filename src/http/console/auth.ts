@@ -9,7 +9,7 @@ import { login, prepareLogin } from '../../services/identity/login.ts';
 import { registerPerson } from '../../services/identity/register.ts';
 import { endSessionByToken } from '../../services/identity/sessions.ts';
 import { takeRegistration } from '../../services/identity/throttle.ts';
-import { invalidRequest, Problem, type FieldError } from '../problem.ts';
+import { invalidRequest, Problem, retryLater, type FieldError } from '../problem.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { checkSameOrigin, clearSessionCookies, consoleAuth, deviceCookies, sessionToken, sessionTokens, setDeviceCookie, setSessionCookies } from '../auth/session.ts';
 import { Name, Password } from './schemas.ts';
@@ -40,7 +40,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     // Counted per address, taken or refused: a registration costs an Argon2id hash, and name_taken
     // says a name exists, so neither may be had without limit (login is throttled the same way).
     const wait = await takeRegistration(app.gavel.store, request.ip, app.gavel.clock.now());
-    if (wait > 0) throw new Problem(429, 'too_many_attempts', 'too many registrations from this address; wait and try again', { headers: { 'retry-after': String(Math.ceil(wait / 1000)) } });
+    if (wait > 0) throw retryLater(429, 'too_many_attempts', 'too many registrations from this address; wait and try again', Math.ceil(wait / 1000));
     const p = await registerPerson(app.gavel.store, { name, password }, app.gavel.clock.now());
     return reply.code(201).send({ principal_id: p.id, name: p.name, created_at: p.created_at });
   });
@@ -70,7 +70,7 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
     const result = await login(app.gavel.store, { name, password, address: request.ip, previousTokens: sessionTokens(request), deviceCookies: deviceCookies(request) }, now);
     if (!result.ok) {
       if (result.reason === 'throttled') {
-        throw new Problem(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', { headers: { 'retry-after': String(result.retryAfterSeconds) } });
+        throw retryLater(429, 'too_many_attempts', 'too many failed sign-ins; wait and try again', result.retryAfterSeconds);
       }
       throw new Problem(401, 'invalid_credentials', 'the name or the password is wrong');
     }

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
-import { bearerUnauthorized, listedErrors, MAX_FIELD_ERRORS, Problem, type FieldError } from '../problem.ts';
+import { bearerUnauthorized, listedErrors, MAX_FIELD_ERRORS, Problem, retryLater, type FieldError } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
@@ -200,7 +200,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         if (!(error instanceof StaleReadEpoch)) throw error;
         // The key, its holder or the policy pointer changed since the context was cached: nothing
         // was written. Authenticate afresh (401 if the key no longer holds) and decide again.
-        if (attempt >= MAX_STALE_ATTEMPTS) throw new Problem(503, 'busy', 'access rules kept changing while deciding; retry', { headers: { 'retry-after': '1' } });
+        if (attempt >= MAX_STALE_ATTEMPTS) throw retryLater(503, 'busy', 'access rules kept changing while deciding; retry', 1);
         request.auth = await authenticateApiKey(gavel.store, request.headers.authorization);
         if (request.auth.projectId !== a.projectId) throw bearerUnauthorized('the API key now belongs to another project', true);
       }

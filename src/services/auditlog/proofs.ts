@@ -4,7 +4,7 @@ import { toBase64 } from '../../domain/auditlog/bytes.ts';
 import { LEAF_VERSION, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
 import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import { AuditLogError } from '../../domain/auditlog/errors.ts';
-import { Problem } from '../../http/problem.ts';
+import { Problem, retryLater } from '../../http/problem.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
@@ -63,10 +63,7 @@ export async function loadEvent(db: Db | Tx, projectId: string, auditId: string)
 }
 
 export function notReady(deps: AuditLogDeps, detail: string, retryAfterSeconds = deps.retryAfterSeconds): Problem {
-  return new Problem(409, 'proof_not_ready', `${detail}; retry after ${retryAfterSeconds} s`, {
-    headers: { 'retry-after': String(retryAfterSeconds) },
-    extra: { retry_after_seconds: retryAfterSeconds },
-  });
+  return retryLater(409, 'proof_not_ready', `${detail}; retry after ${retryAfterSeconds} s`, retryAfterSeconds, { retry_after_seconds: retryAfterSeconds });
 }
 
 /**
