@@ -172,8 +172,9 @@ async function serve(embedded: boolean): Promise<void> {
     const timer = setTimeout(close, config.shutdownDrainMs);
     endDrain = () => { clearTimeout(timer); close(); };
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // SIGHUP (the terminal hung up) too: Gavel has no configuration to reload, and a hang-up must not
+  // cut requests in flight as the signal's default action would.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
   try {
     await announce(service, config, witness, embedded, () => stopping);
   } catch (e) {

@@ -1,4 +1,4 @@
-// Entry for `gavel witness`: parses flags, starts the witness, stops on SIGINT/SIGTERM.
+// Entry for `gavel witness`: parses flags, starts the witness, stops on SIGINT/SIGTERM/SIGHUP.
 //   --data-dir DIR        key and database (default ./data/witness)
 //   --host H --port P     default 127.0.0.1:7380
 //   --name NAME           witness key name (default localhost/gavel-witness)
@@ -65,6 +65,9 @@ function parseOrThrow(argv: readonly string[]): WitnessOptions {
   return { dataDir: values['data-dir'] as string, host: values.host as string, port, logs, ...(values.name ? { name: values.name } : {}) };
 }
 
+/** The signals that stop it: SIGHUP (a terminal hung up) as well, for it has nothing to reload. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 export async function runWitnessCommand(argv: readonly string[]): Promise<RunningWitness> {
   const w = await startWitness(parseWitnessArgs(argv));
   const stop = () => void w.close().then(() => process.exit(0));
@@ -72,14 +75,12 @@ export async function runWitnessCommand(argv: readonly string[]): Promise<Runnin
   if (process.send) {
     // Started by `gavel up` (cli/local-witness.ts): it ends with its parent, however the parent ends,
     // and when its parent closes the channel. A signal to the whole process group (Ctrl-C, systemd's
-    // stop) is the parent's to act on: it stops this witness after its last checkpoint.
-    process.on('SIGINT', () => {});
-    process.on('SIGTERM', () => {});
+    // stop, a terminal's hang-up) is the parent's to act on: it stops this witness after its last checkpoint.
+    for (const signal of STOP_SIGNALS) process.on(signal, () => {});
     process.once('disconnect', stop);
     if (!process.connected) stop();
   } else {
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    for (const signal of STOP_SIGNALS) process.once(signal, stop);
   }
   process.stdout.write(`witness listening on ${w.url}\nwitness vkey ${w.publicKeyVkey}\n`);
   return w;

@@ -115,11 +115,11 @@ test('gavel serve starts no witness, nor does gavel up given GAVEL_WITNESS_URL: 
   }
 });
 
-// Ctrl-C in a terminal (and systemd's stop) signals the whole process group, the witness with
-// gavel up. The witness is gavel up's to stop, after the log's last checkpoint: a witness that
-// stopped on its own signal was taken for a crash ("the local witness exited… starting it again"),
-// started anew during the shutdown, and missed the last checkpoint.
-test('Ctrl-C to gavel up\'s process group: the witness outlives the shutdown, is not restarted, and cosigns the last checkpoint', async () => {
+// Ctrl-C in a terminal (and systemd's stop, and a terminal's hang-up) signals the whole process
+// group, the witness with gavel up. The witness is gavel up's to stop, after the log's last
+// checkpoint: a witness that stopped on its own signal was taken for a crash ("the local witness
+// exited… starting it again"), started anew during the shutdown, and missed the last checkpoint.
+for (const signal of ['SIGINT', 'SIGHUP'] as const) test(`${signal} to gavel up's process group: the witness outlives the shutdown, is not restarted, and cosigns the last checkpoint`, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-local-witness-'));
   const child = spawn(process.execPath, [MAIN, 'up'], {
     env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'info' },
@@ -146,8 +146,8 @@ test('Ctrl-C to gavel up\'s process group: the witness outlives the shutdown, is
     socket.write(`POST /v1/console/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
     await seen(/incoming request/);
     const exited = once(child, 'exit');
-    process.kill(-child.pid!, 'SIGINT');
-    await seen(/shutting down/);
+    process.kill(-child.pid!, signal);
+    await Promise.race([seen(/shutting down/), exited.then(([code, sig]) => { throw new Error(`gavel up ended (${sig ?? code}) without stopping gracefully`); })]);
     const answer = await fetch(`${witnessUrl}/`).then((r) => r.status, (e: Error) => e.message);
     socket.end(body.slice(5));
     assert.deepEqual(await exited, [0, null]);

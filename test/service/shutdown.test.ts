@@ -54,6 +54,36 @@ test('SIGTERM finishes in-flight requests, flushes their writes and exits 0', as
   }
 });
 
+// A terminal's hang-up is a stop like any other (the service has nothing to reload): its default
+// action would kill the process with requests in flight.
+for (const b of backends()) {
+  test(`SIGHUP stops as SIGTERM does on ${b.name}: the in-flight call finishes, the same log line, exit 0`, async () => {
+    const merchant = await startMerchant({ slowMs: 800 });
+    const file = merchantsFile(merchant.url, 10_000);
+    const { svc, agent, jws, key, env } = await prepareForChildren(b, { merchantsFile: file });
+    const gavel = await spawnGavel({ ...env, GAVEL_LOG_LEVEL: 'info' });
+    try {
+      const pending = fetch(`${gavel.url}/v1/authorize`, {
+        method: 'POST', headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a', execution: { merchant: 'shop', operation: 'slow', payload: {}, nonce: randomUUID() } }),
+      }).then(async (r) => ({ status: r.status, body: await r.json() as { execution?: { status: string } } }));
+      await merchant.waitForCalls(1);
+      const exited = once(gavel.child, 'exit');
+      gavel.child.kill('SIGHUP');
+      const answer = await pending;
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body.execution?.status, 'SUCCEEDED', 'the in-flight call finished after SIGHUP');
+      assert.deepEqual(await exited, [0, null]);
+      const said = gavel.lines.filter((l) => l.includes('shutting down: finishing in-flight requests')).map((l) => (JSON.parse(l) as { signal: string }).signal);
+      assert.deepEqual(said, ['SIGHUP']);
+    } finally {
+      await gavel.kill('SIGKILL');
+      await merchant.close();
+      await svc.ts.cleanup();
+    }
+  });
+}
+
 // Preloaded: once the server has printed its banner it is held there half a second, so a signal sent
 // on reading the banner arrives before anything the server does after printing it.
 const HELD_AFTER_BANNER = `const write = process.stdout.write.bind(process.stdout);

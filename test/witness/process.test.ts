@@ -161,11 +161,11 @@ test('gavel witness --log VKEY whose key name holds \'=\' cosigns for that name 
 const HELD_AFTER_LISTENING = `const write = process.stdout.write.bind(process.stdout);
 process.stdout.write = (chunk, ...rest) => { const r = write(chunk, ...rest); if (String(chunk).includes('listening on')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500); return r; };`;
 
-test('gavel witness stops cleanly on SIGTERM and SIGINT, even sent as soon as it says it listens: exit 0, its port closed', async () => {
+test('gavel witness stops cleanly on SIGTERM, SIGINT and SIGHUP, even sent as soon as it says it listens: exit 0, its port closed', async () => {
   const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
   const preload = join(dir, 'held-after-listening.mjs');
   writeFileSync(preload, HELD_AFTER_LISTENING);
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     const url = await spawnWitness(vkey, ['--import', preload, MAIN, 'witness']);
     const child = children[children.length - 1]!;
     const exited = once(child, 'exit');
