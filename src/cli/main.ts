@@ -5,7 +5,7 @@ import { createService, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
-import { writeSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { LocalSigner, SigningKeyDamaged } from '../signer/local.ts';
 import { logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
@@ -32,6 +32,7 @@ commands:
             check an exported audit proof offline, with public keys alone
   audit consistency <consistency.json> --log-key VKEY [--witness-key VKEY]
             check offline that the log only grew between two checkpoints
+  --version print gavel's version (also -v) and exit
 
 configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_DATABASE_REPLY_TIMEOUT_MS,
 GAVEL_LOG_LEVEL, GAVEL_BODY_LIMIT_BYTES, GAVEL_REQUEST_TIMEOUT_MS, GAVEL_MAX_CONNECTIONS, GAVEL_SHUTDOWN_DRAIN_MS,
@@ -77,6 +78,11 @@ function startupProblem(e: unknown): string | undefined {
 }
 
 const HELP = ['--help', '-h', 'help'];
+
+/** package.json's version: two directories up from src/cli and from dist/cli alike. */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 function fail(message: string): never {
   process.stderr.write(`gavel: ${message}\n`);
@@ -279,6 +285,7 @@ try {
       break;
     }
     case undefined: case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
+    case '--version': case '-v': case 'version': process.stdout.write(`gavel ${version()}\n`); break;
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {

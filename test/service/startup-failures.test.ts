@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -97,6 +97,20 @@ test('every command answers --help with its usage and exit 0, making nothing (mi
       assert.equal(r.status, 0, `${args.join(' ')} --help: ${r.stderr}`);
       assert.match(r.stdout, /^usage: gavel /, args.join(' '));
     }
+    assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('gavel --version, -v and version print package.json\'s version and exit 0, making nothing; --help names the flag', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-version-'));
+  try {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v', 'version']) {
+      const r = gavel([flag], { GAVEL_DATA_DIR: join(dir, 'data') });
+      assert.equal(r.status, 0, `${flag}: ${r.stderr}`);
+      assert.equal(r.stdout, `gavel ${version}\n`, flag);
+    }
+    assert.match(gavel(['--help'], {}).stdout, /^ {2}--version /m);
     assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
