@@ -409,6 +409,10 @@ for (const backend of backends()) {
       const revived = (await authorize({ ...later.req, approval_request_id: later.id })).json();
       assert.equal(revived.decision, 'REQUIRE_APPROVAL');
       assert.match(revived.detail, /lost APPROVER after approving/);
+      // Lapsed, it may still be revoked: withdrawn (docs/approvals.md).
+      const revokedLapsed = await revoke({ approval_request_id: later.id });
+      assert.equal(revokedLapsed.statusCode, 200, revokedLapsed.body);
+      assert.equal(revokedLapsed.json().status, 'withdrawn');
       // New approvals by the same approver count again.
       const fresh = await opened();
       await approve(fresh.id, flapping);
