@@ -209,6 +209,34 @@ for (const backend of backends()) {
       assert.equal(listed.statusCode, 400, listed.body);
     });
 
+    test('a reason that is sent must say something: blank or invisible text is a located 400 on freeze, release and an approval\'s withdrawal', async () => {
+      const key = await svc.keyHeader([]);
+      const releaser = await svc.keyHeader(['PERMIT_ISSUER']);
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const agent = newAgent().did;
+      const calls = [
+        ['POST', `/v1/projects/${svc.projectId}/agents/freeze`, key, { agent }],
+        ['POST', `/v1/projects/${svc.projectId}/agents/release`, releaser, { agent }],
+        ['POST', `${base()}/agents/freeze`, admin.post, { agent }],
+        ['POST', `${base()}/agents/release`, admin.post, { agent }],
+        ['POST', `/v1/projects/${svc.projectId}/approvals/revoke`, key, { approval_request_id: 'apr_01kb0000000000000000000000' }],
+      ] as const;
+      for (const [method, url, headers, body] of calls) {
+        for (const reason of ['   ', '\t\n', '\u200b', '\u3164\u2800']) {
+          const res = await svc.app.inject({ method, url, headers, payload: { ...body, reason } });
+          assert.equal(res.statusCode, 400, `${url} ${JSON.stringify(reason)}: ${res.body}`);
+          assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/reason', 'bad_format']], url);
+          assert.match(res.json().errors[0].message, /at least one visible character/);
+        }
+      }
+      // Nothing was frozen by the refusals; a reason in words is taken as before.
+      const state = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/agents/state?agent=${encodeURIComponent(agent)}`, headers: key });
+      assert.equal(state.json().frozen ?? false, false, state.body);
+      const frozen = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent, reason: ' — suspected leak ' } });
+      assert.equal(frozen.statusCode, 200, frozen.body);
+      assert.equal(frozen.json().reason, ' — suspected leak ');
+    });
+
     test('an agent first seen through a permit can be registered and named later, once', async () => {
       const admin = await consoleMember(svc, ['ADMIN']);
       const agent = newAgent().did;

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { DID_PATTERN } from '../../domain/permit/did.ts';
+import { Reason } from './common.ts';
 
 export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' });
 
@@ -12,8 +13,6 @@ export const AgentState = Type.Object({
   released_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is no longer frozen (null while frozen, or if it never was)' }),
   released_by: Type.Union([Type.String(), Type.Null()], { description: 'Who released it (principal or API key id)' }),
 });
-
-const Reason = Type.String({ minLength: 1, maxLength: 500, description: 'Why, in words; kept in the audit event' });
 
 export const FreezeBody = Type.Object({ agent: AgentDid, reason: Type.Optional(Reason) }, { additionalProperties: false });
 

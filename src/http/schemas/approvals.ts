@@ -1,7 +1,7 @@
 // Wire shapes of obligations, approvals and approval keys (docs/approvals.md).
 import { Type } from 'typebox';
 import { AgentDid } from './agents.ts';
-import { PageCursor, PageLimit, Money, Nullable, ProjectParams, Timestamp } from './common.ts';
+import { PageCursor, PageLimit, Money, Nullable, ProjectParams, Reason, Timestamp } from './common.ts';
 
 export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'Approval request (obligation) id' });
 export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', description: 'Approval key id' });
@@ -60,7 +60,7 @@ export const RecordApprovalBody = Type.Object({
 
 export const RevokeApprovalBody = Type.Object({
   approval_request_id: ApprovalRequestId,
-  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+  reason: Type.Optional(Reason),
 }, { additionalProperties: false });
 
 export const ApprovalKeyView = Type.Object({

@@ -1,6 +1,6 @@
 // Wire shapes of executions (spec 2.5, 2.6).
 import { Type } from 'typebox';
-import { PageCursor, PageLimit, pageLimit } from './common.ts';
+import { PageCursor, PageLimit, pageLimit, VISIBLE_TEXT_PATTERN } from './common.ts';
 
 export const ExecutionStatus = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
   { description: 'IN_FLIGHT while the merchant call is under way; UNKNOWN means it may or may not have happened' });
@@ -19,10 +19,8 @@ export const ExecutionList = Type.Object({
 });
 
 export const Outcome = Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]);
-// At least one visible character (a letter, digit, punctuation or symbol): the note is the record of
-// what a person checked, and white space, invisible format characters (U+200B…) or the blank
-// letters and symbols (Hangul fillers, the Braille blank) record nothing.
-export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N}\\p{P}\\p{S}]', description: 'What was checked to settle the outcome: at least one visible character' });
+// The note is the record of what a person checked: at least one visible character (VISIBLE_TEXT_PATTERN).
+export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: VISIBLE_TEXT_PATTERN, description: 'What was checked to settle the outcome: at least one visible character' });
 export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
 
 export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });
