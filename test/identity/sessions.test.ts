@@ -119,6 +119,29 @@ for (const backend of backends()) {
       offsetMs = 0;
     });
 
+    test('a wall clock stepped back: an idle session ends after its idle lifetime, not after the step and its idle lifetime', async () => {
+      // The session is used at `start`, then the clock steps back two hours (an NTP correction) and
+      // nobody uses it. Read as stored, its last use lies in the future and it lived two and a half hours.
+      const clock = svc.deps.clock;
+      const start = Date.now();
+      svc.deps.clock = { now: () => new Date(start + offsetMs) };
+      try {
+        const m = await consoleMember(svc, ['AUDITOR']);
+        assert.equal((await me(m.get.cookie)).statusCode, 200);
+        offsetMs = -2 * 3600_000 + SESSION_LIFETIMES.idleMs + 60_000;
+        assert.equal((await me(m.get.cookie)).statusCode, 401, 'idle longer than its lifetime since the step');
+        // A step back shorter than the idle lifetime keeps a session in use alive, and its idle clock restarts at the present.
+        offsetMs = 0;
+        const n = await consoleMember(svc, ['AUDITOR']);
+        offsetMs = -10 * 60_000;
+        const stepped = await me(n.get.cookie);
+        assert.equal(stepped.statusCode, 200, 'a ten-minute step back');
+        assert.equal(stepped.json().session.idle_expires_at, new Date(start - 10 * 60_000 + SESSION_LIFETIMES.idleMs).toISOString());
+        offsetMs = -10 * 60_000 + SESSION_LIFETIMES.idleMs - 60_000;
+        assert.equal((await me(n.get.cookie)).statusCode, 200, 'used within its idle lifetime of the last request');
+      } finally { offsetMs = 0; svc.deps.clock = clock; }
+    });
+
     test('absolute expiry: even a busy session ends after the absolute lifetime', async () => {
       // The clock stands still but for the offsets: a second before the lifetime ends must be a
       // second before it however long the requests in between took on a loaded machine.

@@ -10,6 +10,9 @@ export function sessionVerdict(s: { last_seen_at: string; expires_at: string; en
   if (s.ended_at) return 'ended';
   const t = now.getTime();
   if (t >= Date.parse(s.expires_at)) return 'absolute_expired';
-  if (t - Date.parse(s.last_seen_at) >= lifetimes.idleMs) return 'idle_expired';
+  // A last use as far in the future as the idle lifetime: the clock stepped back since (an NTP
+  // correction), and how long the session has been idle cannot be told. Ended, rather than kept
+  // alive until the clock reaches that use again (an hour's step, an hour more for an abandoned session).
+  if (Math.abs(t - Date.parse(s.last_seen_at)) >= lifetimes.idleMs) return 'idle_expired';
   return 'active';
 }

@@ -33,7 +33,8 @@ export async function resolveSession(db: Db, token: string | undefined, now: Dat
     .select(['s.id', 's.principal_id', 's.last_seen_at', 's.expires_at', 's.ended_at', 'p.disabled_at', 'p.name'])
     .where('s.token_hash', '=', hashToken(token)).executeTakeFirst();
   if (!row || row.disabled_at || sessionVerdict(row, now, lifetimes) !== 'active') return undefined;
-  if (now.getTime() - Date.parse(row.last_seen_at) >= TOUCH_EVERY_MS) {
+  // Also when the last use lies ahead (the clock stepped back): the idle clock restarts at the present.
+  if (Math.abs(now.getTime() - Date.parse(row.last_seen_at)) >= TOUCH_EVERY_MS) {
     await db.updateTable('sessions').set({ last_seen_at: now.toISOString() }).where('id', '=', row.id).where('ended_at', 'is', null).execute();
   }
   return { id: row.id, principal_id: row.principal_id, expires_at: row.expires_at, name: row.name };

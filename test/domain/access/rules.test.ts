@@ -94,6 +94,9 @@ test('session verdicts', () => {
   assert.equal(sessionVerdict(s, new Date(t0 + SESSION_LIFETIMES.idleMs)), 'idle_expired');
   assert.equal(sessionVerdict({ ...s, last_seen_at: new Date(t0 + SESSION_LIFETIMES.absoluteMs - 1).toISOString() }, new Date(t0 + SESSION_LIFETIMES.absoluteMs)), 'absolute_expired');
   assert.equal(sessionVerdict({ ...s, ended_at: new Date(t0).toISOString() }, new Date(t0)), 'ended');
+  // The clock stepped back as far as the idle lifetime: the last use lies that far ahead, the idleness cannot be told.
+  assert.equal(sessionVerdict(s, new Date(t0 - SESSION_LIFETIMES.idleMs)), 'idle_expired');
+  assert.equal(sessionVerdict(s, new Date(t0 - SESSION_LIFETIMES.idleMs + 1000)), 'active');
 });
 
 test('password and name rules', () => {
