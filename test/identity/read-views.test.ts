@@ -49,6 +49,10 @@ for (const backend of backends()) {
       assert.deepEqual(plane.role_holders, { ...before.role_holders, APPROVER: before.role_holders.APPROVER + 3, PERMIT_ISSUER: before.role_holders.PERMIT_ISSUER + 1 });
       assert.deepEqual(plane.api_keys, { live: before.api_keys.live + 1, revoked: before.api_keys.revoked + 2 });
       assert.equal(plane.live_sessions, before.live_sessions + 1, 'the person of both projects; not the removed, the signed-out or the outsider');
+      // A session last used two hours ahead (written before the wall clock stepped back) has ended, as its cookie finds (session-lifetime.ts).
+      await svc.ts.store.db.updateTable('sessions').set({ last_seen_at: new Date(Date.now() + 2 * 3600_000).toISOString() }).where('principal_id', '=', admin.principalId).execute();
+      assert.equal((await svc.app.inject({ method: 'GET', url: `${C}/control-plane`, headers: admin.get })).statusCode, 401);
+      assert.equal((await view('control-plane')).json().live_sessions, plane.live_sessions - 1, 'not the session whose last use lies ahead');
 
       const dashboard = (await view('dashboard')).json();
       assert.equal(dashboard.members, plane.members);

@@ -2,7 +2,7 @@
 // me, settings, control-plane, dashboard.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
+import { SESSION_LIFETIMES, sessionVerdict } from '../../domain/access/session-lifetime.ts';
 import { ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS, REGISTRATION_LIMITS } from '../../domain/access/throttle.ts';
 import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie.ts';
 import { isRole, ROLES } from '../../domain/access/roles.ts';
@@ -121,9 +121,10 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     for (const g of grants) if (memberIds.has(g.principal_id) && isRole(g.role)) role_holders[g.role]! += 1;
     const keys = await db().selectFrom('api_keys').select('revoked_at').where('project_id', '=', projectId).execute();
     const now = app.gavel.clock.now();
-    const sessions = memberIds.size === 0 ? [] : await db().selectFrom('sessions').select(['principal_id', 'last_seen_at']).where('ended_at', 'is', null)
+    const sessions = memberIds.size === 0 ? [] : await db().selectFrom('sessions').select(['last_seen_at', 'expires_at', 'ended_at']).where('ended_at', 'is', null)
       .where('expires_at', '>', now.toISOString()).where('principal_id', 'in', [...memberIds]).execute();
-    const live = sessions.filter((s) => now.getTime() - Date.parse(s.last_seen_at) < SESSION_LIFETIMES.idleMs).length;
+    // Live as its cookie would find it: also not one whose last use lies far ahead (the clock stepped back).
+    const live = sessions.filter((s) => sessionVerdict(s, now) === 'active').length;
     const sod = await readSod(db(), projectId);
     return {
       project_id: projectId, members: memberIds.size, role_holders,
