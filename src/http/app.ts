@@ -26,7 +26,8 @@ import { Type } from 'typebox';
 /** The query string of a GET that takes none (see the onRoute hook below). */
 const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
-const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
+/** Headers that carry credentials, masked wherever a request or answer is logged with its headers. */
+export const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];

@@ -9,11 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnGavel } from '../support/process.ts';
 import { exchange } from '../support/raw-http.ts';
+import { leaksIn, secretForms } from '../support/secrets.ts';
 
-const forms = (secret: string): string[] => {
-  const bytes = Buffer.from(secret);
-  return [secret, bytes.toString('base64'), bytes.toString('base64url'), [...bytes].join(',')];
-};
 
 test('no API key, password, session, CSRF or device token appears in any log line at trace', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gavel-secrets-'));
@@ -46,12 +43,9 @@ test('no API key, password, session, CSRF or device token appears in any log lin
 
     assert.ok(gavel.lines.some((l) => l.includes('refusing a request that is not well-formed HTTP')), 'the refusal was logged');
     const secrets = { 'API key': minted.secret, 'session token': cookies.gavel_session!, 'CSRF token': csrf, 'device cookie': cookies.gavel_device!, 'wrong password': wrongPassword };
-    const leaks: string[] = [];
-    for (const [what, secret] of Object.entries(secrets)) {
-      for (const form of forms(secret)) for (const line of gavel.lines) if (line.includes(form)) leaks.push(`${what}: ${line.slice(0, 300)}`);
-    }
+    const leaks = leaksIn(secrets, gavel.lines);
     // The first start's password is printed once, by design, and logged nowhere.
-    for (const form of forms(adminPassword)) for (const [i, line] of gavel.lines.entries()) if (i !== announced + 1 && line.includes(form)) leaks.push(`admin password: ${line.slice(0, 300)}`);
+    for (const form of secretForms(adminPassword)) for (const [i, line] of gavel.lines.entries()) if (i !== announced + 1 && line.includes(form)) leaks.push(`admin password: ${line.slice(0, 300)}`);
     assert.deepEqual(leaks, []);
   } finally {
     await gavel.kill('SIGKILL');
