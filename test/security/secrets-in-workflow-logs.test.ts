@@ -2,13 +2,14 @@
 // a service logging at trace (with the production redaction) runs a workflow and its failure paths:
 // console sign-in, a wrong password, registrations whose password breaks the rule, an API key,
 // permits in decisions, bodies that are malformed or invalid while they carry a permit, and
-// executions whose merchant fails, resets, or does not answer. Every secret is looked for in every
+// executions whose merchant fails, resets, or does not answer, an approver's private key sent as
+// its public key, and a database fault while a permit is recorded. Every secret is looked for in every
 // log line and in every answer that is not the one meant to hand it out (the mint of a key, the
 // issue of a permit, the sign-in's cookies), as text, base64 and the byte list of a Buffer.
 // (A real `gavel serve`, Node's parser errors and the first start's password: secrets-in-logs.test.ts.)
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -31,7 +32,7 @@ function signingKeys(dataDir: string): Record<string, string> {
 
 for (const backend of backends()) {
   describe(`secrets on ${backend.name}`, () => {
-    test('no password, session, CSRF or device token, API key, permit, merchant secret or signing key appears in a log line at trace or an error answer', async () => {
+    test('no password, session, CSRF or device token, API key, permit, merchant secret, approver or signing private key appears in a log line at trace or an error answer', async () => {
       const lines: string[] = [];
       const stream = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
       const merchant = await startMerchant();
@@ -93,6 +94,15 @@ for (const backend of backends()) {
         assert.equal((await send({ method: 'GET', url: `/v1/projects/${svc.projectId}/sod?token=x`, headers: { authorization: `Bearer ${adminKey}`, cookie: person.get.cookie, 'x-csrf-token': person.post['x-csrf-token'] } })).statusCode, 400);
         assert.equal((await send({ method: 'DELETE', url: '/v1/authorize', headers: { ...key, cookie: person.get.cookie } })).statusCode, 405);
 
+        // An approver's private key sent by mistake, as a JWK and as PEM: refused, never echoed.
+        const approver = generateKeyPairSync('ed25519');
+        const privateJwk = approver.privateKey.export({ format: 'jwk' });
+        const privatePem = String(approver.privateKey.export({ format: 'pem', type: 'pkcs8' }));
+        const keys = `/v1/console/projects/${svc.projectId}/principals/${person.principalId}/approval-keys`;
+        assert.equal((await send({ method: 'POST', url: keys, headers: person.post, payload: { public_key: privateJwk } })).statusCode, 400);
+        assert.equal((await send({ method: 'POST', url: keys, headers: person.post, payload: { public_key: privatePem } })).statusCode, 400);
+        assert.equal((await send({ method: 'POST', url: keys, headers: person.post, payload: { public_key: privateJwk.d } })).statusCode < 500, true);
+
         // A fault of the database while a permit is recorded: a logged 500. PostgreSQL's error for a
         // failed check carries the whole row (detail: "Failing row contains (…)"), the signed permit in it.
         const db = svc.ts.store.db;
@@ -110,7 +120,7 @@ for (const backend of backends()) {
           'API key': key.authorization.slice('Bearer '.length), 'admin API key': adminKey, 'minted API key': mintedSecret,
           'session token': cookies.gavel_session, 'CSRF token': cookies.gavel_csrf, 'device cookie': cookies.gavel_device,
           'password': person.password, 'wrong password': wrongPassword, 'weak password': weakPassword, 'long password': longPassword,
-          'permit': permit, 'merchant secret': MERCHANT_SECRET, ...signingKeys(svc.ts.dataDir),
+          'permit': permit, 'merchant secret': MERCHANT_SECRET, 'approval private key': privateJwk.d!, 'approval private key (PEM)': privatePem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), ...signingKeys(svc.ts.dataDir),
         };
         assert.deepEqual(leaksIn(secrets, lines), [], 'in the log');
         assert.deepEqual(leaksIn(secrets, answers), [], 'in an answer');
