@@ -26,8 +26,13 @@ import { Type } from 'typebox';
 /** The query string of a GET that takes none (see the onRoute hook below). */
 const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
-/** Headers that carry credentials, masked wherever a request or answer is logged with its headers. */
-export const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'res.headers["set-cookie"]'];
+/**
+ * Headers that carry credentials, masked wherever a log line holds them: as `headers` of the line
+ * itself or of any member of it (`req`, `res`, `request`, `err`…). Fastify's own request and reply
+ * serializers log no headers; this is the second line, for a line that logs a headers object.
+ */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-csrf-token'];
+export const REDACT = CREDENTIAL_HEADERS.flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`]);
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
