@@ -308,6 +308,35 @@ for (const backend of backends()) {
       assert.ok(events.some((e) => e.actor === auditor.principalId && JSON.parse(e.data).key_id === mine.json().id), 'audited with the holder as actor');
     });
 
+    test('API keys: ADMIN and AUDITOR list every key of the project, any other member the keys bound to itself', async () => {
+      const approver = await consoleMember(suite.svc, ['APPROVER']);
+      const issuer = await consoleMember(suite.svc, ['PERMIT_ISSUER']);
+      const noRole = await consoleMember(suite.svc, []);
+      const auditor = await consoleMember(suite.svc, ['AUDITOR']);
+      const mine = [await post(`${suite.P}/api-keys`, { name: 'mine-1', roles: ['APPROVER'] }, approver.post), await post(`${suite.P}/api-keys`, { name: 'mine-2', roles: ['APPROVER'] }, approver.post)];
+      const forMe = await post(`${suite.P}/api-keys`, { name: 'for-me', roles: ['APPROVER'], principal_id: approver.principalId });
+      const theirs = await post(`${suite.P}/api-keys`, { name: 'theirs', roles: ['PERMIT_ISSUER'] }, issuer.post);
+      for (const r of [...mine, forMe, theirs]) assert.equal(r.statusCode, 201, r.body);
+      const ids = async (headers: Record<string, string>, query = '') => {
+        const res = await suite.svc.app.inject({ method: 'GET', url: `${suite.P}/api-keys${query}`, headers });
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json() as { api_keys: { id: string; principal_id: string; effective_roles: string[] }[]; next_cursor: string | null };
+      };
+      const own = await ids(approver.get);
+      assert.deepEqual(own.api_keys.map((k) => k.id), [forMe, ...mine].map((r) => r.json().id).sort().reverse(), 'its own keys, newest first, the one an ADMIN minted for it included');
+      assert.ok(own.api_keys.every((k) => k.principal_id === approver.principalId && k.effective_roles.includes('APPROVER')));
+      // Paged like the full list: two pages of its own keys, nobody else's on either.
+      const first = await ids(approver.get, '?limit=2');
+      const second = await ids(approver.get, `?limit=2&cursor=${encodeURIComponent(first.next_cursor!)}`);
+      assert.deepEqual([...first.api_keys, ...second.api_keys].map((k) => k.id), own.api_keys.map((k) => k.id));
+      assert.equal(second.next_cursor, null);
+      assert.deepEqual((await ids(noRole.get)).api_keys, [], 'a member holding no key sees none');
+      for (const reader of [auditor.get, suite.admin.get]) {
+        const every = (await ids(reader, '?limit=500')).api_keys.map((k) => k.id);
+        for (const r of [...mine, forMe, theirs]) assert.ok(every.includes(r.json().id), 'ADMIN and AUDITOR see every key');
+      }
+    });
+
     test('API keys: shown once, hashed, a subset of current roles, revocation is immediate, bad keys are 401', async () => {
       const holder = await suite.svc.member(['AUDITOR', 'APPROVER']);
       const minted = await post(`${suite.P}/api-keys`, { name: 'ci', roles: ['AUDITOR'], principal_id: holder.principalId });

@@ -87,7 +87,8 @@ export const ROUTES: RouteEntry[] = [
     method: 'POST', path: `${C}/members/{principalId}/roles/{role}/revoke`, plane: 'console', allowed: ['ADMIN'],
     example: async (ctx) => ({ params: { principalId: await ctx.newMember(['AUDITOR']), role: 'AUDITOR' }, body: {} }),
   },
-  { method: 'GET', path: `${C}/api-keys`, plane: 'console', allowed: READERS },
+  // Any member lists keys: ADMIN and AUDITOR every key, any other member its own (test/identity/access.test.ts).
+  { method: 'GET', path: `${C}/api-keys`, plane: 'console', allowed: 'any' },
   {
     method: 'POST', path: `${C}/api-keys`, plane: 'console', allowed: ['ADMIN'],
     example: async (ctx) => ({ body: { name: 'matrix', roles: ['AUDITOR'], principal_id: await ctx.newMember(['AUDITOR']) } }),

@@ -1,4 +1,4 @@
-// API keys in the console: a member mints and revokes its own, ADMIN any (secret shown once); ADMIN or AUDITOR lists.
+// API keys in the console: a member mints, lists and revokes its own, ADMIN any (secret shown once); ADMIN or AUDITOR lists all.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Role } from '../../domain/access/roles.ts';
@@ -15,12 +15,16 @@ import { ApiKeyView, KeyId, Label, PrincipalId, RoleList } from './schemas.ts';
 
 export async function consoleApiKeyRoutes(app: FastifyInstance): Promise<void> {
   app.get('/v1/console/projects/:projectId/api-keys', {
-    preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
-    schema: { operationId: 'consoleListApiKeys', tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
+    // Any member: one that may mint and revoke its own keys must be able to see them (to find the
+    // one that leaked). ADMIN and AUDITOR see every key of the project, any other member its own.
+    preValidation: consoleAuth([]),
+    schema: { operationId: 'consoleListApiKeys', tags: ['console'], summary: 'API keys of the project, newest first (never their secrets)', description: 'ADMIN and AUDITOR see every key of the project; any other member sees the keys bound to itself.', params: ProjectParams, querystring: PageQuery, response: { 200: Type.Object({ api_keys: Type.Array(ApiKeyView), next_cursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses({ auth: 'session' }) } },
   }, async (request) => {
     const { limit: size, cursor } = request.query as { limit?: string; cursor?: string };
     const limit = pageLimit(size);
-    const rows = await listApiKeys(app.gavel.store.db, request.auth!.projectId, { limit: limit + 1, before: decodeCursor(cursor, 'key') });
+    const auth = request.auth!;
+    const all = auth.roles.has('ADMIN') || auth.roles.has('AUDITOR');
+    const rows = await listApiKeys(app.gavel.store.db, auth.projectId, { limit: limit + 1, before: decodeCursor(cursor, 'key'), ...(all ? {} : { holder: auth.principalId }) });
     const { items, next_cursor } = page(rows, limit);
     return { api_keys: items, next_cursor };
   });

@@ -67,9 +67,11 @@ async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]
 
 /** Every key of the project, newest first; never the secret (only its hash is stored). */
 /** A page of the project's keys, newest first; `before` is the id of the last key of the previous page. */
-export async function listApiKeys(db: Db, projectId: string, options: { limit: number; before?: string | undefined }): Promise<KeyView[]> {
+/** `holder`: only the keys bound to that principal. */
+export async function listApiKeys(db: Db, projectId: string, options: { limit: number; before?: string | undefined; holder?: string }): Promise<KeyView[]> {
   let query = db.selectFrom('api_keys').select(KEY_COLUMNS)
     .where('project_id', '=', projectId);
+  if (options.holder !== undefined) query = query.where('principal_id', '=', options.holder);
   if (options.before !== undefined) query = query.where('id', '<', options.before);
   const rows = await query.orderBy('id', 'desc').limit(options.limit).execute();
   return withEffectiveRoles(db, projectId, rows);
