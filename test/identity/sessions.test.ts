@@ -18,6 +18,16 @@ for (const backend of backends()) {
     });
     after(async () => { await svc.stop(); });
     const me = (cookie: string) => svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/me`, headers: { cookie } });
+    /**
+     * Runs `body` with the service's clock standing at `start` but for `offsetMs`, so an offset means
+     * the same instant however long the requests in between take; the moving clock comes back after.
+     */
+    const onStandingClock = async (body: (start: number) => Promise<void>) => {
+      const clock = svc.deps.clock;
+      const start = Date.now();
+      svc.deps.clock = { now: () => new Date(start + offsetMs) };
+      try { await body(start); } finally { offsetMs = 0; svc.deps.clock = clock; }
+    };
 
     test('login sets an HttpOnly SameSite=Strict session cookie and a readable CSRF cookie; only a hash is stored', async () => {
       const m = await consoleMember(svc, ['AUDITOR']);
@@ -122,10 +132,7 @@ for (const backend of backends()) {
     test('a wall clock stepped back: an idle session ends after its idle lifetime, not after the step and its idle lifetime', async () => {
       // The session is used at `start`, then the clock steps back two hours (an NTP correction) and
       // nobody uses it. Read as stored, its last use lies in the future and it lived two and a half hours.
-      const clock = svc.deps.clock;
-      const start = Date.now();
-      svc.deps.clock = { now: () => new Date(start + offsetMs) };
-      try {
+      await onStandingClock(async (start) => {
         const m = await consoleMember(svc, ['AUDITOR']);
         assert.equal((await me(m.get.cookie)).statusCode, 200);
         offsetMs = -2 * 3600_000 + SESSION_LIFETIMES.idleMs + 60_000;
@@ -139,16 +146,13 @@ for (const backend of backends()) {
         assert.equal(stepped.json().session.idle_expires_at, new Date(start - 10 * 60_000 + SESSION_LIFETIMES.idleMs).toISOString());
         offsetMs = -10 * 60_000 + SESSION_LIFETIMES.idleMs - 60_000;
         assert.equal((await me(n.get.cookie)).statusCode, 200, 'used within its idle lifetime of the last request');
-      } finally { offsetMs = 0; svc.deps.clock = clock; }
+      });
     });
 
     test('absolute expiry: even a busy session ends after the absolute lifetime', async () => {
       // The clock stands still but for the offsets: a second before the lifetime ends must be a
       // second before it however long the requests in between took on a loaded machine.
-      const clock = svc.deps.clock;
-      const start = Date.now();
-      svc.deps.clock = { now: () => new Date(start + offsetMs) };
-      try {
+      await onStandingClock(async () => {
         const m = await consoleMember(svc, ['AUDITOR']);
         const step = SESSION_LIFETIMES.idleMs - 60_000;
         for (offsetMs = step; offsetMs < SESSION_LIFETIMES.absoluteMs - 1000; offsetMs += step) {
@@ -159,7 +163,7 @@ for (const backend of backends()) {
         // Two seconds after the last request: the absolute lifetime ends it, not idleness.
         offsetMs = SESSION_LIFETIMES.absoluteMs + 1000;
         assert.equal((await me(m.get.cookie)).statusCode, 401);
-      } finally { offsetMs = 0; svc.deps.clock = clock; }
+      });
     });
 
     test('a revoked member loses access at once: sessions ended, keys revoked', async () => {
