@@ -15,6 +15,7 @@ import { installConnectionCap } from './connection-cap.ts';
 import { Problem, retryLater } from './problem.ts';
 import { validatorCompiler } from './validation.ts';
 import { sharedSerializers } from './serializers.ts';
+import { requestForLog } from './logged-url.ts';
 import { lazyChildLogger } from './request-logger.ts';
 import { errorResponses, ProblemSchema } from './schemas/common.ts';
 import { consoleRouteGroups, routeGroups } from './routes.ts';
@@ -34,13 +35,19 @@ const NO_QUERY = Type.Object({}, { additionalProperties: false });
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-csrf-token'];
 export const REDACT = CREDENTIAL_HEADERS.flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`]);
 
+/** Logger options with credential headers masked and request lines through `requestForLog`, unless they say otherwise. */
+function withGavelLogging(logger: NonNullable<FastifyServerOptions['logger']>): FastifyServerOptions['logger'] {
+  if (typeof logger !== 'object') return logger;
+  return { redact: REDACT, ...logger, serializers: { req: requestForLog, ...logger.serializers } };
+}
+
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify<Server>({
-    logger: options.logger ?? { level: deps.config.logLevel, redact: REDACT },
+    logger: withGavelLogging(options.logger ?? { level: deps.config.logLevel }),
     bodyLimit: deps.config.bodyLimitBytes,
     // Fastify turns Node's request timeout off (0), so a body sent slowly, or stalled one byte
     // short, held its connection and its buffered bytes (up to 8 MiB on the policy routes, before

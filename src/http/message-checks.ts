@@ -6,6 +6,7 @@ import { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerRe
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../lib/ids.ts';
+import { loggedUrl } from './logged-url.ts';
 import { Problem, problemBody } from './problem.ts';
 
 // Headers of which Node keeps the first and drops any repeat (`message.headers`), and that decide
@@ -115,7 +116,7 @@ function tooManyWaiting(app: FastifyInstance, req: IncomingMessage): void {
 
 function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, problem: Problem): void {
   const requestId = newId('req');
-  app.log.debug({ request_id: requestId, method: req.method, url: req.url, code: problem.code }, 'refusing a request before routing');
+  app.log.debug({ request_id: requestId, method: req.method, url: loggedUrl(req.url ?? '/'), code: problem.code }, 'refusing a request before routing');
   const body = JSON.stringify(problemBody(problem, requestId));
   res.writeHead(problem.status, {
     'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId,
@@ -160,7 +161,7 @@ export function installMessageChecks(app: FastifyInstance): void {
   // Node no longer parses the connection, so it is closed after the answer.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     const requestId = newId('req');
-    app.log.debug({ request_id: requestId, url: req.url }, 'refusing CONNECT');
+    app.log.debug({ request_id: requestId, url: loggedUrl(req.url ?? '/') }, 'refusing CONNECT');
     socket.on('error', () => {});
     socket.end(rawProblem(new Problem(501, 'not_implemented', 'this service does not tunnel: CONNECT is not implemented'), requestId), () => socket.destroy());
   });
