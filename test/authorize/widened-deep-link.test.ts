@@ -1,0 +1,63 @@
+// A link wider than its own parent but no wider than the root, end to end on both engines. Coverage
+// checks every link (decision 0302), so such a link widens nothing a request could use; it is still
+// refused by name (decision 0301: each link within its parent), for a request every link covers.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { backends } from '../support/backends.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { activatePolicy, ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
+import { permitCommitment, signPermitClaims, type GavelConstraints, type PermitClaims } from '../../src/domain/permit/index.ts';
+
+const eur = (minor: number) => ({ minor, currency: 'EUR' });
+const ROOT = { actions: ['pay', 'read'], resources: ['resource://shop/*'], max_per_request: eur(1_000), budget: eur(5_000), max_uses: 10 };
+const MIDDLE = { actions: ['pay'], resources: ['resource://shop/a/*'], max_per_request: eur(500), budget: eur(2_000), max_uses: 5 };
+const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8')) as PermitClaims;
+
+for (const backend of backends()) {
+  describe(`a link wider than its parent, within the root, on ${backend.name}`, () => {
+    let svc: TestService;
+    before(async () => {
+      svc = await startService(backend);
+      await activatePolicy(svc, ALLOW_PAYMENTS);
+    });
+    after(async () => { await svc.stop(); });
+
+    test('each dimension widened back to the root\'s is DENY permit_invalid delegation_widened, naming it', async () => {
+      const key = await svc.keyHeader([]);
+      const [holder, middle, leaf] = [newAgent(), newAgent(), newAgent()];
+      const now = Math.floor(Date.now() / 1000);
+      const root = await issue(svc, holder.did, ROOT, { notBefore: new Date((now - 120) * 1000), ttlSeconds: 3600 });
+      const base = claimsOf(root.jws);
+      const sign = (by: typeof holder, parent: string, sub: string, over: Partial<PermitClaims>, gavel: Omit<GavelConstraints, 'parent'>) => signPermitClaims({
+        iss: by.did, sub, aud: base.aud, jti: crypto.randomUUID(), iat: now, nbf: now - 60, exp: now + 1800, ...over,
+        gavel: { ...gavel, parent: permitCommitment(parent) },
+      }, `${by.did}#k`, by.sign);
+      const link1 = await sign(holder, root.jws, middle.did, {}, MIDDLE);
+      const chain = (link2: string) => `${root.jws}~${link1}~${link2}`;
+      const pay = { agent: leaf.did, action: 'pay', resource: 'resource://shop/a/1', amount: eur(100) };
+      const same = await sign(middle, link1, leaf.did, {}, MIDDLE);
+      assert.equal((await decide(svc, key, { ...pay, permit: chain(same) })).decision, 'ALLOW', 'the same grant again is no wider');
+      const { max_per_request: _m, ...noPerRequest } = MIDDLE;
+      const { budget: _b, ...noBudget } = MIDDLE;
+      const { max_uses: _u, ...noUses } = MIDDLE;
+      const cases: [RegExp, Partial<PermitClaims>, Omit<GavelConstraints, 'parent'>][] = [
+        [/action "read" is not granted/, {}, { ...MIDDLE, actions: ROOT.actions }],
+        [/resource pattern "resource:\/\/shop\/\*" is not covered/, {}, { ...MIDDLE, resources: ROOT.resources }],
+        [/max_per_request widened: the child allows 1000/, {}, { ...MIDDLE, max_per_request: ROOT.max_per_request }],
+        [/max_per_request widened: .* sets no limit/, {}, noPerRequest],
+        [/budget widened: the child allows 5000/, {}, { ...MIDDLE, budget: ROOT.budget }],
+        [/budget widened: .* sets no limit/, {}, noBudget],
+        [/max_uses widened: the parent allows 5, the child 10/, {}, { ...MIDDLE, max_uses: ROOT.max_uses }],
+        [/max_uses widened: the parent allows 5, the child unlimited/, {}, noUses],
+        [/valid before its parent/, { nbf: base.nbf }, MIDDLE],
+        [/expires after its parent/, { exp: base.exp }, MIDDLE],
+      ];
+      for (const [names, over, gavel] of cases) {
+        const d = await decide(svc, key, { ...pay, permit: chain(await sign(middle, link1, leaf.did, over, gavel)) });
+        assert.deepEqual([d.decision, d.reason_code], ['DENY', 'permit_invalid'], `${names}: ${JSON.stringify(d)}`);
+        assert.match(d.detail ?? '', /^delegation_widened: /);
+        assert.match(d.detail ?? '', names);
+      }
+    });
+  });
+}
