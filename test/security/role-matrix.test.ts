@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { ROLES, type Role } from '../../src/domain/access/roles.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { hashPassword } from '../../src/lib/passwords.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { newAgent, issue } from '../support/authorize.ts';
-import { ensureAgent, freezeAgent } from '../../src/services/agents/agents.ts';
 import { anotherProject } from '../support/projects.ts';
+import { callRoute, matrixContext } from './matrix-context.ts';
 import { PUBLIC_ROUTES, ROUTES, type MatrixContext, type RouteEntry, type RouteExample } from './role-matrix.data.ts';
 
 const isAllowed = (e: RouteEntry, role: Role) => e.allowed === 'any' || e.allowed.includes(role);
@@ -40,51 +38,7 @@ for (const backend of backends()) {
     before(async () => {
       svc = await startService(backend);
       personPassword = await hashPassword('matrix-person-password');
-      let n = 0;
-      ctx = {
-        projectId: svc.projectId,
-        store: svc.ts.store,
-        service: svc,
-        uniqueName: (prefix) => `${prefix}-${Date.now().toString(36)}-${(n++).toString(36)}-${randomBytes(3).toString('hex')}`,
-        newMember: async (roles) => (await svc.member(roles)).principalId,
-        newPerson: async () => {
-          const principalId = newId('prn');
-          const name = ctx.uniqueName('person');
-          await svc.ts.store.db.insertInto('principals').values({ id: principalId, kind: 'person', name, password_hash: personPassword, created_at: new Date().toISOString(), disabled_at: null }).execute();
-          return { principalId, name };
-        },
-        newKeyId: async () => (await svc.member(['AUDITOR'])).keyId,
-        newAgent: async () => {
-          const did = newAgent().did;
-          await svc.ts.store.transaction((trx) => ensureAgent(trx, svc.projectId, did, 'test', new Date().toISOString()));
-          return did;
-        },
-        newPermit: async () => {
-          const agent = newAgent().did;
-          const p = await issue(svc, agent, { actions: ['read'], resources: ['resource://docs/*'] });
-          return { ...p, agent };
-        },
-        freeze: async (did) => {
-          await svc.ts.store.transaction((trx) => freezeAgent(trx, { projectId: svc.projectId, did, actor: 'test', reason: null, at: new Date().toISOString() }));
-        },
-        newUnknownExecution: async () => {
-          const id = newId('exe');
-          const at = new Date().toISOString();
-          await svc.ts.store.db.insertInto('executions').values({
-            id, project_id: svc.projectId, nonce: id, fingerprint: '0'.repeat(64), decision_id: newId('dec'), decision_audit_id: newId('aud'),
-            policy_version: 1, agent: 'did:example:matrix', action: 'pay', resource: 'resource://shop/1', merchant: 'shop', operation: 'ok',
-            status: 'UNKNOWN', note: 'matrix', http_status: null, instance_id: 'matrix', created_at: at, completed_at: at,
-            resolved_at: null, resolved_by: null, resolution_note: null,
-          }).execute();
-          return id;
-        },
-        auditEventId: async () => {
-          await svc.member([]);
-          await svc.auditLog.tick({ force: true });
-          const row = await svc.ts.store.db.selectFrom('audit_events').select('id').where('project_id', '=', svc.projectId).where('leaf_index', 'is not', null).orderBy('id', 'desc').executeTakeFirstOrThrow();
-          return row.id;
-        },
-      };
+      ctx = matrixContext(svc, personPassword);
       for (const role of ROLES) {
         sessions.set(role, await consoleMember(svc, [role]));
         // Keys held by persons: the machine plane's resolve takes a person's key alone (invariant 6).
@@ -108,15 +62,7 @@ for (const backend of backends()) {
 
     async function call(e: RouteEntry, headers: Record<string, string>, extraQuery?: string, example?: RouteExample) {
       const ex = example ?? (e.example ? await e.example(ctx) : {});
-      const params: Record<string, string> = { projectId: svc.projectId, ...(ex.params ?? {}) };
-      const query = [ex.query, extraQuery].filter(Boolean).join('&');
-      const url = e.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? `missing-${k}`)) + (query ? `?${query}` : '');
-      const hasBody = e.method !== 'GET' && e.method !== 'DELETE';
-      return svc.app.inject({
-        method: e.method, url,
-        headers: { ...headers, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
-        ...(hasBody ? { payload: JSON.stringify(ex.body ?? {}) } : {}),
-      });
+      return callRoute(svc, e, svc.projectId, ex, headers, extraQuery);
     }
     const consoleHeaders = (m: ConsoleMember, e: RouteEntry): Record<string, string> => (e.method === 'GET' ? { ...m.get } : { cookie: m.post.cookie, 'x-csrf-token': m.post['x-csrf-token'] });
     /** The member's cookies without its CSRF cookie, and with one holding `csrf` instead. */

@@ -35,12 +35,15 @@ export async function newApprover(svc: TestService, roles: Parameters<TestServic
   return { principalId: m.principalId, key: m.key, keyId: registered.id, privateKey: pair.privateKey, publicKey: pair.publicKey, sign: (t) => signText(pair.privateKey, t) };
 }
 
+/** The agent every seeded obligation names. */
+export const SEEDED_OBLIGATION_AGENT = 'did:key:z6MkSeededAgentForTheMatrix';
+
 /** An obligation row as the authorizer writes it, without going through a decision (role matrix). */
 export async function seedObligation(svc: TestService, over: { expiresAt?: Date } = {}): Promise<string> {
   const id = newId('apr');
   const now = new Date();
   await svc.ts.store.db.insertInto('approval_requests').values({
-    id, project_id: svc.projectId, decision_id: newId('dec'), agent: 'did:key:z6MkSeededAgentForTheMatrix', action: 'pay',
+    id, project_id: svc.projectId, decision_id: newId('dec'), agent: SEEDED_OBLIGATION_AGENT, action: 'pay',
     resource: 'resource://shop/1', amount_minor: 50_000, amount_currency: 'EUR', intent: null, permit_commitment: null,
     policy_version: 1, matched_rules: '["pay-large-needs-person"]', statement_version: 2, status: 'pending', created_at: now.toISOString(),
     expires_at: (over.expiresAt ?? new Date(now.getTime() + 3600_000)).toISOString(),

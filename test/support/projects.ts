@@ -5,6 +5,7 @@ import type { Role } from '../../src/domain/access/roles.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import type { Store } from '../../src/store/store.ts';
+import { newMember, type TestService } from './service.ts';
 
 export async function anotherProject(store: Store, roles: readonly Role[], kind: 'person' | 'service' = 'person'): Promise<{ projectId: string; principalId: string; secret: string }> {
   const projectId = newId('prj');
@@ -19,4 +20,13 @@ export async function anotherProject(store: Store, roles: readonly Role[], kind:
     return (await mintApiKey(trx, { projectId, principalId, name: 'other', roles: [...roles], actor: 'system' })).secret;
   });
   return { projectId, principalId, secret };
+}
+
+/**
+ * The test service seen from another project: `projectId`, `member` and `keyHeader` are that
+ * project's, so fixtures written for the service's own project build their rows there.
+ */
+export function inProject(svc: TestService, projectId: string): TestService {
+  const member: TestService['member'] = (roles, name, kind) => newMember(svc.ts.store, projectId, roles, name, kind);
+  return { ...svc, projectId, member, async keyHeader(roles) { return { authorization: `Bearer ${(await member(roles)).key}` }; } };
 }

@@ -4,6 +4,7 @@ import { createService, type Service, type ServiceOptions } from '../../src/serv
 import { newId } from '../../src/lib/ids.ts';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { mintApiKey } from '../../src/services/identity/api-keys.ts';
+import type { Store } from '../../src/store/store.ts';
 import type { Backend, TestStore } from './backends.ts';
 import { recordProblems, undeclared, type SentProblem } from './declared-problems.ts';
 
@@ -20,6 +21,21 @@ export interface TestService extends Service {
   stop(): Promise<void>;
 }
 
+/** A new member of `projectId` holding `roles`, with an API key carrying them (TestService.member). */
+export async function newMember(store: Store, projectId: string, roles: Role[], name?: string, kind: 'person' | 'service' = 'service'): Promise<{ principalId: string; key: string; keyId: string }> {
+  const principalId = newId('prn');
+  const at = new Date().toISOString();
+  return store.transaction(async (trx) => {
+    await trx.insertInto('principals').values({ id: principalId, kind, name: name ?? `${kind === 'service' ? 'svc' : 'person'}-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
+    await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
+    for (const role of roles) {
+      await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
+    }
+    const key = await mintApiKey(trx, { projectId, principalId, name: 'test', roles, actor: 'system' });
+    return { principalId, key: key.secret, keyId: key.id };
+  });
+}
+
 /**
  * `prepare` runs on the opened store before the service starts and may return more configuration
  * (e.g. the audit-log tests start a witness that must know the log's key first).
@@ -31,19 +47,7 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
   const service = await createService(config, { ...options, store: ts.store, logger: options.logger ?? (process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false) });
   const projectId = service.bootstrap.projectId;
   const { problems, others } = recordProblems(service.app);
-  const member: TestService['member'] = async (roles, name, kind = 'service') => {
-    const principalId = newId('prn');
-    const at = new Date().toISOString();
-    return ts.store.transaction(async (trx) => {
-      await trx.insertInto('principals').values({ id: principalId, kind, name: name ?? `${kind === 'service' ? 'svc' : 'person'}-${principalId}`, password_hash: null, created_at: at, disabled_at: null }).execute();
-      await trx.insertInto('memberships').values({ project_id: projectId, principal_id: principalId, created_at: at, created_by: null, revoked_at: null }).execute();
-      for (const role of roles) {
-        await trx.insertInto('role_grants').values({ project_id: projectId, principal_id: principalId, role, granted_at: at, granted_by: null }).execute();
-      }
-      const key = await mintApiKey(trx, { projectId, principalId, name: 'test', roles, actor: 'system' });
-      return { principalId, key: key.secret, keyId: key.id };
-    });
-  };
+  const member: TestService['member'] = (roles, name, kind) => newMember(ts.store, projectId, roles, name, kind);
   return {
     ...service, ts, projectId, member, problems,
     async keyHeader(roles) { return { authorization: `Bearer ${(await member(roles)).key}` }; },
