@@ -14,6 +14,7 @@ import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { sequencePending } from '../../src/services/auditlog/sequencer.ts';
 import { addEvents, startAuditService } from './support.ts';
+import { anotherProject } from '../support/projects.ts';
 
 for (const backend of backends()) {
   test(`proofs, consistency and verification at their edges (${backend.name})`, async () => {
@@ -185,6 +186,30 @@ for (const backend of backends()) {
       }
       await store.db.updateTable('audit_events').set({ data: row.data, leaf_hash: row.leaf_hash }).where('id', '=', row.id).execute();
       assert.equal((await verify(row.id)).verification, 'VERIFIED', 'restored');
+    } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
+  test(`an INVALID verification names no event of another project: a leaf hash altered beside it is named by its index (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    try {
+      const auditor = await consoleMember(a.svc, ['AUDITOR']);
+      const { projectId: other } = await anotherProject(store, []);
+      // One log for the installation: events of the two projects side by side, each leaf's sibling of the other.
+      const mine: string[] = [];
+      for (let i = 0; i < 4; i++) { mine.push(...await addEvents(store, a.svc.projectId, 1)); await addEvents(store, other, 1); }
+      await a.svc.auditLog.tick({ force: true });
+      const row = await store.db.selectFrom('audit_events').select(['id', 'leaf_index']).where('id', '=', mine[0]!).executeTakeFirstOrThrow();
+      const index = Number(row.leaf_index);
+      const sibling = await store.db.selectFrom('audit_events').select(['id', 'project_id', 'leaf_hash']).where('leaf_index', '=', index ^ 1).executeTakeFirstOrThrow();
+      assert.equal(sibling.project_id, other);
+      await store.db.updateTable('audit_events').set({ leaf_hash: Buffer.alloc(32, 7) }).where('id', '=', sibling.id).execute();
+      const res = await a.svc.app.inject({ method: 'POST', url: `/v1/console/projects/${a.svc.projectId}/proofs/verify`, headers: auditor.post, payload: { audit_event_id: row.id } });
+      assert.equal(res.json().verification, 'INVALID', res.body);
+      assert.match(res.json().reason, new RegExp(`leaf hash recorded for leaf ${index ^ 1} \\(an event of another project\\) does not match that event`));
+      assert.ok(!res.body.includes(sibling.id), `the answer names ${sibling.id}, an event of another project: ${res.body}`);
     } finally { await a.stop(); }
   });
 }

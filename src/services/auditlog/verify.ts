@@ -57,7 +57,7 @@ export interface VerifyDeps extends AuditLogDeps {
  * what lies below it (its event; its two children), then the event's own stored ancestors against
  * what its leaf and path give. A few more reads, only on this failure path.
  */
-async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: number, path: readonly Uint8Array[], cp: StoredCheckpoint): Promise<string> {
+async function locateAlteration(db: Db, projectId: string, id: string, leaf: Uint8Array, index: number, path: readonly Uint8Array[], cp: StoredCheckpoint): Promise<string> {
   const own = await db.selectFrom('audit_events').select('leaf_hash').where('leaf_index', '=', index).executeTakeFirst();
   if (own?.leaf_hash && !bytesEqual(fromBlob(own.leaf_hash), leaf)) {
     return `audit event ${id} no longer hashes to the leaf hash recorded for leaf ${index} when it was sequenced: its row (or that recorded hash) was altered`;
@@ -69,7 +69,9 @@ async function locateAlteration(db: Db, id: string, leaf: Uint8Array, index: num
       .where('leaf_index', 'in', leaves).execute();
     for (const r of rows) {
       if (r.leaf_hash && !bytesEqual(fromBlob(r.leaf_hash), leafHashOfStoredEvent(r))) {
-        return `the leaf hash recorded for leaf ${Number(r.leaf_index)} (audit event ${r.id}) does not match that event, and the path of leaf ${index} uses it: the hash or that event's row was altered`;
+        // The log is the installation's: a leaf beside this one may be another project's event, which is not named.
+        const which = r.project_id === projectId ? `audit event ${r.id}` : 'an event of another project';
+        return `the leaf hash recorded for leaf ${Number(r.leaf_index)} (${which}) does not match that event, and the path of leaf ${index} uses it: the hash or that event's row was altered`;
       }
     }
   }
@@ -147,7 +149,7 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
     path = e;
   }
   const checked = localCheck(cp.note, logKey, cp, leaf, index, path);
-  const localFailure = checked === INCLUSION_FAILED && !(path instanceof AuditLogError) ? await locateAlteration(db, row.id, leaf, index, path, cp) : checked;
+  const localFailure = checked === INCLUSION_FAILED && !(path instanceof AuditLogError) ? await locateAlteration(db, projectId, row.id, leaf, index, path, cp) : checked;
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
   if (localFailure) {
     return { verification: 'INVALID', independently_witnessed: false, reason: localFailure, evidence: { ...base, local_proof: 'invalid', finality: 'local', witness: null } };
