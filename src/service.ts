@@ -1,4 +1,5 @@
 // Assembles one running Gavel: store (migrated), signer, bootstrap, HTTP server.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.ts';
@@ -31,6 +32,19 @@ export function storeOptions(config: Config): StoreOptions {
   return config.databaseUrl
     ? { kind: 'postgres', url: config.databaseUrl, replyTimeoutMs: config.databaseReplyTimeoutMs }
     : { kind: 'sqlite', file: join(config.dataDir, 'gavel.db') };
+}
+
+export class DatabaseMissing extends Error {}
+
+/**
+ * Refuses a SQLite data directory holding the log key but no database: one moved aside for a
+ * restore and not put back. A first start there would make a new database, project and
+ * administrator beside the old keys, as if nothing had been there.
+ */
+export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
+  const keys = join(dataDir, 'keys');
+  if (where.kind !== 'sqlite' || existsSync(where.file) || !existsSync(join(keys, `${LOG_KEY}.pem`))) return;
+  throw new DatabaseMissing(`no database at ${where.file}, but ${keys} holds the signing keys of one: put the database back (README, "Backups and restores"), or move the keys aside too to start afresh`);
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
@@ -102,6 +116,7 @@ export interface ServiceOptions extends BuildOptions {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
+  if (!options.store) refuseLostDatabase(where, config.dataDir);
   const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
     return await assemble(config, options, where, servingLock);

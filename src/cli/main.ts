@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables } from '../config/config.ts';
-import { createService, storeOptions } from '../service.ts';
+import { createService, DatabaseMissing, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
@@ -125,6 +125,7 @@ async function serve(embedded: boolean): Promise<void> {
   // The serving lock first: a second server on this database stops before it migrates anything or
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
+  refuseLostDatabase(where, config.dataDir);
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
   let witness: LocalWitness | undefined;
   let service: Awaited<ReturnType<typeof createService>>;
@@ -235,6 +236,7 @@ async function migrate(): Promise<void> {
   const config = loadConfig();
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
+  refuseLostDatabase(storeOptions(config), config.dataDir);
   const store = openStore(storeOptions(config));
   try {
     const applied = await migrateToLatest(store);
@@ -289,7 +291,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof DatabaseMissing) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

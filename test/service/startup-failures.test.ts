@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -161,12 +161,35 @@ test('a bad configuration value stops serve and migrate with one line naming its
 test('a damaged signing key is one line naming its file, exit 2, and the file is left for the operator to restore', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-start-'));
   try {
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: dir }).status, 0, 'a database beside the keys');
     mkdirSync(join(dir, 'keys'), { mode: 0o700 });
     writeFileSync(join(dir, 'keys', `${LOG_KEY}.pem`), '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2Vw', { mode: 0o600 });
     const failed = gavel(['serve'], { GAVEL_DATA_DIR: dir });
     assert.equal(failed.status, 2, failed.stderr);
     assert.match(failed.stderr, new RegExp(`^gavel: ${join(dir, 'keys', LOG_KEY)}\\.pem holds no readable private key \\(empty or damaged\\)`));
     assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+// A restore that moved gavel.db aside and did not put the copy in (README, "Backups and restores"):
+// a first start there made a new database, project and administrator beside the old keys.
+test('a SQLite database missing beside the keys of one that existed is refused by serve, up and migrate, exit 2, and none is made', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-lost-db-'));
+  const db = join(dir, 'gavel.db');
+  try {
+    await (await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined })).kill('SIGTERM');
+    renameSync(db, join(dir, 'aside.db'));
+    for (const args of [['serve'], ['up'], ['migrate']]) {
+      const failed = gavel(args, { GAVEL_DATA_DIR: dir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' });
+      assert.equal(failed.status, 2, `${args[0]}: ${failed.stderr}`);
+      assert.match(failed.stderr, new RegExp(`^gavel: no database at ${db}, but ${join(dir, 'keys')} holds the signing keys of one: put the database back \\(README, "Backups and restores"\\), or move the keys aside too to start afresh\n$`));
+      assert.doesNotMatch(failed.stdout, /First start/);
+      assert.ok(!existsSync(db), `${args[0]} made no database`);
+    }
+    renameSync(join(dir, 'aside.db'), db);
+    const server = await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined });
+    assert.doesNotMatch(server.lines.join('\n'), /First start/);
+    await server.kill('SIGTERM');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
