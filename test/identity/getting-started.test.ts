@@ -43,3 +43,21 @@ test('every file the walk-throughs of the README and docs/ write in the checkout
   const ignored = new Set(readFileSync('.gitignore', 'utf8').split('\n').map((l) => l.trim().replace(/^\//, '')));
   assert.deepEqual([...written].filter((f) => !ignored.has(f)), []);
 });
+
+test('every curl the walk-throughs of the README and docs/ show calls a route the service has, with that method', async () => {
+  const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md') && f !== 'performance.md').map((f) => join('docs', f))];
+  const blocks = pages.flatMap((page) => [...readFileSync(page, 'utf8').matchAll(/^```\w*\n([\s\S]*?)^```/gm)].map((m) => m[1]!));
+  // Each curl up to its URL: the method is -X's, else POST with -d, else GET; variables become {}.
+  const calls = blocks.flatMap((b) => [...b.matchAll(/curl ((?:(?!curl )[\s\S])*?)\$G(\/v1\/(?:\$\([^)]*\)|\$[A-Z_]+|[^\s"';)?$])*)(.*)/g)].map((m) => {
+    const options = m[1]! + m[3]!;
+    const method = /-X (\w+)/.exec(options)?.[1] ?? (/(^|\s)-d /.test(options) ? 'POST' : 'GET');
+    return `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`;
+  }));
+  assert.ok(calls.length >= 30, `the walk-throughs are read (${calls.length} calls)`);
+  const svc = await startService(backends()[0]!);
+  try {
+    const paths = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<string, Record<string, unknown>>;
+    const routes = new Set(Object.entries(paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}')}`)));
+    assert.deepEqual([...new Set(calls)].filter((c) => !routes.has(c)), []);
+  } finally { await svc.stop(); }
+});
