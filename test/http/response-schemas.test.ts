@@ -169,4 +169,24 @@ for (const backend of backends()) describe(`answers of the decision, permit and 
   test('every operation of the decision, permits and agents had a success answer validated', () => {
     assert.deepEqual(OPERATIONS.filter((o) => !v.checked.has(o)), []);
   });
+
+  test('their instants (`…_at`) are declared date-time, as the approval routes\' are', async () => {
+    const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const loose: string[] = [];
+    const walk = (schema: any, at: string): void => {
+      for (const [name, prop] of Object.entries<any>(schema?.properties ?? {})) {
+        const alternatives = prop.anyOf ?? [prop];
+        if (name.endsWith('_at') && !alternatives.some((a: any) => a.format === 'date-time')) loose.push(`${at}/${name}`);
+        walk(prop, `${at}/${name}`);
+        if (prop.items) walk(prop.items, `${at}/${name}/items`);
+      }
+    };
+    for (const operation of OPERATIONS) {
+      const [method, path] = operation.split(' ') as [string, string];
+      for (const [status, res] of Object.entries<any>(doc.paths[path][method.toLowerCase()].responses)) {
+        if (Number(status) < 300) walk(res.content['application/json'].schema, `${operation} ${status}`);
+      }
+    }
+    assert.deepEqual(loose, []);
+  });
 });

@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
-import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
+import { errorResponses, Nullable, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
 import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
@@ -20,9 +20,9 @@ const STOPPERS = ['ADMIN', 'PERMIT_ISSUER', 'APPROVER'] as const;
 const AgentView = Type.Object({
   did: AgentDid,
   name: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
+  created_at: Timestamp,
   created_by: Type.String({ description: 'Who first named the agent: the registering person, the permit issuer, the freezer, or the API key of its first decision' }),
-  registered_at: Type.Union([Type.String(), Type.Null()], { description: 'When a person registered the agent; null for an agent only seen through a permit, a freeze or a decision' }),
+  registered_at: Nullable(Timestamp, { description: 'When a person registered the agent; null for an agent only seen through a permit, a freeze or a decision' }),
   registered_by: Type.Union([Type.String(), Type.Null()]),
   ...AgentState.properties,
 });

@@ -1,16 +1,16 @@
 import { Type } from 'typebox';
 import { DID_PATTERN } from '../../domain/permit/did.ts';
-import { Reason } from './common.ts';
+import { Nullable, Reason, Timestamp } from './common.ts';
 
 export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' });
 
 export const AgentState = Type.Object({
   agent: AgentDid,
   frozen: Type.Boolean(),
-  frozen_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is frozen' }),
+  frozen_at: Nullable(Timestamp, { description: 'Since when the agent is frozen' }),
   frozen_by: Type.Union([Type.String(), Type.Null()], { description: 'Who froze it (principal or API key id)' }),
   reason: Type.Union([Type.String(), Type.Null()]),
-  released_at: Type.Union([Type.String(), Type.Null()], { description: 'Since when the agent is no longer frozen (null while frozen, or if it never was)' }),
+  released_at: Nullable(Timestamp, { description: 'Since when the agent is no longer frozen (null while frozen, or if it never was)' }),
   released_by: Type.Union([Type.String(), Type.Null()], { description: 'Who released it (principal or API key id)' }),
 });
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Money } from './common.ts';
+import { Money, Nullable, Timestamp } from './common.ts';
 import { ACTION_PATTERN } from '../../domain/policy/formats.ts';
 import { AgentDid } from './agents.ts';
 import { MAX_RESOURCE_PATTERN_LENGTH } from '../../domain/permit/index.ts';
@@ -23,9 +23,9 @@ export const PermitView = Type.Object({
   parent: Type.Union([Type.String(), Type.Null()]),
   claims: Type.Object({}, { additionalProperties: true }),
   issued_by: Type.String(),
-  created_at: Type.String(),
-  expires_at: Type.String(),
-  revoked_at: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  revoked_at: Nullable(Timestamp),
   revoked_by: Type.Union([Type.String(), Type.Null()]),
   revoked_via: Type.Union([Commitment, Type.Null()], { description: 'Set when the permit is revoked through an ancestor it was delegated from: that ancestor\'s commitment (revoked_at and revoked_by are then the ancestor\'s)' }),
   status: Type.Union([Type.Literal('active'), Type.Literal('not_yet_valid'), Type.Literal('revoked'), Type.Literal('expired')], { description: 'not_yet_valid: before not_before, when every decision refuses the permit' }),
