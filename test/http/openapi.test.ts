@@ -210,6 +210,8 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.deepEqual(codes('POST', `${C}/agents`, 409), ['agent_exists']);
     for (const base of [C, M]) {
       assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);
+      // The second freeze's problem carries the agent's state (who froze it, since when, why): a client must learn of that member.
+      assert.match(op('POST', `${base}/agents/freeze`).responses[409].description, /`state` member/);
       assert.deepEqual(codes('POST', `${base}/agents/release`, 409), ['agent_not_frozen']);
     }
   });

@@ -6,7 +6,7 @@ import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, Nullable, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
-import { AgentDid, AgentState, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { AgentDid, AgentState, FREEZE_CONFLICT, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
 import { recordAudit } from '../../services/audit/record.ts';
@@ -85,7 +85,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/freeze`, {
-    schema: { operationId: 'consoleFreezeAgent', tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_already_frozen'] }) } },
+    schema: { operationId: 'consoleFreezeAgent', tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, FREEZE_CONFLICT) } },
     preValidation: consoleAuth([...STOPPERS]),
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;

@@ -14,6 +14,9 @@ export const AgentState = Type.Object({
   released_by: Type.Union([Type.String(), Type.Null()], { description: 'Who released it (principal or API key id)' }),
 });
 
+/** A freeze's own refusal: the first freeze stands, and the problem says whose it is. */
+export const FREEZE_CONFLICT = { 409: { what: 'The agent is already frozen and that freeze stands: the problem\'s `state` member is the agent\'s state (who froze it, since when and why)', codes: ['agent_already_frozen'] } };
+
 export const FreezeBody = Type.Object({ agent: AgentDid, reason: Type.Optional(Reason) }, { additionalProperties: false });
 
 /** A release may say why too; the reason is audited (agent.released), while the state clears the freeze's. */
