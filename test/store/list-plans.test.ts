@@ -21,6 +21,7 @@ import { listAgentRows } from '../../src/services/agents/list.ts';
 import { encodeCursor } from '../../src/http/paging.ts';
 import { countAuditEventsSince } from '../../src/services/audit/window.ts';
 import { replayPolicy } from '../../src/services/policy/replay.ts';
+import { latestCheckpoint } from '../../src/services/auditlog/checkpointer.ts';
 
 const P = 'prj_plans';
 const NOW = new Date('2026-06-01T00:00:00.000Z');
@@ -37,6 +38,9 @@ const FILL: Record<string, string> = {
     select 'c_' || lpad(i::text, 26, '0'), '${P}', 'did:key:z' || (i % 100), case when i % 3 = 0 then null else 'c_' || lpad((i - 1)::text, 26, '0') end, '{}', 'x',
       '2026-01-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z' from generate_series(1, ${ROWS}) i`,
   agents: `insert into agents (project_id, did, created_at, created_by) select '${P}', 'did:key:z' || i, '2026-01-01T00:00:00.000Z', 'x' from generate_series(1, ${ROWS}) i`,
+  // A checkpoint a second, the witness cosigning one in a thousand (none at all when none is configured).
+  audit_checkpoints: `insert into audit_checkpoints (size, root, note, created_at, witnessed_at)
+    select i, '\\x00'::bytea, 'note', '2026-01-01T00:00:00.000Z', case when i % 1000 = 0 then '2026-01-01T00:00:00.000Z' end from generate_series(1, ${ROWS}) i`,
   // Most of a year of events of this project and another, 25 minutes apart, with ids as the service
   // mints them (lib/ids.ts: the millisecond of created_at, Crockford base32, first).
   audit_events: `insert into audit_events (id, project_id, kind, actor, created_at, data)
@@ -187,6 +191,23 @@ for (const backend of backends()) {
       bounded(window!, true, true);
       const [until] = await plansOf(ts.store, 'audit_events', (db) => replayPolicy(db, P, { policy, until: '2025-09-02T00:00:00Z' }));
       bounded(until!, false, true);
+    } finally { await ts.cleanup(); }
+  });
+
+  test(`the newest witnessed checkpoint (the dashboard, GET /audit/log, a verification, the witness round) is read from an index of the witnessed ones (${backend.name})`, async () => {
+    const ts = await backend.open();
+    try {
+      const plans = await plansOf(ts.store, 'audit_checkpoints', async (db) => {
+        await latestCheckpoint(db, { witnessed: true });
+        await dashboardSections(db, P, NOW);
+      });
+      // Both reads of the witnessed one (the first, and the dashboard's second) take the newest entry
+      // of the partial index, not the primary key walked back over the checkpoints nobody cosigned.
+      // (SQLite calls a walk of an index in its order a SCAN of it: LIMIT 1 stops it at the first.)
+      for (const plan of [plans[0]!, plans[2]!]) {
+        assert.match(plan, /\baudit_checkpoints_witnessed\b/, plan);
+        assert.doesNotMatch(plan, /Seq Scan|Sort\b|TEMP B-TREE|audit_checkpoints_pkey|sqlite_autoindex_audit_checkpoints/, plan);
+      }
     } finally { await ts.cleanup(); }
   });
 
