@@ -291,6 +291,17 @@ for (const backend of backends()) {
       assert.deepEqual(listed, [...made].reverse());
     });
 
+    test('concurrent executions list newest first by created_at too, as each item states it', async () => {
+      // The id was minted after the first nonce read, created_at when the request was taken up:
+      // reads answered out of order (PostgreSQL's pool) listed an item before one it was created after.
+      const made = (await Promise.all(Array.from({ length: 40 }, () => pay('ok', randomUUID())))).map((r) => r.json().execution.id as string);
+      const listed: { id: string; created_at: string }[] = (await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/executions?limit=500`, headers: key }))
+        .json().executions.filter((e: { id: string }) => made.includes(e.id));
+      assert.equal(listed.length, made.length);
+      const times = listed.map((e) => e.created_at);
+      assert.deepEqual(times, [...times].sort().reverse(), 'created_at never rises down the list');
+    });
+
     test('resolve: only UNKNOWN; the first of racing resolvers stands; every other gets conflict, however late', async () => {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');

@@ -68,6 +68,9 @@ export class Executions {
   async run(ctx: DecideContext, input: AuthorizeInput, exec: ExecutionRequestInput,
     decide: (reservation: ExecutionReservation) => Promise<DecisionRecord>): Promise<ExecutionResult> {
     const fingerprint = actionFingerprint({ ...input, merchant: exec.merchant, operation: exec.operation, payload: exec.payload });
+    // Monotonic: the list is ordered by id, and several executions may start in one millisecond.
+    // Minted before any await, as ctx.now (created_at) was, so the two agree on which came first.
+    const executionId = newMonotonicId('exe');
 
     // First check: a nonce already bound answers without deciding, even if its merchant has since
     // left the configuration (a repeat is always REPLAY with the stored outcome, spec 3).
@@ -75,8 +78,6 @@ export class Executions {
     if (seen) return this.#repeat(ctx, seen, fingerprint);
     const target = this.resolveTarget(exec);
 
-    // Monotonic: the list is ordered by id, and several executions may start in one millisecond.
-    const executionId = newMonotonicId('exe');
     const reservation: ExecutionReservation = {
       executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, call: executionCall(exec), merchant: exec.merchant, operation: exec.operation,
       agent: input.agent, action: input.action, resource: input.resource,
