@@ -29,7 +29,7 @@ export const AuthorizeBody = Type.Object({
   action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: '1 to 64 printable ASCII characters, no spaces' }),
   resource: Type.String({ minLength: 12, maxLength: 512, format: REQUEST_RESOURCE_FORMAT, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments (also percent-encoded, or with parameters as in "..;"), escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), escapes that decode as UTF-8 in NFC, a first segment in lowercase without "@" or ":", no ";", no query or fragment (docs/policy-language.md)' }),
   amount: Type.Optional(Money),
-  intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id; names the obligation an approval discharges' })),
+  intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id, chosen by the caller; an approval covers a request only with the intent its obligation states (the request names the obligation by approval_request_id, docs/approvals.md)' })),
   approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'An approved obligation this exact request discharges (docs/approvals.md)' })),
   execution: Type.Optional(ExecutionRequest),
   chain_authorization: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Chain-authorization alternative (deployments that sign for a chain)' })),
@@ -46,7 +46,7 @@ export const AuthorizeResponse = Type.Object({
   request_id: Type.String(),
   audit_id: Type.String(),
   detail: Type.Optional(Type.String({ description: 'Which check failed, for DENY decisions; for REQUIRE_APPROVAL, why a named approval did not apply' })),
-  approval_request_id: Type.Optional(Type.String({ description: 'The obligation a REQUIRE_APPROVAL opened' })),
+  approval_request_id: Type.Optional(Type.String({ description: 'For REQUIRE_APPROVAL, the obligation to approve: the one this decision opened, or the still-pending one the request named; for ALLOW approval_granted, the obligation whose approval this decision consumed (docs/approvals.md)' })),
   execution: Type.Optional(Type.Object({
     id: Type.String(),
     status: Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')]),
