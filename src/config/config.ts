@@ -232,11 +232,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     // A variable set to the empty string is unset: the file's value, else the default, stands (so an
     // empty GAVEL_HOST does not bind another address than the file names).
     const fromEnv = env[spec.env] === '' ? undefined : env[spec.env];
-    const raw = fromEnv ?? (fromFile[spec.file] === undefined ? undefined : String(fromFile[spec.file]));
-    if (raw === undefined || raw === '') continue;
-    try { config[name] = spec.parse(raw); } catch (e) {
-      const where = fromEnv !== undefined ? spec.env : `${path}: ${spec.file}`;
-      throw new ConfigError(where, (e as Error).message);
+    const inFile = fromFile[spec.file] === undefined ? undefined : String(fromFile[spec.file]);
+    // The file's value is checked even when a variable overrides it: else it would stop the service
+    // only once the variable is dropped, long after it was written.
+    for (const [raw, where] of [[inFile, `${path}: ${spec.file}`], [fromEnv, spec.env]]) {
+      if (raw === undefined || raw === '') continue;
+      try { config[name] = spec.parse(raw); } catch (e) { throw new ConfigError(where!, (e as Error).message); }
     }
   }
   const result = { ...(config as unknown as Config), ...overrides };

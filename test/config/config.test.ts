@@ -24,6 +24,16 @@ test('environment overrides the file, and the file overrides defaults', () => {
   assert.equal(c.host, '0.0.0.0');
 });
 
+test('a bad value in the file is refused by its key even while a variable overrides it', () => {
+  // Else the file would start cleanly until the variable is dropped (another service manager, a
+  // shell without it), and only then stop the service over a value written long before.
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
+  const file = join(dir, 'gavel.json');
+  writeFileSync(file, JSON.stringify({ port: 'eighty', log_level: 'info' }));
+  assert.throws(() => loadConfig({ GAVEL_CONFIG: file, GAVEL_PORT: '9100' }),
+    (e: unknown) => e instanceof ConfigError && e.key === `${file}: port` && /got "eighty"/.test(e.message));
+});
+
 test('a variable set to the empty string is unset: the file\'s value stands, else the default', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-cfg-'));
   const file = join(dir, 'gavel.json');
