@@ -18,6 +18,7 @@ import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { SigningKeyMismatch } from '../signer/pinned.ts';
 import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
 import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
+import { servedOverTls } from '../http/auth/session.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -222,7 +223,7 @@ async function announce(service: Awaited<ReturnType<typeof createService>>, conf
     lines.push('', 'The administrator password was printed on first start only.');
   }
   // Session cookies go without Secure unless GAVEL_PUBLIC_URL is https: fine on loopback, not beyond it.
-  if (!isLoopbackHost(config.host) && !config.publicUrl?.startsWith('https:')) {
+  if (!isLoopbackHost(config.host) && !servedOverTls(config)) {
     lines.push('', `Warning: listening on ${config.host} without TLS. Console passwords and session cookies cross the network in clear;`,
       '  serve it behind TLS and set GAVEL_PUBLIC_URL=https://… (docs/identity.md). Without GAVEL_PUBLIC_URL the console',
       '  accepts sign-ins only at an address (not a domain name), to refuse DNS rebinding.');

@@ -46,20 +46,27 @@ for (const backend of backends()) {
       assert.ok(!JSON.stringify(stored).includes(session.value), 'the token is not stored anywhere');
     });
 
-    test('over TLS the cookies are __Host- prefixed and Secure', async () => {
-      const tls = await startService(backend, { publicUrl: 'https://gavel.example' });
-      const name = 'tls-person';
-      const { hashPassword } = await import('../../src/lib/passwords.ts');
-      await tls.ts.store.db.insertInto('principals').values({ id: 'prn_01m8000000000000000000tls0', kind: 'person', name, password_hash: await hashPassword('correct horse battery'), created_at: new Date().toISOString(), disabled_at: null }).execute();
-      const res = await tls.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name, password: 'correct horse battery' } });
-      assert.equal(res.statusCode, 200);
-      const session = res.cookies.find((c) => c.name === '__Host-gavel_session')!;
-      assert.ok(session, 'the session cookie is __Host- prefixed');
-      assert.equal(session.secure, true);
-      assert.equal(session.httpOnly, true);
-      assert.equal(session.sameSite, 'Strict');
-      assert.equal(res.cookies.find((c) => c.name === '__Host-gavel_csrf')?.secure, true);
-      await tls.stop();
+    // A URL's scheme is case-insensitive (RFC 3986 3.1): HTTPS:// is TLS too, and was served plain.
+    test('over TLS the cookies are __Host- prefixed and Secure, however GAVEL_PUBLIC_URL spells its scheme', async () => {
+      for (const publicUrl of ['https://gavel.example', 'HTTPS://gavel.example']) {
+        const tls = await startService(backend, { publicUrl });
+        try {
+          const name = 'tls-person';
+          const { hashPassword } = await import('../../src/lib/passwords.ts');
+          await tls.ts.store.db.insertInto('principals').values({ id: 'prn_01m8000000000000000000tls0', kind: 'person', name, password_hash: await hashPassword('correct horse battery'), created_at: new Date().toISOString(), disabled_at: null }).execute();
+          const res = await tls.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name, password: 'correct horse battery' } });
+          assert.equal(res.statusCode, 200);
+          const session = res.cookies.find((c) => c.name === '__Host-gavel_session');
+          assert.ok(session, `${publicUrl}: the session cookie is __Host- prefixed`);
+          assert.equal(session.secure, true);
+          assert.equal(session.httpOnly, true);
+          assert.equal(session.sameSite, 'Strict');
+          assert.equal(res.cookies.find((c) => c.name === '__Host-gavel_csrf')?.secure, true);
+          assert.equal(res.cookies.find((c) => c.name === '__Host-gavel_device')?.secure, true);
+        } finally {
+          await tls.stop();
+        }
+      }
     });
 
     test('session fixation: a login issues a new session id and ends the session the browser carried', async () => {

@@ -54,7 +54,7 @@ test('a GAVEL_* variable no setting reads is warned about at start, with the set
 
 test('serve warns when it listens beyond loopback without TLS, and not when GAVEL_PUBLIC_URL is https', async () => {
   const backend = backends()[0]!;
-  for (const [publicUrl, warned] of [[undefined, true], ['https://gavel.example', false]] as const) {
+  for (const [publicUrl, warned] of [[undefined, true], ['https://gavel.example', false], ['HTTPS://gavel.example', false]] as const) {
     const ts = await backend.open({ migrate: false });
     const server = await spawnGavel({ GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options), GAVEL_HOST: '0.0.0.0', GAVEL_PUBLIC_URL: publicUrl });
     try {

@@ -18,8 +18,8 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** The form of a project id: the path's projectId is read here, in preValidation, before its schema is checked. */
 const PROJECT_ID = new RegExp(PROJECT_ID_PATTERN);
 
-/** True when the console is served over TLS (config.publicUrl is https). */
-export const servedOverTls = (config: Config): boolean => config.publicUrl?.startsWith('https:') ?? false;
+/** True when the console is served over TLS (config.publicUrl is https, its scheme in any case: RFC 3986 3.1). */
+export const servedOverTls = (config: Config): boolean => config.publicUrl !== undefined && new URL(config.publicUrl).protocol === 'https:';
 
 /**
  * Cookie names. Over TLS the `__Host-` prefix pins the cookie to this exact origin (Secure, Path=/,
