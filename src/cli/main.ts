@@ -17,6 +17,7 @@ import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistenc
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { SigningKeyMismatch } from '../signer/pinned.ts';
 import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
+import { RESET_PASSWORD_USAGE, ResetRefused, runResetPassword } from './reset-password.ts';
 import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
 import { servedOverTls } from '../http/auth/session.ts';
 
@@ -28,6 +29,9 @@ commands:
   migrate   apply pending database migrations and exit
   backup <file> [--force]
             a consistent copy of the SQLite database, taken while the server runs (PostgreSQL: pg_dump)
+  reset-password <person name>
+            a new random password for a person, printed once; ends the person's console sessions
+            (works while the server runs)
   witness   the C2SP tlog-witness (gavel witness --help for flags)
   audit verify <proof.json> --log-key VKEY --witness-key VKEY
             check an exported audit proof offline, with public keys alone
@@ -267,6 +271,10 @@ try {
       if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(BACKUP_USAGE + '\n'); break; }
       process.stdout.write(runBackup(process.argv.slice(3)) + '\n');
       break;
+    case 'reset-password':
+      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(RESET_PASSWORD_USAGE + '\n'); break; }
+      await runResetPassword(process.argv.slice(3));
+      break;
     case 'witness':
       if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
       // As serve does: its database and key are its owner's alone, however it is started.
@@ -292,7 +300,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof DatabaseMissing) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

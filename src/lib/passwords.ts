@@ -1,4 +1,5 @@
 // Argon2id at OWASP's recommended minimum (m=19 MiB, t=2, p=1); @node-rs/argon2's defaults are lower.
+import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 
 // Algorithm is an ambient const enum upstream, which type stripping cannot inline: 2 = Argon2id.
@@ -14,3 +15,6 @@ export const hashPassword = (password: string): Promise<string> => hash(password
 export async function verifyPassword(stored: string, password: string): Promise<boolean> {
   try { return await verify(stored, password); } catch { return false; }
 }
+
+/** A password Gavel makes for a person (first start, `gavel reset-password`): 144 random bits, 24 characters. */
+export const newPassword = (): string => randomBytes(18).toString('base64url');

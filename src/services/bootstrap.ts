@@ -1,8 +1,7 @@
 // First start: one project and one administrator whose one-time password is returned once, to be
 // printed once. Later starts find the `bootstrapped` setting and do nothing.
-import { randomBytes } from 'node:crypto';
 import { newId } from '../lib/ids.ts';
-import { hashPassword } from '../lib/passwords.ts';
+import { hashPassword, newPassword } from '../lib/passwords.ts';
 import { lockFor, type Db, type Store, type Tx } from '../store/store.ts';
 import { recordAudit } from './audit/record.ts';
 
@@ -36,7 +35,7 @@ export async function bootstrap(store: Store, now = new Date(), announce?: Annou
   const done = await store.db.selectFrom('settings').select('value').where('key', '=', 'bootstrap_project').executeTakeFirst();
   if (done) return { projectId: done.value };
 
-  const password = randomBytes(18).toString('base64url');
+  const password = newPassword();
   const passwordHash = await hashPassword(password);
   return store.transaction(async (trx) => {
     // Another process may have bootstrapped between our read and our write lock.

@@ -29,6 +29,21 @@ export class MigrationError extends Error {}
 
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
+  const { migrator, provider } = await migratorOf(store);
+  // A migration may rewrite a large table, or wait for another instance's to finish.
+  const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    // After a rollback to an older build, Kysely calls the newer build's migrations "corrupted":
+    // say what happened and what to do instead. Nothing was applied (it checks before running any).
+    const unknown = failed ? [] : await unknownMigrations(store, provider).catch(() => []);
+    if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
+    throw new MigrationError(`${failed ? `migration ${failed.migrationName}` : 'migrating'} failed: ${(error as Error).message ?? error}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+async function migratorOf(store: Store): Promise<{ migrator: Migrator; provider: MigrationProvider }> {
   // Kysely looks for its migration tables in every schema unless told which one: with several
   // schemas in one database (tests, tenants) it would find another schema's table and skip
   // creating its own. Name the current schema explicitly. (Its introspection is kept to that schema
@@ -44,17 +59,13 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     // Capabilities are developed in parallel; a later-numbered file may land first.
     allowUnorderedMigrations: true,
   });
-  // A migration may rewrite a large table, or wait for another instance's to finish.
-  const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error');
-    // After a rollback to an older build, Kysely calls the newer build's migrations "corrupted":
-    // say what happened and what to do instead. Nothing was applied (it checks before running any).
-    const unknown = failed ? [] : await unknownMigrations(store, provider).catch(() => []);
-    if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
-    throw new MigrationError(`${failed ? `migration ${failed.migrationName}` : 'migrating'} failed: ${(error as Error).message ?? error}`);
-  }
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return { migrator, provider };
+}
+
+/** This build's migrations the database has not applied (all of them on an empty one); reads only. */
+export async function pendingMigrations(store: Store): Promise<string[]> {
+  const { migrator } = await migratorOf(store);
+  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** Migrations the database records as applied that this build has no file for (a newer build's). */

@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { normalizeName } from '../../domain/access/names.ts';
 import { MAX_PASSWORD_LENGTH, passwordLength } from '../../domain/access/password-rule.ts';
 import { hashPassword, verifyPassword } from '../../lib/passwords.ts';
-import type { Store } from '../../store/store.ts';
+import { lockFor, type Store } from '../../store/store.ts';
 import { deviceCookieKey, mintDeviceCookie, verifiedDevice } from './device-cookie.ts';
+import { passwordLock } from './password-reset.ts';
 import { createSession, endSessionByToken, recordSessionEvent } from './sessions.ts';
 import { settleSuccess, takeAttempt } from './throttle.ts';
 
@@ -47,6 +48,11 @@ export async function login(store: Store, input: { name: string; password: strin
   // A failure was counted when the attempt was taken.
   if (!usable || !verified) return { ok: false, reason: 'invalid_credentials' };
   return store.transaction(async (trx) => {
+    // The password verified may have been reset since it was read (`gavel reset-password`, which
+    // ends the person's sessions): no session for it then.
+    await lockFor(trx, store.dialect, passwordLock(person.id));
+    const current = await trx.selectFrom('principals').select('password_hash').where('id', '=', person.id).executeTakeFirst();
+    if (current?.password_hash !== person.password_hash) return { ok: false as const, reason: 'invalid_credentials' as const };
     // A fresh session id at every login; every session the browser still carried is ended (fixation),
     // a second one planted beside it included.
     for (const token of input.previousTokens ?? []) await endSessionByToken(trx, token, 'replaced', now);

@@ -55,12 +55,16 @@ export async function endSessionByToken(trx: Tx, token: string, reason: string, 
 
 /** A session event, written in each project the person is a member of (audit events are per project). */
 export async function recordSessionEvent(trx: Tx, kind: 'session.started' | 'session.ended', principalId: string, data: Record<string, unknown>, at: Date): Promise<void> {
-  const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', principalId).where('revoked_at', 'is', null).execute();
-  // A person of no project signs in and out too: recorded in the installation's project (decision 0201).
-  const projects = memberships.length > 0 ? memberships.map((m) => m.project_id) : [await installationProject(trx)].filter((p): p is string => p !== undefined);
-  for (const projectId of projects) {
+  for (const projectId of await auditProjectsOf(trx, principalId)) {
     await recordAudit(trx, { projectId, kind, actor: principalId, data: { principal_id: principalId, ...data }, at });
   }
+}
+
+/** The projects whose audit logs take an event about a person: its own, or the installation's for a person of none (decision 0201). */
+export async function auditProjectsOf(trx: Tx, principalId: string): Promise<string[]> {
+  const memberships = await trx.selectFrom('memberships').select('project_id').where('principal_id', '=', principalId).where('revoked_at', 'is', null).execute();
+  if (memberships.length > 0) return memberships.map((m) => m.project_id);
+  return [await installationProject(trx)].filter((p): p is string => p !== undefined);
 }
 
 /** Ends every live session of a principal; returns how many. */

@@ -12,7 +12,7 @@ export interface SessionsTable {
   /** Absolute end, fixed at login. */
   expires_at: string;
   ended_at: string | null;
-  /** logout | member_revoked | replaced (login over an existing session). */
+  /** logout | member_revoked | replaced (login over an existing session) | password_reset (`gavel reset-password`). */
   ended_reason: string | null;
 }
 

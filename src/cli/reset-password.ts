@@ -1,0 +1,41 @@
+// `gavel reset-password <name>`: a new random password for a person, printed once (docs/identity.md,
+// "Recovering a password"). It reads the configuration as `gavel serve` does and may run while a
+// server serves the same database: it writes one transaction through SQLite's own locking, as the
+// server's other connections do, and takes no serving lock (store/sqlite/serving-lock.ts).
+import { existsSync, writeSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/config.ts';
+import { refuseLostDatabase, storeOptions } from '../service.ts';
+import { pendingMigrations } from '../store/migrate.ts';
+import { openStore } from '../store/store.ts';
+import { resetPassword, ResetRefused } from '../services/identity/password-reset.ts';
+
+export const RESET_PASSWORD_USAGE = 'usage: gavel reset-password <person name>';
+
+export { ResetRefused };
+
+/** Resets the password of the person named in `argv` and prints it, this once, on stdout. */
+export async function runResetPassword(argv: readonly string[]): Promise<void> {
+  let positionals: string[];
+  try {
+    ({ positionals } = parseArgs({ args: [...argv], options: {}, allowPositionals: true, strict: true }));
+  } catch (e) { throw new ResetRefused(`gavel reset-password: ${(e as Error).message} (${RESET_PASSWORD_USAGE})`); }
+  if (positionals.length !== 1) throw new ResetRefused(`gavel reset-password takes one name, got ${positionals.length} (${RESET_PASSWORD_USAGE})`);
+  const config = loadConfig();
+  const where = storeOptions(config);
+  refuseLostDatabase(where, config.dataDir);
+  // Opening a file that is not there would make an empty database.
+  if (where.kind === 'sqlite' && !existsSync(where.file)) throw new ResetRefused(`no SQLite database at ${where.file}: nothing to reset (GAVEL_DATA_DIR)`);
+  // The WAL and shm files this may create hold what the database holds: its owner's alone.
+  process.umask(0o077);
+  const store = openStore(where);
+  try {
+    const pending = await pendingMigrations(store);
+    if (pending.length > 0) throw new ResetRefused(`the database lacks this version's migrations (${pending.join(', ')}): run gavel migrate, or start the server, first`);
+    const reset = await resetPassword(store, positionals[0]!, new Date());
+    // Synchronously, once committed: the old password no longer signs in.
+    writeSync(1, `New password for "${reset.name}", printed this once and stored only as a hash; ${reset.sessionsEnded} console session(s) ended:\n  ${reset.password}\n`);
+  } finally {
+    await store.close();
+  }
+}
