@@ -92,7 +92,7 @@ test('serve and up take no arguments: one line and exit 2, nothing started, rath
 test('every command answers --help with its usage and exit 0, making nothing (migrate refused it as an argument)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-help-'));
   try {
-    for (const args of [['serve'], ['up'], ['migrate'], ['backup'], ['witness'], ['audit'], ['audit', 'verify'], ['audit', 'consistency']]) {
+    for (const args of [['serve'], ['up'], ['migrate'], ['backup'], ['reset-password'], ['witness'], ['audit'], ['audit', 'verify'], ['audit', 'consistency']]) {
       const r = gavel([...args, '--help'], { GAVEL_DATA_DIR: join(dir, 'data') });
       assert.equal(r.status, 0, `${args.join(' ')} --help: ${r.stderr}`);
       assert.match(r.stdout, /^usage: gavel /, args.join(' '));
