@@ -34,7 +34,7 @@ for (const backend of backends()) {
         const dashboard = await b.app.inject({ method: 'GET', url: `/v1/console/projects/${b.projectId}/dashboard`, headers: member.get });
         const problem = dashboard.json().audit_log.witness_problem;
         assert.equal(problem?.kind, 'rolled_back', JSON.stringify(problem));
-        assert.match(problem.reason, new RegExp(`holds another checkpoint of size ${held.checkpoint}`));
+        assert.match(problem.reason, new RegExp(`holds a checkpoint of size ${held.checkpoint} with another root`));
         const waiting = await b.app.inject({ method: 'GET', url: `/v1/projects/${b.projectId}/audit/${forked[2]}/proof`, headers: key });
         assert.equal(waiting.statusCode, 409, waiting.body);
         assert.match(waiting.json().detail, /none will until the log is put right/);

@@ -139,7 +139,7 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
     // C2SP: a 409 naming the size of the checkpoint sent, with that size as `old`, is the same size
     // under another root: the witness holds another history of this log (a fork), not a race.
     if (r.kind === 'conflict' && r.size === old && old === latest.size) {
-      return { kind: 'rolled_back', reason: `the witness holds another checkpoint of size ${old} than the log's (its history was replaced, e.g. rolled back and written again, or signed by a second log with its key)` };
+      return { kind: 'rolled_back', reason: `the witness holds a checkpoint of size ${old} with another root than the log's (its history was replaced, e.g. rolled back and written again, or signed by a second log with its key)` };
     }
     return r;
   }
