@@ -4,8 +4,8 @@
 // descriptions name the codes (each one thrown somewhere in src/), exactly the refusals each kind of
 // route can give, POST /v1/authorize's codes and reason codes as docs/reason-codes.md has them, and
 // the roles each guarded operation demands, and that the document lists exactly the routes the
-// router serves. That every code (and success status) a route sends is declared is checked on every
-// test service as it stops (test/support/declared-problems.ts).
+// router serves. That every code (and success status) a route sends is declared, and every body its
+// schema admits, is checked on every test service as it stops (test/support/declared-problems.ts).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -2,10 +2,12 @@
 // service stops (test/support/service.ts): a status or code its operation does not declare fails the
 // test file that provoked it, so the whole suite keeps the document's error responses honest. Every
 // other answer's status is checked too (a 201 the document calls 200 would mislead a client as much),
-// and a retry-after sent where the response does not declare it.
+// and a retry-after sent where the response does not declare it. Every JSON body is validated against
+// the schema its operation declares for its status (test/support/answer-schemas.ts).
 // Answers given before any route matched (no such route, 405, bad_url) are not an operation's.
 import type { FastifyInstance } from 'fastify';
 import { codesIn } from '../../src/http/schemas/common.ts';
+import { answerSchemas } from './answer-schemas.ts';
 
 export { codesIn };
 
@@ -15,25 +17,40 @@ export interface SentProblem { method: string; route: string; status: number; co
 export type SentAnswer = Omit<SentProblem, 'code' | 'retryAfter'>;
 
 
-/** Records every answer of a route: problem+json ones with their code, the others by status. Install it before the app is ready. */
-export function recordProblems(app: FastifyInstance): { problems: SentProblem[]; others: SentAnswer[] } {
+/**
+ * Records every answer of a route: problem+json ones with their code, the others by status; and, as
+ * "METHOD /path status: what is wrong", every body its response schema does not admit. Install it before the app is ready.
+ */
+export function recordProblems(app: FastifyInstance): { problems: SentProblem[]; others: SentAnswer[]; mismatches: Set<string> } {
   const problems: SentProblem[] = [];
   const others: SentAnswer[] = [];
+  const mismatches = new Set<string>();
   const seen = new Set<string>(); // one entry per route and status: a test may send thousands of successes
   app.addHook('onSend', (request, reply, payload, done) => {
     const route = request.routeOptions.url;
     if (route === undefined) { done(null, payload); return; }
     const answer = { method: request.method, route, status: reply.statusCode };
-    if (typeof payload === 'string' && String(reply.getHeader('content-type')).startsWith('application/problem+json')) {
-      problems.push({ ...answer, code: (JSON.parse(payload) as { code: string }).code, retryAfter: reply.hasHeader('retry-after') });
+    const type = String(reply.getHeader('content-type')).split(';')[0]!;
+    const body = type.endsWith('json') && (typeof payload === 'string' || Buffer.isBuffer(payload)) && payload.length > 0 ? JSON.parse(String(payload)) as unknown : undefined;
+    // A HEAD answer's body is its GET's (validated there), dropped on the way out.
+    if (body !== undefined && request.method !== 'HEAD') {
+      const path = documentPath(route);
+      const wrong = answerSchemas(app.swagger()).mismatch(request.method, path, reply.statusCode, type, body);
+      if (wrong !== undefined) mismatches.add(`${request.method} ${path} ${reply.statusCode}: ${wrong}`);
+    }
+    if (type === 'application/problem+json' && body !== undefined) {
+      problems.push({ ...answer, code: (body as { code: string }).code, retryAfter: reply.hasHeader('retry-after') });
     } else if (!seen.has(`${answer.method} ${route} ${answer.status}`)) {
       seen.add(`${answer.method} ${route} ${answer.status}`);
       others.push(answer);
     }
     done(null, payload);
   });
-  return { problems, others };
+  return { problems, others, mismatches };
 }
+
+/** A Fastify route's path as the document writes it (`:id` → `{id}`). */
+const documentPath = (route: string) => route.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 /**
  * The answers sent that their operation in `doc` does not declare, as "METHOD /path status code" (no
@@ -43,7 +60,7 @@ export function undeclared(doc: object, sent: readonly (SentProblem | SentAnswer
   const { paths } = doc as { paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, unknown> }> }>> };
   const out = new Set<string>();
   for (const p of sent) {
-    const path = p.route.replace(/:([A-Za-z_]+)/g, '{$1}');
+    const path = documentPath(p.route);
     // A HEAD route answers as its GET (Fastify's exposeHeadRoutes), which the document describes.
     const op = paths[path]?.[p.method === 'HEAD' ? 'get' : p.method.toLowerCase()];
     const response = op?.responses[String(p.status)];

@@ -17,7 +17,7 @@ export interface TestService extends Service {
   keyHeader(roles: Role[]): Promise<{ authorization: string }>;
   /** Every problem+json answer a route has sent so far (test/support/declared-problems.ts). */
   problems: SentProblem[];
-  /** Stops the service; throws if a route sent a problem its OpenAPI operation does not declare. */
+  /** Stops the service; throws if a route sent an answer its OpenAPI operation does not declare, or a body its response schema does not admit. */
   stop(): Promise<void>;
 }
 
@@ -46,7 +46,7 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
   const config = loadConfig({}, { dataDir: ts.dataDir, logLevel: 'silent', ...overrides, ...extra });
   const service = await createService(config, { ...options, store: ts.store, logger: options.logger ?? (process.env.GAVEL_TEST_LOG ? { level: 'error' } as never : false) });
   const projectId = service.bootstrap.projectId;
-  const { problems, others } = recordProblems(service.app);
+  const { problems, others, mismatches } = recordProblems(service.app);
   const member: TestService['member'] = (roles, name, kind) => newMember(ts.store, projectId, roles, name, kind);
   return {
     ...service, ts, projectId, member, problems,
@@ -57,7 +57,13 @@ export async function startService(backend: Backend, overrides: Partial<Config> 
       const missing = sent.length > 0 ? undeclared(service.app.swagger(), sent) : [];
       await service.close();
       await ts.cleanup();
-      if (missing.length > 0) throw new Error(`answers sent but not declared in /openapi.json: ${missing.join('; ')}`);
+      const wrong = [...mismatches];
+      if (missing.length + wrong.length > 0) {
+        throw new Error([
+          ...(missing.length > 0 ? [`answers sent but not declared in /openapi.json: ${missing.join('; ')}`] : []),
+          ...(wrong.length > 0 ? [`answers their /openapi.json response schema does not admit: ${wrong.join('; ')}`] : []),
+        ].join('\n'));
+      }
     },
   };
 }
