@@ -10,11 +10,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { startService } from '../support/service.ts';
+import { checkedService, startService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { stopBoth } from '../support/payments.ts';
-import { createService } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { HEARTBEAT_MS, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 
@@ -25,7 +24,7 @@ for (const backend of backends().filter((b) => b.name === 'postgres')) {
     const file = merchantsFile(merchant.url, 20_000);
     const a = await startService(backend, { merchantsFile: file });
     const ahead = STALE_AFTER_MS + 5_000;
-    const b = await createService(loadConfig({}, { dataDir: a.ts.dataDir, logLevel: 'silent', merchantsFile: file }),
+    const b = await checkedService(loadConfig({}, { dataDir: a.ts.dataDir, logLevel: 'silent', merchantsFile: file }),
       { store: a.ts.reopen(), logger: false, clock: { now: () => new Date(Date.now() + ahead) } });
     try {
       await activatePolicy(a, ALLOW_PAYMENTS);

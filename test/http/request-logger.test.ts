@@ -7,8 +7,8 @@ import pino from 'pino';
 import type { FastifyBaseLogger } from 'fastify';
 import { lazyChildLogger } from '../../src/http/request-logger.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { createService } from '../../src/service.ts';
 import { backends } from '../support/backends.ts';
+import { checkedService } from '../support/service.ts';
 
 function capture(): { lines: Record<string, unknown>[]; stream: Writable } {
   const lines: Record<string, unknown>[] = [];
@@ -55,7 +55,7 @@ test('a request logger with a level of its own, or of a logger that cannot tell 
 test('the service\'s request logs carry the request id its response names', async () => {
   const ts = await backends()[0]!.open();
   const { lines, stream } = capture();
-  const service = await createService(loadConfig({}, { dataDir: ts.dataDir, logLevel: 'info' }), { store: ts.store, logger: { level: 'info', stream } as never });
+  const service = await checkedService(loadConfig({}, { dataDir: ts.dataDir, logLevel: 'info' }), { store: ts.store, logger: { level: 'info', stream } as never });
   try {
     const res = await service.app.inject({ method: 'GET', url: '/v1/projects/prj_x/agents/state', headers: { authorization: 'Bearer wrong' } });
     assert.equal(res.statusCode, 401);

@@ -1,13 +1,12 @@
 // Members, roles, SoD, API keys, login and registration: the rules and the bad inputs.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { createService } from '../../src/service.ts';
 import { getSod } from '../../src/services/identity/sod.ts';
 import { grantRole, revokeMember, revokeRole } from '../../src/services/identity/members.ts';
 import { mintApiKey } from '../../src/services/identity/api-keys.ts';
 import { backends } from '../support/backends.ts';
 import { adminConsoleSuite, consoleMember } from '../support/console.ts';
-import { startService } from '../support/service.ts';
+import { checkedService, startService } from '../support/service.ts';
 
 for (const backend of backends()) {
   describe(`identity and access (${backend.name})`, () => {
@@ -349,7 +348,7 @@ for (const backend of backends()) {
       const sod = (auth: string) => suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: auth } });
       assert.equal((await sod(`Bearer ${secret}`)).statusCode, 200);
       // A second instance on the same database sees the revocation on its very next request.
-      const second = await createService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
+      const second = await checkedService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
       assert.equal((await post(`${suite.P}/api-keys/${id}/revoke`, {})).json().changed, true);
       assert.equal((await second.app.inject({ method: 'GET', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: { authorization: `Bearer ${secret}` } })).statusCode, 401);
       await second.close();
@@ -414,7 +413,7 @@ for (const backend of backends()) {
       for (let i = 0; i < 5; i++) await attempt('nobody-at-all', 'x');
       assert.equal((await attempt('nobody-at-all', 'x')).statusCode, 429);
       // Another instance on the same database sees the counter.
-      const second = await createService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
+      const second = await checkedService(suite.svc.deps.config, { store: suite.svc.ts.store, logger: false });
       const there = await second.app.inject({ method: 'POST', url: '/v1/console/login', remoteAddress: '198.51.100.1', payload: { name: m.name, password: m.password } });
       assert.equal(there.statusCode, 429);
       await second.close();

@@ -5,11 +5,11 @@
 // by an instance ahead), gave the old key the role back.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { createService, type Service } from '../../src/service.ts';
+import type { Service } from '../../src/service.ts';
 import type { Clock } from '../../src/lib/time.ts';
 import { backends } from '../support/backends.ts';
 import { adminConsoleSuite } from '../support/console.ts';
-import type { TestService } from '../support/service.ts';
+import { checkedService, type TestService } from '../support/service.ts';
 
 const MINUTE = 60_000;
 const offsetClock = (ms: number): Clock => ({ now: () => new Date(Date.now() + ms) });
@@ -76,7 +76,7 @@ for (const backend of backends()) {
 
     test('instances on one database whose clocks disagree: a re-grant on the one behind does not reach an old key', async () => {
       // A second instance whose clock runs five minutes behind (PostgreSQL: its own connections).
-      const behind = await createService(suite.svc.deps.config, {
+      const behind = await checkedService(suite.svc.deps.config, {
         store: backend.name === 'postgres' ? suite.svc.ts.reopen() : suite.svc.ts.store, logger: false, clock: offsetClock(-5 * MINUTE),
       });
       try {

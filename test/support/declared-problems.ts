@@ -49,6 +49,27 @@ export function recordProblems(app: FastifyInstance): { problems: SentProblem[];
   return { problems, others, mismatches };
 }
 
+/**
+ * recordProblems on `app`, and `failures()`: what its routes sent that the document does not declare or
+ * admit, as one message, or undefined (call it while the app is open: the document is read off it).
+ */
+export function answerChecks(app: FastifyInstance): { problems: SentProblem[]; failures(): string | undefined } {
+  const { problems, others, mismatches } = recordProblems(app);
+  return {
+    problems,
+    failures() {
+      // An app that served nothing may never have been made ready, and swagger() needs it ready.
+      const sent = [...problems, ...others];
+      const missing = sent.length > 0 ? undeclared(app.swagger(), sent) : [];
+      const out = [
+        ...(missing.length > 0 ? [`answers sent but not declared in /openapi.json: ${missing.join('; ')}`] : []),
+        ...(mismatches.size > 0 ? [`answers their /openapi.json response schema does not admit: ${[...mismatches].join('; ')}`] : []),
+      ];
+      return out.length > 0 ? out.join('\n') : undefined;
+    },
+  };
+}
+
 /** A Fastify route's path as the document writes it (`:id` → `{id}`). */
 const documentPath = (route: string) => route.replace(/:([A-Za-z_]+)/g, '{$1}');
 

@@ -5,11 +5,11 @@
 // table. SQLite's one writer runs each transaction whole: there they run one after the other.
 import { describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { createService, type Service } from '../../src/service.ts';
+import type { Service } from '../../src/service.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { holdTable } from './hold-table.ts';
 import { backends } from './backends.ts';
-import { startService, type TestService } from './service.ts';
+import { checkedService, startService, type TestService } from './service.ts';
 
 export type App = Service['app'];
 export type Answer = LightMyRequestResponse;
@@ -17,7 +17,7 @@ type Send = (app: App) => Promise<Answer>;
 
 /** PostgreSQL: `first` stopped at its statement `write` (a LIKE pattern) on `table`, `second` sent meanwhile; their answers. */
 export async function interleaved(svc: TestService, table: string, write: string, first: Send, second: Send): Promise<[Answer, Answer]> {
-  const twin = await createService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
+  const twin = await checkedService(loadConfig({}, { dataDir: svc.ts.dataDir, logLevel: 'silent' }), { store: svc.ts.reopen(), logger: false });
   try {
     const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, table, 'exclusive');
     try {
