@@ -7,7 +7,7 @@ import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
 import { readFileSync, writeSync } from 'node:fs';
 import { LocalSigner, SigningKeyDamaged } from '../signer/local.ts';
-import { logIdentity } from '../services/auditlog/log.ts';
+import { LOG_KEY, logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
@@ -15,7 +15,7 @@ import { LocalWitnessFailed, superviseLocalWitness, type LocalWitness } from './
 import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
-import { SigningKeyMismatch } from '../signer/pinned.ts';
+import { PinnedSigner, SigningKeyMismatch } from '../signer/pinned.ts';
 import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
 import { RESET_PASSWORD_USAGE, ResetRefused, runResetPassword } from './reset-password.ts';
 import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
@@ -103,7 +103,11 @@ async function localWitness(config: ReturnType<typeof loadConfig>, say: { warn(m
   const store = openStore(storeOptions(config));
   try {
     await migrateToLatest(store);
-    const id = await logIdentity(store, new LocalSigner(join(config.dataDir, 'keys')));
+    // The key the database recorded, or none: a witness trusting a key of this directory's own would
+    // leave its files behind when the service then refuses that key (signer/pinned.ts).
+    const signer = new PinnedSigner(new LocalSigner(join(config.dataDir, 'keys')), store.db);
+    await signer.assertHeld(LOG_KEY);
+    const id = await logIdentity(store, signer);
     return await superviseLocalWitness({ dataDir: join(config.dataDir, 'witness'), port: config.witnessPort, origin: id.origin, vkey: id.vkey }, say);
   } finally {
     await store.close();

@@ -15,26 +15,35 @@ export class LocalSigner implements Signer {
   readonly #dir: string;
   readonly #keys = new Map<string, KeyObject>();
 
+  // The directory is made with the first key, not here: a start refused before then (a data
+  // directory foreign to the database, signer/pinned.ts) leaves the directory as it found it.
   constructor(dir: string) {
     this.#dir = dir;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
-  #key(name: string): KeyObject {
+  /** The named key; undefined, with nothing created, if it has no file (`create`: make one). */
+  #key(name: string, create: true): KeyObject;
+  #key(name: string, create: boolean): KeyObject | undefined;
+  #key(name: string, create: boolean): KeyObject | undefined {
     const cached = this.#keys.get(name);
     if (cached) return cached;
     if (!NAME_RE.test(name)) throw new Error(`invalid key name ${JSON.stringify(name)}`);
     const file = join(this.#dir, `${name}.pem`);
-    removeStalePartials(file);
     let key: KeyObject;
     let pem: Buffer | undefined;
     try {
       pem = readFileSync(file);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      // ENOTDIR: a file where the directory should be, said by the mkdir below.
+      if (!['ENOENT', 'ENOTDIR'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
     }
-    if (pem === undefined) key = this.#create(file);
-    else {
+    if (pem === undefined && !create) return undefined;
+    if (pem === undefined) {
+      mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+      removeStalePartials(file);
+      key = this.#create(file);
+    } else {
+      removeStalePartials(file);
       warnIfExposed(file);
       try { key = createPrivateKey(pem); } catch {
         throw new SigningKeyDamaged(`${file} holds no readable private key (empty or damaged): restore it from a backup or from another instance's <data dir>/keys; a new key would not be the one permits and checkpoints were signed with`);
@@ -58,11 +67,20 @@ export class LocalSigner implements Signer {
   }
 
   async sign(name: string, message: Uint8Array): Promise<Uint8Array> {
-    return new Uint8Array(sign(null, message, this.#key(name)));
+    return new Uint8Array(sign(null, message, this.#key(name, true)));
   }
 
   async publicKey(name: string): Promise<Uint8Array> {
-    const jwk = createPublicKey(this.#key(name)).export({ format: 'jwk' });
-    return new Uint8Array(Buffer.from(jwk.x!, 'base64url'));
+    return rawPublic(this.#key(name, true));
   }
+
+  async heldPublicKey(name: string): Promise<Uint8Array | undefined> {
+    const key = this.#key(name, false);
+    return key && rawPublic(key);
+  }
+}
+
+function rawPublic(key: KeyObject): Uint8Array {
+  const jwk = createPublicKey(key).export({ format: 'jwk' });
+  return new Uint8Array(Buffer.from(jwk.x!, 'base64url'));
 }

@@ -59,8 +59,11 @@ export class PinnedSigner implements Signer {
   }
 
   async #check(name: KeyName): Promise<void> {
-    const [recorded, mine] = await Promise.all([this.publicKey(name), this.#inner.publicKey(name)]);
-    if (b64(recorded) !== b64(mine)) throw new SigningKeyMismatch(name);
+    // Recorded first (from this signer's key, made now, if none is): a key the record is not of is
+    // then never made, so a refused start leaves no key file behind that no database accepts.
+    const recorded = await this.publicKey(name);
+    const mine = this.#inner.heldPublicKey ? await this.#inner.heldPublicKey(name) : await this.#inner.publicKey(name);
+    if (!mine || b64(recorded) !== b64(mine)) throw new SigningKeyMismatch(name);
   }
 
   async #record(name: KeyName): Promise<Uint8Array> {

@@ -10,4 +10,6 @@ export interface Signer {
   sign(key: KeyName, message: Uint8Array): Promise<Uint8Array>;
   /** Raw 32-byte Ed25519 public key of the named key (created on first use). */
   publicKey(key: KeyName): Promise<Uint8Array>;
+  /** The public key if the named key exists, creating nothing (signer/pinned.ts); absent: publicKey's. */
+  heldPublicKey?(key: KeyName): Promise<Uint8Array | undefined>;
 }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -280,6 +280,35 @@ for (const backend of backends()) {
         assert.equal(r.stderr, 'gavel: the database was migrated by a newer version of Gavel (migrations this version does not know: 9998_from_a_newer_version): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")\n', command);
       }
     } finally { await ts.cleanup(); }
+  });
+}
+
+for (const backend of backends()) {
+  // A data directory whose keys are not the ones the database recorded (on PostgreSQL one of its own
+  // beside another instance's database; on SQLite a database whose keys were lost): the refused start
+  // made a checkpoint-log.pem there that no database accepts, and kept it.
+  test(`a start refused for a foreign data directory leaves the directory as it found it (${backend.name})`, async () => {
+    const ts = await backend.open();
+    const elsewhere = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+    try {
+      await ts.store.db.insertInto('signer_keys').values({ name: LOG_KEY, public_key: Buffer.alloc(32, 7).toString('base64url'), created_at: new Date().toISOString() }).execute();
+      const dirs = backend.name === 'postgres' ? [ts.dataDir, join(elsewhere, 'data')] : [ts.dataDir];
+      // The SQLite serving lock's file excepted: every start makes it, and none removes it (a second
+      // server would lock a new file of that name while the first held the removed one).
+      const files = (dir: string) => existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => !f.endsWith('-serving.lock')).sort() : undefined;
+      for (const dir of dirs) {
+        const before = files(dir);
+        for (const command of ['serve', 'up']) {
+          const r = gavel([command], { GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: databaseUrl(ts.options), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' });
+          assert.equal(r.status, 2, `${command}: ${r.stderr}`);
+          assert.match(r.stderr, /^gavel: this instance's signing key "checkpoint-log" is not the one the database recorded/, command);
+          assert.deepEqual(files(dir), before, `${command} in ${dir}`);
+        }
+      }
+    } finally {
+      await ts.cleanup();
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 }
 

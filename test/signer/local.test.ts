@@ -25,11 +25,15 @@ test('signs with a persistent Ed25519 key kept private on disk', async () => {
   assert.notDeepEqual(await signer.publicKey('checkpoints'), pub);
 });
 
-test('the keys directory it creates is its owner\'s alone, whatever the umask', async () => {
+test('the keys directory it creates with the first key is its owner\'s alone, whatever the umask; asking whether a key is held makes nothing', async () => {
   const dir = join(mkdtempSync(join(tmpdir(), 'gavel-keys-')), 'keys');
+  const signer = new LocalSigner(dir);
+  assert.equal(await signer.heldPublicKey('permits'), undefined);
+  assert.ok(!fs.existsSync(dir), 'no directory before a key is made');
   const umask = process.umask(0o022);
-  try { new LocalSigner(dir); } finally { process.umask(umask); }
+  try { await signer.publicKey('permits'); } finally { process.umask(umask); }
   assert.equal(statSync(dir).mode & 0o777, 0o700);
+  assert.deepEqual(await signer.heldPublicKey('permits'), await new LocalSigner(dir).heldPublicKey('permits'));
 });
 
 test('refuses key names that could escape the directory', async () => {
