@@ -288,7 +288,9 @@ try {
     case 'audit': {
       const [sub, ...rest] = process.argv.slice(3);
       const help = (args: readonly string[]) => args.some((a) => HELP.includes(a));
-      if (sub === undefined || HELP.includes(sub)) { process.stdout.write(`${AUDIT_VERIFY_USAGE}\n\n${AUDIT_CONSISTENCY_USAGE}\n`); break; }
+      // Asked for, the usage is the answer; for want of a subcommand, a usage error.
+      if (sub === undefined) fail(`gavel audit needs a command (verify or consistency)\n\n${AUDIT_VERIFY_USAGE}\n\n${AUDIT_CONSISTENCY_USAGE}`);
+      if (HELP.includes(sub)) { process.stdout.write(`${AUDIT_VERIFY_USAGE}\n\n${AUDIT_CONSISTENCY_USAGE}\n`); break; }
       if (sub === 'consistency') {
         if (help(rest)) process.stdout.write(AUDIT_CONSISTENCY_USAGE + '\n');
         else process.exitCode = await runAuditConsistency(rest);
@@ -299,7 +301,9 @@ try {
       else process.exitCode = await runAuditVerify(rest);
       break;
     }
-    case undefined: case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
+    // npm start and the other scripts name their command: a bare `gavel` is a usage error.
+    case undefined: fail(`no command given\n\n${USAGE}`);
+    case 'help': case '--help': case '-h': process.stdout.write(USAGE + '\n'); break;
     case '--version': case '-v': case 'version': process.stdout.write(`gavel ${version()}\n`); break;
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }

@@ -101,6 +101,21 @@ test('every command answers --help with its usage and exit 0, making nothing (mi
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('a missing command is a usage error: bare gavel and gavel audit print their usage on stderr, exit 2; asked for, it is stdout and 0', () => {
+  for (const [args, usage] of [[[], /^usage: gavel <command>/m], [['audit'], /^usage: gavel audit verify /m]] as const) {
+    const r = gavel([...args], {});
+    assert.equal(r.status, 2, `gavel ${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stdout, '', `gavel ${args.join(' ')}`);
+    assert.match(r.stderr, /^gavel: /);
+    assert.match(r.stderr, usage);
+  }
+  for (const args of [['help'], ['--help'], ['-h'], ['audit', 'help'], ['audit', '-h']]) {
+    const r = gavel(args, {});
+    assert.equal(r.status, 0, `gavel ${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stdout, /^usage: gavel /, args.join(' '));
+  }
+});
+
 test('gavel --version, -v and version print package.json\'s version and exit 0, making nothing; --help names the flag', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-version-'));
   try {

@@ -87,9 +87,9 @@ test('gavel witness: a damaged key file, a data directory blocked by a file, and
   } finally { busy.close(); }
 });
 
-test('gavel audit: --help prints each checker\'s usage and exit statuses', () => {
+test('gavel audit: --help prints each checker\'s usage and exit statuses (bare `gavel audit`, a usage error: test/service/startup-failures.test.ts)', () => {
   const run = (args: string[]) => spawnSync(process.execPath, [MAIN, 'audit', ...args], { encoding: 'utf8', timeout: 30_000 });
-  for (const args of [[], ['--help'], ['verify', '--help'], ['verify', 'proof.json', '-h'], ['consistency', '--help']]) {
+  for (const args of [['--help'], ['verify', '--help'], ['verify', 'proof.json', '-h'], ['consistency', '--help']]) {
     const r = run(args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stdout, /^usage: gavel audit (verify|consistency)/, args.join(' '));
