@@ -65,9 +65,10 @@ async function withEffectiveRoles(db: Db | Tx, projectId: string, rows: KeyRow[]
   });
 }
 
-/** Every key of the project, newest first; never the secret (only its hash is stored). */
-/** A page of the project's keys, newest first; `before` is the id of the last key of the previous page. */
-/** `holder`: only the keys bound to that principal. */
+/**
+ * A page of the project's keys, newest first, never the secret (only its hash is stored); `before`
+ * is the id of the last key of the previous page, `holder` keeps only the keys bound to that principal.
+ */
 export async function listApiKeys(db: Db, projectId: string, options: { limit: number; before?: string | undefined; holder?: string }): Promise<KeyView[]> {
   let query = db.selectFrom('api_keys').select(KEY_COLUMNS)
     .where('project_id', '=', projectId);

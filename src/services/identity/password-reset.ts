@@ -6,10 +6,10 @@
 // verified the old password meanwhile finds the hash changed and gets no session (login.ts).
 import { normalizeName } from '../../domain/access/names.ts';
 import { hashPassword, newPassword } from '../../lib/passwords.ts';
-import { lockFor, type Store, type Tx } from '../../store/store.ts';
+import { lockFor, type Store } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { auditProjectsOf, endSessionsOf } from './sessions.ts';
-import { accountKey } from './throttle.ts';
+import { clearAccountCounter } from './throttle.ts';
 
 /** A name this cannot reset (unknown, a service, disabled): said in one line. */
 export class ResetRefused extends Error {}
@@ -32,17 +32,11 @@ export async function resetPassword(store: Store, givenName: string, now: Date):
     await lockFor(trx, store.dialect, passwordLock(principal.id));
     await trx.updateTable('principals').set({ password_hash: passwordHash }).where('id', '=', principal.id).execute();
     const sessionsEnded = await endSessionsOf(trx, principal.id, 'password_reset', now);
-    await clearAccountThrottle(trx, store, name);
+    // The account's lock goes with its old password; the counters of known devices and addresses stay.
+    await clearAccountCounter(trx, store.dialect, name);
     for (const projectId of await auditProjectsOf(trx, principal.id)) {
       await recordAudit(trx, { projectId, kind: 'principal.password_reset', actor: 'system', data: { principal_id: principal.id, sessions_ended: sessionsEnded }, at: now });
     }
     return { principalId: principal.id, name, password, sessionsEnded };
   });
-}
-
-/** The account's lock goes with its old password; the counters of known devices and addresses stay. */
-async function clearAccountThrottle(trx: Tx, store: Store, name: string): Promise<void> {
-  const key = accountKey(name);
-  await lockFor(trx, store.dialect, `throttle:${key}`);
-  await trx.deleteFrom('login_throttle').where('key', '=', key).execute();
 }

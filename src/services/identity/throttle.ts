@@ -77,6 +77,13 @@ async function take(store: Store, entries: readonly (readonly [string, ThrottleL
   });
 }
 
+/** Clears an account's counter and the lock it set (`gavel reset-password`: the lock went with the old password). */
+export async function clearAccountCounter(trx: Tx, dialect: Store['dialect'], name: string): Promise<void> {
+  const key = accountKey(name);
+  await lockFor(trx, dialect, `throttle:${key}`);
+  await trx.deleteFrom('login_throttle').where('key', '=', key).execute();
+}
+
 /**
  * A successful login clears the counter it was taken on (the account's, or the known device's: a
  * success on a device leaves the account's counter, and any lock an attacker ran up there, as it
