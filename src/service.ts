@@ -23,7 +23,7 @@ import { Executions } from './services/executions/executions.ts';
 import { InstanceKeeper } from './services/executions/recovery.ts';
 import { randomUUID } from 'node:crypto';
 import { startAuditLog, type AuditLogRunner } from './services/auditlog/runner.ts';
-import { pruneIdentityRows, PRUNE_EVERY_MS } from './services/identity/prune.ts';
+import { startIdentityPruning, type IdentityPruner } from './services/identity/prune.ts';
 import { takeServingLock } from './store/sqlite/serving-lock.ts';
 import { repeatedFailureLog } from './http/repeated-failure-log.ts';
 import { outOfSpace } from './store/space.ts';
@@ -94,6 +94,8 @@ export interface Service {
   bootstrap: BootstrapResult;
   /** The audit log's background sequencer/checkpointer (tick() runs one pass now). */
   auditLog: AuditLogRunner;
+  /** Deletes finished sessions and throttle counters on a timer (run() prunes now). */
+  identityPruning: IdentityPruner;
   /** Begins a stop's drain (GAVEL_SHUTDOWN_DRAIN_MS): /readyz answers 503 `shutting_down`, all else is served. */
   drain(): void;
   /** Stops accepting, finishes in-flight requests, then closes the store. */
@@ -167,19 +169,18 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
     onError: (err) => { if (outOfSpace(err)) store.space.refused(err); else tickFailed(err); },
     onWitnessProblem: witnessProblemLog(app, config.witnessUrl),
   });
-  // Finished throttle counters and sessions are deleted every hour (services/identity/prune.ts).
-  const prune = setInterval(() => {
-    pruneIdentityRows(store, deps.clock.now()).catch((err: unknown) => app.log.warn({ err }, 'pruning finished sessions and throttle counters failed'));
-  }, PRUNE_EVERY_MS).unref();
+  // Finished throttle counters and sessions are deleted every hour, in bounded runs (services/identity/prune.ts).
+  const identityPruning = startIdentityPruning(store, () => deps.clock.now(),
+    (err) => app.log.warn({ err }, 'pruning finished sessions and throttle counters failed'));
   let closing: Promise<void> | undefined;
   return {
-    app, deps, bootstrap: boot, auditLog,
+    app, deps, bootstrap: boot, auditLog, identityPruning,
     drain() { app.draining = true; },
     close() {
       closing ??= (async () => {
         // Keep-alive sockets of requests that were in flight become idle only once answered;
         // close them as they do, or the server would wait for the clients' keep-alive timeout.
-        clearInterval(prune);
+        const pruned = identityPruning.stop();
         const idle = setInterval(() => app.server.closeIdleConnections?.(), 50);
         // A merchant may be given up to 2 minutes (merchants/config.ts), longer than a supervisor
         // waits for a stop: calls still unanswered after CALL_GRACE_MS are given up as UNKNOWN and
@@ -191,6 +192,7 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
         // witness answers, witnessed) checkpoint before it exits, not only after the next start.
         await auditLog.tick({ force: true }).catch((err: unknown) => app.log.warn({ err }, 'the last checkpoint before stopping failed'));
         await auditLog.stop();
+        await pruned; // its current batch, before the store closes under it
         await writer.close();
         await keeper.stop();
         if (!options.store) await store.close();

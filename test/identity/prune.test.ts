@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { pruneIdentityRows, PRUNE_AFTER_MS } from '../../src/services/identity/prune.ts';
+import { SESSION_LIFETIMES } from '../../src/domain/access/session-lifetime.ts';
+import { consoleMember } from '../support/console.ts';
 
 const HOUR = 3600_000;
 
@@ -40,13 +42,73 @@ for (const backend of backends()) {
         session('ses_live', ago(60_000), ahead(HOUR), null),
       ]).execute();
 
-      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 2, sessions: 3 });
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 2, sessions: 3, more: false });
       const keys = (await db.selectFrom('login_throttle').select('key').where('key', 'like', 'account:%').orderBy('key').execute()).map((r) => r.key);
       assert.deepEqual(keys, ['account:lock-over-lately', 'account:locked', 'account:recent']);
       const ids = (await db.selectFrom('sessions').select('id').where('principal_id', '=', principal).orderBy('id').execute()).map((r) => r.id);
       assert.deepEqual(ids, ['ses_ended_just_now', 'ses_idle_lately', 'ses_live']);
       // Nothing left to prune: a second run deletes nothing.
-      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 0, sessions: 0 });
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now), { throttle: 0, sessions: 0, more: false });
+    } finally { await svc.stop(); }
+  });
+}
+
+for (const backend of backends()) {
+  test(`a run deletes a bounded number of rows per table; the next run takes what it left (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    try {
+      const db = svc.deps.store.db;
+      const now = new Date();
+      const old = new Date(now.getTime() - PRUNE_AFTER_MS - HOUR).toISOString();
+      await db.insertInto('login_throttle').values(Array.from({ length: 7 }, (_, i) => ({ key: `account:guess-${i}`, failures: 1, window_start: old, locked_until: null }))).execute();
+      const limits = { batch: 2, maxBatches: 3 };
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now, limits), { throttle: 6, sessions: 0, more: true });
+      assert.deepEqual(await pruneIdentityRows(svc.deps.store, now, limits), { throttle: 1, sessions: 0, more: false });
+      assert.equal((await db.selectFrom('login_throttle').select('key').where('key', 'like', 'account:guess-%').execute()).length, 0);
+    } finally { await svc.stop(); }
+  });
+
+  test(`two instances pruning at once share the rows out, each deleted once (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    const other = svc.ts.reopen();
+    try {
+      const db = svc.deps.store.db;
+      const now = new Date();
+      const old = new Date(now.getTime() - PRUNE_AFTER_MS - HOUR).toISOString();
+      await db.insertInto('login_throttle').values(Array.from({ length: 400 }, (_, i) => ({ key: `address:10.0.${i >> 8}.${i & 255}`, failures: 1, window_start: old, locked_until: null }))).execute();
+      const limits = { batch: 10, maxBatches: 100 };
+      const [a, b] = await Promise.all([pruneIdentityRows(svc.deps.store, now, limits), pruneIdentityRows(other, now, limits)]);
+      assert.equal(a.throttle + b.throttle, 400);
+      assert.equal((await db.selectFrom('login_throttle').select('key').where('key', 'like', 'address:10.0.%').execute()).length, 0);
+    } finally { await svc.stop(); }
+  });
+
+  test(`the service prunes by its own clock: a session and counters are kept inside their window and deleted after it (${backend.name})`, async () => {
+    let offset = 0;
+    const svc = await startService(backend, {}, undefined, { clock: { now: () => new Date(Date.now() + offset) } });
+    try {
+      const db = svc.deps.store.db;
+      const person = await consoleMember(svc, ['AUDITOR']);
+      const guess = await svc.app.inject({ method: 'POST', url: '/v1/console/login', payload: { name: 'nobody-here', password: 'not the password' } });
+      assert.equal(guess.statusCode, 401);
+      const counters = () => db.selectFrom('login_throttle').select('key').where('key', '=', 'account:nobody-here').execute();
+      const sessions = () => db.selectFrom('sessions').select('id').where('principal_id', '=', person.principalId).execute();
+      assert.equal((await counters()).length, 1);
+      assert.equal((await sessions()).length, 1);
+
+      offset = PRUNE_AFTER_MS - 10 * 60_000; // inside every window: nothing goes
+      await svc.identityPruning.run();
+      assert.equal((await counters()).length, 1);
+      assert.equal((await sessions()).length, 1);
+
+      offset = PRUNE_AFTER_MS + 10 * 60_000; // the counter's day has passed; the idle session's day plus idle lifetime has not
+      await svc.identityPruning.run();
+      assert.equal((await counters()).length, 0);
+      assert.equal((await sessions()).length, 1);
+
+      offset = PRUNE_AFTER_MS + SESSION_LIFETIMES.idleMs + 10 * 60_000;
+      await svc.identityPruning.run();
+      assert.equal((await sessions()).length, 0);
     } finally { await svc.stop(); }
   });
 }
