@@ -129,6 +129,21 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
   return reply.code(problem.status).type('application/problem+json').send(problemBody(problem, String(request.id)));
 }
 
+/**
+ * The path of `url` as the router matches it: the scheme and authority of an absolute-form target
+ * dropped (RFC 9112 §3.2.2), the query or fragment cut, and escapes of characters other than the
+ * reserved ones decoded (`%73od` is `sod`, RFC 3986 §6.2.2.2; `%2F` stays, as it does not split a
+ * segment). A 405 must name the path a GET on it would have reached, however the client spelt it.
+ */
+function routedPath(url: string): string {
+  const absolute = /^https?:\/\/[^/?#]*/i.exec(url);
+  const target = absolute ? url.slice(absolute[0].length) || '/' : url;
+  const path = target.split(/[?#]/, 1)[0]!;
+  // decodeURI leaves the escapes of reserved characters (`/`, `?`, `#`, `:`…) as they are. A
+  // malformed escape never gets here: the router refuses it first (400 bad_url).
+  try { return decodeURI(path); } catch { return path; }
+}
+
 export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
   // An outage refuses every request and readiness probe while it lasts: logged once a minute, not for each.
   const unreachable = repeatedFailureLog(app.log, 'the database is unreachable: requests are refused (503 database_unavailable) and /readyz answers 503 (logged again at most once a minute while it lasts)', () => 'unreachable');
@@ -160,7 +175,8 @@ export function installErrorHandling(app: FastifyInstance, routePatterns: () => 
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const methods = new Set(routePatterns().filter((r) => r.regex.test(path)).map((r) => r.method));
+    const routed = routedPath(request.url);
+    const methods = new Set(routePatterns().filter((r) => r.regex.test(routed)).map((r) => r.method));
     // Every GET answers HEAD too (Fastify's copy of it), so Allow names it (RFC 9110 §10.2.1).
     if (methods.has('GET')) methods.add('HEAD');
     const allowed = [...methods];

@@ -90,5 +90,24 @@ for (const backend of backends()) {
         assert.match(String(res.headers.allow), /\bGET\b/);
       }
     });
+
+    test('a path spelt with percent-escapes of unreserved characters, or in absolute form, is the same path: its method answers, another is 405', async () => {
+      // RFC 3986 §6.2.2.2: `%73od` is `sod`; RFC 9112 §3.2.2: a server must accept `http://host/path` as a request target.
+      const key = await svc.keyHeader(['AUDITOR']);
+      for (const [url, headers] of [['/%68ealthz', {}], [`/v1/projects/${svc.projectId}/s%6Fd`, key], [`/v1/%70rojects/${svc.projectId}/sod?x`, key]] as const) {
+        const read = await svc.app.inject({ method: 'GET', url: url.replace('?x', ''), headers });
+        assert.equal(read.statusCode, 200, `GET ${url}: ${read.body}`);
+        const res = await svc.app.inject({ method: 'DELETE', url, headers });
+        assert.equal(res.statusCode, 405, `DELETE ${url}: ${res.body}`);
+        assert.equal(res.json().code, 'method_not_allowed');
+        assert.match(String(res.headers.allow), /\bGET\b/);
+      }
+      for (const target of ['http://x/healthz', `HTTP://x:7400/v1/projects/${svc.projectId}/sod?limit=1`]) {
+        assertRawProblem(lastResponse(await exchange(port, `DELETE ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)), 405, 'method_not_allowed');
+      }
+      // A reserved character escaped is not the same (RFC 3986 §2.2): `%2F` does not split a segment.
+      const slash = await svc.app.inject({ method: 'DELETE', url: `/v1/projects%2F${svc.projectId}/sod` });
+      assert.equal(slash.statusCode, 404, slash.body);
+    });
   });
 }
