@@ -173,7 +173,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           + 'Every error is application/problem+json (RFC 9457) with a stable `code`; each operation lists the statuses and codes it gives. '
           // Answers of the router and of Node's HTTP parser (frameworkErrors and the not-found handler here, http/client-errors.ts): no operation's.
           + 'Before any operation is reached, a request may also get 404 `not_found` (no such route), 405 `method_not_allowed` (with `allow`), '
-          + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape); '
+          + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape, or a fragment `#` sent in the request target); '
           + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
           + `A connection with more than ${MAX_PIPELINED_REQUESTS} pipelined requests waiting behind an unread answer is closed without answering them. `
           + 'A connection past the number served at once (GAVEL_MAX_CONNECTIONS) is closed unanswered, and connections idle between requests are then closed to make room. '

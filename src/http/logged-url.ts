@@ -8,14 +8,16 @@ const declaredByQuerySchema = new WeakMap<object, ReadonlySet<string>>();
 
 /** `url` with the value of every query parameter not named in `declared` masked (all of them without it). */
 export function loggedUrl(url: string, declared?: ReadonlySet<string>): string {
-  const q = url.indexOf('?');
+  // A `#` on the wire is refused (http/message-checks.ts), but the refusal logs the URL, and the
+  // router reads what follows one as a query: masked like one, as is a pair after a second `?`.
+  const q = url.search(/[?#]/);
   if (q < 0) return url;
-  const pairs = url.slice(q + 1).split('&').map((pair) => {
+  const pairs = url.slice(q + 1).split(/([&?#])/).map((pair, i) => {
     const eq = pair.indexOf('=');
-    if (eq < 0) return pair;
+    if (i % 2 === 1 || eq < 0) return pair;
     return declared?.has(pair.slice(0, eq)) ? pair : `${pair.slice(0, eq + 1)}${MASK}`;
   });
-  return `${url.slice(0, q + 1)}${pairs.join('&')}`;
+  return `${url.slice(0, q + 1)}${pairs.join('')}`;
 }
 
 /** The names a route's querystring schema declares (none for a route without one, or no route). */

@@ -55,6 +55,11 @@ export function headerFault(req: IncomingMessage): Problem | null {
       ? new Problem(400, 'malformed_request', 'a request line must end with its version (HTTP/1.1)', { headers: { connection: 'close' } })
       : new Problem(505, 'http_version_not_supported', `HTTP/${req.httpVersion} is not spoken as text: send HTTP/1.1`, { headers: { connection: 'close' } });
   }
+  // RFC 9112 §3.2: a request target has no fragment, and clients strip one. Node's parser lets `#`
+  // through, and the router read what follows it as the query (`…/agents/state#agent=…` answered 200).
+  if (req.url !== undefined && req.url.includes('#')) {
+    return new Problem(400, 'bad_url', 'the URL is not valid: a request target carries no fragment (#)');
+  }
   // RFC 9112 §3.2. Node's own check (requireHostHeader, off) answered without a body or request id.
   if ((seen & HOST) === 0 && req.httpVersionMinor === 1) {
     return new Problem(400, 'malformed_request', 'an HTTP/1.1 request must carry a Host header', { headers: { connection: 'close' } });

@@ -121,4 +121,15 @@ describe('requests answered before routing', () => {
       + `Cookie: ${person.post.cookie}\r\nx-csrf-token: ${person.post['x-csrf-token']}\r\nx-csrf-token: ${person.post['x-csrf-token']}\r\n\r\n`));
     assertRawProblem(res, 403, 'csrf_failed');
   });
+  test('a request target carrying a fragment is 400 bad_url, not read with the fragment as its query', async () => {
+    // RFC 9112 §3.2: a request target has no fragment; clients strip it. The router read `#…` as a query.
+    const state = `/v1/projects/${svc.projectId}/agents/state`;
+    const agent = newAgent().did;
+    const control = lastResponse(await exchange(port, `GET ${state}?agent=${agent} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`));
+    assert.equal(control.status, 200, control.body);
+    for (const target of [`${state}#agent=${agent}`, `${state}?agent=${agent}#x`, '/healthz#x', 'http://x/healthz#x']) {
+      const res = lastResponse(await exchange(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`));
+      assertRawProblem(res, 400, 'bad_url');
+    }
+  });
 });

@@ -22,6 +22,9 @@ test('loggedUrl keeps declared parameters and masks the value of every other one
   assert.equal(loggedUrl(`/v1/x?limit=5&token=${SECRET}`), '/v1/x?limit=[redacted]&token=[redacted]');
   assert.equal(loggedUrl(`/v1/x?%6Cimit=${SECRET}`, declared), '/v1/x?%6Cimit=[redacted]');
   assert.equal(loggedUrl('/v1/x?', declared), '/v1/x?');
+  // A fragment sent on the wire (which the router read as a query) is masked as a query is.
+  assert.equal(loggedUrl(`/v1/x#token=${SECRET}`, declared), '/v1/x#token=[redacted]');
+  assert.equal(loggedUrl(`/v1/x#limit=5?token=${SECRET}`, declared), '/v1/x#limit=5?token=[redacted]');
 });
 
 for (const backend of backends()) {
@@ -44,6 +47,9 @@ for (const backend of backends()) {
       const port = await listenOnLoopback(svc);
       const raw = await exchange(port, `GET /healthz?password=${SECRET} HTTP/1.1\r\nHost: x\r\nExpect: coffee\r\nConnection: close\r\n\r\n`);
       assert.equal(lastResponse(raw).status, 417);
+      // …and one whose target carries a fragment, which no client sends (and the router read as a query).
+      const fragment = await exchange(port, `GET /v1/projects/${svc.projectId}/audit#access_token=${SECRET} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      assert.ok(lastResponse(fragment).status >= 400);
       await new Promise((r) => setImmediate(r));
       assert.deepEqual(leaksIn({ 'a query-string secret': SECRET }, texts), []);
       const logged = texts.join('\n');
