@@ -8,6 +8,7 @@ import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { assertRawProblem, exchange, lastResponse, responses, listenOnLoopback } from '../support/raw-http.ts';
 import { DEFAULTS } from '../../src/config/config.ts';
+import { consoleMember } from '../support/console.ts';
 
 const LIMIT = DEFAULTS.bodyLimitBytes;
 /** Valid JSON of exactly `bytes` bytes. */
@@ -80,6 +81,22 @@ for (const backend of backends()) {
       const [first, second] = responses(raw);
       assertRawProblem(first!, 404, 'not_found');
       if (second) assert.equal(second.status, 200, second.body);
+    });
+
+    test('an agent DID in the path: escaped or not it names one agent, and a `%` it holds is sent as %25 (as the OpenAPI parameter says)', async () => {
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const base = `/v1/console/projects/${svc.projectId}/agents`;
+      const dids = ['did:web:a.example%3A8080', 'did:web:a.example:8080'];
+      for (const did of dids) assert.equal((await svc.app.inject({ method: 'POST', url: base, headers: admin.post, payload: { did } })).statusCode, 201);
+      const named = async (segment: string) => (await svc.app.inject({ method: 'GET', url: `${base}/${segment}`, headers: admin.get })).json().did;
+      for (const did of dids) assert.equal(await named(encodeURIComponent(did)), did);
+      assert.equal(await named('did:web:a.example:8080'), 'did:web:a.example:8080');
+      assert.equal(await named('did%3aweb%3Aa.%65xample:8080'), 'did:web:a.example:8080');
+      // Sent as is, the DID's own escape is decoded with the segment: it names the other agent.
+      assert.equal(await named('did:web:a.example%3A8080'), 'did:web:a.example:8080');
+      const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+      const param = doc.paths['/v1/console/projects/{projectId}/agents/{agentDid}'].get.parameters.find((p: { name: string }) => p.name === 'agentDid');
+      assert.match(param.description, /%25/);
     });
 
     test('a wrong method is 405 with Allow whether or not the URL carries a query', async () => {

@@ -6,7 +6,7 @@ import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, Nullable, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
-import { AgentDid, AgentState, FREEZE_CONFLICT, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { AgentDid, AgentDidSegment, AgentState, FREEZE_CONFLICT, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
 import { recordAudit } from '../../services/audit/record.ts';
@@ -74,7 +74,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.get(`${P}/:agentDid`, {
-    schema: { operationId: 'consoleGetAgent', tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDid }, { additionalProperties: false }),
+    schema: { operationId: 'consoleGetAgent', tags, summary: 'One agent and its state', params: Type.Object({ projectId: ProjectParams.properties.projectId, agentDid: AgentDidSegment }, { additionalProperties: false }),
       response: { 200: AgentView, ...errorResponses({ auth: 'session' }, { 404: ['not_found'] }) } },
     preValidation: consoleAuth([...READERS]),
   }, async (request) => {

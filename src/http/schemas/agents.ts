@@ -2,7 +2,14 @@ import { Type } from 'typebox';
 import { DID_PATTERN } from '../../domain/permit/did.ts';
 import { Nullable, Reason, Timestamp } from './common.ts';
 
-export const AgentDid = Type.String({ minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' });
+const AGENT_DID = { minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' };
+export const AgentDid = Type.String(AGENT_DID);
+/**
+ * The same as a path segment. A `%` the DID holds must be sent as `%25` (as encodeURIComponent
+ * does), or the segment decodes to another DID: `did:web:a.example%3A8080` sent as is names
+ * `did:web:a.example:8080`.
+ */
+export const AgentDidSegment = Type.String({ ...AGENT_DID, description: `${AGENT_DID.description}, percent-encoded as one path segment (as encodeURIComponent does): a \`%\` in the DID is sent as \`%25\`` });
 
 export const AgentState = Type.Object({
   agent: AgentDid,
