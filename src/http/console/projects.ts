@@ -2,12 +2,13 @@
 // me, settings, control-plane, dashboard.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { SESSION_LIFETIMES, sessionVerdict } from '../../domain/access/session-lifetime.ts';
+import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
 import { ACCOUNT_LIMITS, ADDRESS_LIMITS, DEVICE_LIMITS, REGISTRATION_LIMITS } from '../../domain/access/throttle.ts';
 import { DEVICE_COOKIE_LIFETIME_MS } from '../../services/identity/device-cookie.ts';
 import { isRole, ROLES } from '../../domain/access/roles.ts';
 import { rolesOf } from '../../services/identity/members.ts';
 import { readSod } from '../../services/identity/sod.ts';
+import { controlPlaneCounts } from '../../services/identity/control-plane.ts';
 import { dashboardSections } from '../../services/dashboard/sections.ts';
 import { countAuditEventsSince } from '../../services/audit/window.ts';
 import { consoleAuth, cookieNames, CSRF_HEADER, servedOverTls } from '../auth/session.ts';
@@ -114,23 +115,9 @@ export async function consoleProjectRoutes(app: FastifyInstance): Promise<void> 
     },
   }, async (request) => {
     const projectId = request.auth!.projectId;
-    const members = await db().selectFrom('memberships').select('principal_id').where('project_id', '=', projectId).where('revoked_at', 'is', null).execute();
-    const memberIds = new Set(members.map((m) => m.principal_id));
-    const grants = await db().selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', projectId).execute();
-    const role_holders: Record<string, number> = Object.fromEntries(ROLES.map((r) => [r, 0]));
-    for (const g of grants) if (memberIds.has(g.principal_id) && isRole(g.role)) role_holders[g.role]! += 1;
-    const keys = await db().selectFrom('api_keys').select('revoked_at').where('project_id', '=', projectId).execute();
-    const now = app.gavel.clock.now();
-    const sessions = memberIds.size === 0 ? [] : await db().selectFrom('sessions').select(['last_seen_at', 'expires_at', 'ended_at']).where('ended_at', 'is', null)
-      .where('expires_at', '>', now.toISOString()).where('principal_id', 'in', [...memberIds]).execute();
-    // Live as its cookie would find it: also not one whose last use lies far ahead (the clock stepped back).
-    const live = sessions.filter((s) => sessionVerdict(s, now) === 'active').length;
+    const counts = await controlPlaneCounts(db(), projectId, app.gavel.clock.now());
     const sod = await readSod(db(), projectId);
-    return {
-      project_id: projectId, members: memberIds.size, role_holders,
-      api_keys: { live: keys.filter((k) => !k.revoked_at).length, revoked: keys.filter((k) => k.revoked_at).length },
-      live_sessions: live, sod: sod.document, sod_updated_at: sod.updated_at, sod_updated_by: sod.updated_by,
-    };
+    return { project_id: projectId, ...counts, sod: sod.document, sod_updated_at: sod.updated_at, sod_updated_by: sod.updated_by };
   });
 
   app.get('/v1/console/projects/:projectId/dashboard', {

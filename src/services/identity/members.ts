@@ -58,12 +58,12 @@ async function requireMember(trx: Tx, projectId: string, principalId: string) {
  * minted, the service's with them, and leave no one who could ever act.
  */
 async function personAdminCount(trx: Tx, projectId: string): Promise<number> {
-  const rows = await trx.selectFrom('role_grants as g')
+  const row = await trx.selectFrom('role_grants as g')
     .innerJoin('memberships as m', (j) => j.onRef('m.project_id', '=', 'g.project_id').onRef('m.principal_id', '=', 'g.principal_id'))
     .innerJoin('principals as p', 'p.id', 'g.principal_id')
-    .select('g.principal_id').where('g.project_id', '=', projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null)
-    .where('p.kind', '=', 'person').execute();
-  return rows.length;
+    .select((eb) => eb.fn.countAll<number | string>().as('n')).where('g.project_id', '=', projectId).where('g.role', '=', 'ADMIN').where('m.revoked_at', 'is', null)
+    .where('p.kind', '=', 'person').executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /** Whether taking ADMIN from `principalId` would leave the project without a person ADMIN. */
@@ -150,11 +150,14 @@ export async function revokeMember(store: Store, input: { projectId: string; pri
  */
 async function revokeKeys(trx: Tx, input: { projectId: string; principalId: string; actor: string }, which: { itsOwn: boolean }, at: string): Promise<string[]> {
   const id = input.principalId;
-  const keys = (await trx.selectFrom('api_keys').select('id').where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
+  // One statement answering the ids, not a second one binding each: an ADMIN may have minted more
+  // keys than a statement may bind (SQLite 32,766 variables, PostgreSQL 65,535).
+  const keys = await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor })
+    .where('project_id', '=', input.projectId).where('revoked_at', 'is', null)
     .where((eb) => (which.itsOwn ? eb.or([eb('principal_id', '=', id), eb('created_by', '=', id)]) : eb.and([eb('created_by', '=', id), eb('principal_id', '!=', id)])))
-    .execute()).map((k) => k.id);
-  if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: at, revoked_by: input.actor }).where('id', 'in', keys).execute();
-  return keys;
+    .returning('id').execute();
+  // In id order, as listed before (the audit event names them).
+  return keys.map((k) => k.id).sort();
 }
 
 /** Grants a role to a current member; idempotent (changed: false when already held). */
