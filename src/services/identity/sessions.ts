@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sessionVerdict, SESSION_LIFETIMES, type SessionLifetimes } from '../../domain/access/session-lifetime.ts';
 import { newId } from '../../lib/ids.ts';
-import type { Db, Tx } from '../../store/store.ts';
+import { affected, type Db, type Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
 import { installationProject } from '../bootstrap.ts';
 
@@ -69,8 +69,7 @@ export async function auditProjectsOf(trx: Tx, principalId: string): Promise<str
 
 /** Ends every live session of a principal; returns how many. */
 export async function endSessionsOf(trx: Tx, principalId: string, reason: string, now: Date): Promise<number> {
-  const live = await trx.selectFrom('sessions').select('id').where('principal_id', '=', principalId).where('ended_at', 'is', null).execute();
-  if (live.length === 0) return 0;
-  await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('principal_id', '=', principalId).where('ended_at', 'is', null).execute();
-  return live.length;
+  // Counted by the update itself: a person signing in without its cookie keeps each session it left.
+  return affected(await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason })
+    .where('principal_id', '=', principalId).where('ended_at', 'is', null).execute());
 }
