@@ -1,7 +1,7 @@
 // The control plane's counts, each answered by the database as one aggregate: a project may hold
 // more members, grants and keys than one statement may bind (SQLite 32,766 variables, PostgreSQL
 // 65,535) or than are worth reading into memory to count.
-import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
+import { activeSessionBounds } from '../../domain/access/session-lifetime.ts';
 import { isRole, ROLES, type Role } from '../../domain/access/roles.ts';
 import type { Db } from '../../store/store.ts';
 
@@ -23,13 +23,13 @@ export async function controlPlaneCounts(db: Db, projectId: string, now: Date): 
   for (const g of grants) if (isRole(g.role)) role_holders[g.role] = Number(g.n);
   const keys = await db.selectFrom('api_keys').select((eb) => [eb.fn.countAll<number | string>().as('all'), eb.fn.count<number | string>('revoked_at').as('revoked')])
     .where('project_id', '=', projectId).executeTakeFirstOrThrow();
-  // Live as its cookie would find it (sessionVerdict 'active'): not ended, not past its absolute end,
-  // last used less than the idle lifetime ago, and not as far ahead (the clock stepped back). Times
-  // are stored as toISOString text, which sorts as the instants do.
-  const at = (ms: number) => new Date(ms).toISOString();
+  // Live as its cookie would find it (sessionVerdict 'active', by the same bounds). Times are
+  // stored as toISOString text, which sorts as the instants do.
+  const live = activeSessionBounds(now);
+  const iso = (ms: number) => new Date(ms).toISOString();
   const sessions = await db.selectFrom('sessions').select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('ended_at', 'is', null).where('expires_at', '>', at(now.getTime()))
-    .where('last_seen_at', '>', at(now.getTime() - SESSION_LIFETIMES.idleMs)).where('last_seen_at', '<', at(now.getTime() + SESSION_LIFETIMES.idleMs))
+    .where('ended_at', 'is', null).where('expires_at', '>', iso(live.expiresAfter))
+    .where('last_seen_at', '>', iso(live.lastSeenAfter)).where('last_seen_at', '<', iso(live.lastSeenBefore))
     .where('principal_id', 'in', currentMembers).executeTakeFirstOrThrow();
   const revoked = Number(keys.revoked);
   return {
