@@ -2,7 +2,7 @@
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { escapePointer, listedErrors, Problem, problemBody, retryLater, type FieldError } from './problem.ts';
-import { databaseUnreachable } from '../store/unreachable.ts';
+import { databaseUnreachable, lockWaitTimedOut } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
 import { repeatedFailureLog } from './repeated-failure-log.ts';
@@ -84,6 +84,9 @@ export function toProblem(error: FastifyError & { validation?: AjvError[]; valid
   if (error instanceof Problem) return error;
   if (databaseUnreachable(error)) {
     return retryLater(503, 'database_unavailable', 'the database could not be reached or dropped the connection; retry', 1);
+  }
+  if (lockWaitTimedOut(error)) {
+    return retryLater(503, 'busy', 'a lock another session of the database holds did not come free in time: nothing was changed; retry', 1);
   }
   if (outOfSpace(error)) {
     return retryLater(503, 'storage_full', 'the database\'s disk is full: what this request had to record was not recorded; retry once space is freed', 5);

@@ -14,3 +14,6 @@ export function databaseUnreachable(error: unknown): boolean {
   // node-postgres's own, which carry no code.
   return typeof e.message === 'string' && /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed and is not queryable)/.test(e.message);
 }
+
+/** PostgreSQL's lock_not_available: a lock wait outlasted its lock_timeout; the transaction changed nothing. */
+export const lockWaitTimedOut = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';

@@ -206,13 +206,15 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     // Issuing signs with the permit key (signer/pinned.ts); revoking only verifies a chain sent with
     // it, against the recorded key, so it never answers signing_key_mismatch.
     assert.deepEqual(codes('POST', `${C}/permits`, 503), ['shutting_down', 'database_unavailable', 'storage_full', 'signing_key_mismatch']);
-    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 503), ['shutting_down', 'database_unavailable', 'storage_full']);
+    // Revoking, freezing and releasing wait a bounded time for their lock ahead of decisions (busy).
+    assert.deepEqual(codes('POST', `${C}/permits/{commitment}/revoke`, 503), ['shutting_down', 'database_unavailable', 'storage_full', 'busy']);
     assert.deepEqual(codes('POST', `${C}/agents`, 409), ['agent_exists']);
     for (const base of [C, M]) {
       assert.deepEqual(codes('POST', `${base}/agents/freeze`, 409), ['agent_already_frozen']);
       // The second freeze's problem carries the agent's state (who froze it, since when, why): a client must learn of that member.
       assert.match(op('POST', `${base}/agents/freeze`).responses[409].description, /`state` member/);
       assert.deepEqual(codes('POST', `${base}/agents/release`, 409), ['agent_not_frozen']);
+      for (const change of ['freeze', 'release']) assert.deepEqual(codes('POST', `${base}/agents/${change}`, 503), ['shutting_down', 'database_unavailable', 'storage_full', 'busy']);
     }
   });
 

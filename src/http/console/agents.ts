@@ -6,7 +6,7 @@ import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, Nullable, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
-import { AgentDid, AgentDidSegment, AgentState, FREEZE_CONFLICT, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { AgentDid, AgentDidSegment, AgentState, FREEZE_CONFLICT, FreezeBody, QUEUE_AHEAD_BUSY, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
 import { recordAudit } from '../../services/audit/record.ts';
@@ -85,7 +85,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/freeze`, {
-    schema: { operationId: 'consoleFreezeAgent', tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, FREEZE_CONFLICT) } },
+    schema: { operationId: 'consoleFreezeAgent', tags, summary: 'Stop an agent immediately', params: ProjectParams, body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { ...FREEZE_CONFLICT, ...QUEUE_AHEAD_BUSY }) } },
     preValidation: consoleAuth([...STOPPERS]),
   }, async (request) => {
     const body = request.body as Static<typeof FreezeBody>;
@@ -94,7 +94,7 @@ export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post(`${P}/release`, {
-    schema: { operationId: 'consoleReleaseAgent', tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_not_frozen'] }) } },
+    schema: { operationId: 'consoleReleaseAgent', tags, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'session', body: true }, { 409: ['agent_not_frozen'], ...QUEUE_AHEAD_BUSY }) } },
     preValidation: consoleAuth([...MANAGERS]),
   }, async (request) => {
     const body = request.body as Static<typeof ReleaseBody>;

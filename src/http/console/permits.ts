@@ -7,7 +7,7 @@ import { attachedErrors } from '../errors.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
-import { AgentDid } from '../schemas/agents.ts';
+import { AgentDid, QUEUE_AHEAD_BUSY } from '../schemas/agents.ts';
 import { LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import { listPermitRows } from '../../services/permits/list.ts';
@@ -123,7 +123,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(`${P}/:commitment/revoke`, {
     schema: { operationId: 'consoleRevokePermit', tags, summary: 'Revoke a permit and everything delegated from it, on the next decision everywhere', params: CommitmentParams,
-      body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'] }) } },
+      body: RevokeBody, response: { 200: PermitView, ...errorResponses({ auth: 'session', body: true }, { 404: ['not_found'], 409: ['already_revoked'], 422: ['permit_invalid', 'commitment_not_in_chain'], ...QUEUE_AHEAD_BUSY }) } },
     preValidation: consoleAuth(['PERMIT_ISSUER', 'ADMIN']),
   }, async (request) => {
     const { commitment } = request.params as { commitment: string };

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { machineAuth } from '../auth/api-key.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
-import { AgentDid, AgentState, FREEZE_CONFLICT, FreezeBody, ReleaseBody } from '../schemas/agents.ts';
+import { AgentDid, AgentState, FREEZE_CONFLICT, FreezeBody, QUEUE_AHEAD_BUSY, ReleaseBody } from '../schemas/agents.ts';
 import { freezeAgent, getAgentState, releaseAgent } from '../../services/agents/agents.ts';
 import { lockAsHolderOf } from '../../services/identity/members.ts';
 
@@ -24,7 +24,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v1/projects/:projectId/agents/freeze', {
     schema: { operationId: 'freezeAgent', tags, security, summary: 'Stop an agent immediately: its next decision, even one in flight, is DENY agent_frozen', params: ProjectParams,
-      body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, FREEZE_CONFLICT) } },
+      body: FreezeBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { ...FREEZE_CONFLICT, ...QUEUE_AHEAD_BUSY }) } },
     preValidation: machineAuth(),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };
@@ -33,7 +33,7 @@ export async function machineAgentRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/v1/projects/:projectId/agents/release', {
-    schema: { operationId: 'releaseAgent', tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'] }) } },
+    schema: { operationId: 'releaseAgent', tags, security, summary: 'Let a frozen agent act again', params: ProjectParams, body: ReleaseBody, response: { 200: AgentState, ...errorResponses({ auth: 'apiKey', body: true }, { 409: ['agent_not_frozen'], ...QUEUE_AHEAD_BUSY }) } },
     preValidation: machineAuth([...RELEASERS]),
   }, async (request) => {
     const body = request.body as { agent: string; reason?: string };

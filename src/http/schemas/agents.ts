@@ -24,6 +24,12 @@ export const AgentState = Type.Object({
 /** A freeze's own refusal: the first freeze stands, and the problem says whose it is. */
 export const FREEZE_CONFLICT = { 409: { what: 'The agent is already frozen and that freeze stands: the problem\'s `state` member is the agent\'s state (who froze it, since when and why)', codes: ['agent_already_frozen'] } };
 
+/**
+ * What a freeze, release or revocation may answer besides the route's own codes: on PostgreSQL it
+ * waits a bounded time for the lock that puts it ahead of decisions (services/agents/agents.ts, queueAheadOfDecisions).
+ */
+export const QUEUE_AHEAD_BUSY = { 503: { what: 'Temporarily unavailable; retry after `retry-after`: on PostgreSQL, a lock this change waits for (an agent\'s row, which another session of the database, such as an operator\'s open transaction, may hold) stayed held for longer than it waits (`busy`, nothing was changed), the service has begun to stop (`shutting_down`), the database does not answer (`database_unavailable`) or its disk is full (`storage_full`)', codes: ['busy'] } };
+
 export const FreezeBody = Type.Object({ agent: AgentDid, reason: Type.Optional(Reason) }, { additionalProperties: false });
 
 /** A release may say why too; the reason is audited (agent.released), while the state clears the freeze's. */

@@ -81,8 +81,18 @@ export interface StateChange { projectId: string; did: string; actor: string; re
  * lock a decision could wait for.
  */
 export async function queueAheadOfDecisions(trx: Tx, dialect: Dialect | undefined): Promise<void> {
-  if (dialect === 'postgres') await sql`lock table agents in exclusive mode`.execute(trx);
+  if (dialect !== 'postgres') return;
+  // Every decision asking after it waits while it waits. Gavel's own holders are gone within a
+  // moment (or within IDLE_IN_TRANSACTION_MS, cut off), but another client's row lock on any agent
+  // (an operator's open `select … for update`) is held as long as its session pleases: bounded here,
+  // the change fails with 503 busy, nothing done, rather than pausing every decision until the
+  // reply timeout and then leaving its session queued at the server.
+  await sql`select set_config('lock_timeout', ${String(QUEUE_AHEAD_WAIT_MS)}, true)`.execute(trx);
+  await sql`lock table agents in exclusive mode`.execute(trx);
 }
+
+/** How long a freeze, release or revocation waits for its table lock before it gives up (503 busy). */
+export const QUEUE_AHEAD_WAIT_MS = 3_000;
 
 export async function freezeAgent(trx: Tx, input: StateChange): Promise<AgentState> {
   // A freeze that changes nothing takes no lock: the table lock pauses every decision of the

@@ -34,6 +34,9 @@ export const IDLE_IN_TRANSACTION_MS = 10_000;
  */
 export const REPLY_TIMEOUT_MS = 30_000;
 
+/** How often the server checks, while a statement of ours runs, that our end of its connection is still open. */
+const CLIENT_CHECK_INTERVAL_MS = 1_000;
+
 const unbounded = new AsyncLocalStorage<true>();
 /** Runs `fn` with its statements free of the reply timeout: for those that legitimately run long. */
 export const withoutReplyTimeout = <T>(fn: () => Promise<T>): Promise<T> => unbounded.run(true, fn);
@@ -75,9 +78,22 @@ export function createPostgresDialect(options: { url: string; schema?: string; p
     // is closed: the queries queued behind it fail (503 for a request) rather than commit unflushed.
     // The same statement bounds idle time in a transaction (IDLE_IN_TRANSACTION_MS) unless the
     // server's own bound is shorter: set here, not as a startup parameter, which poolers refuse.
+    // A statement given up on (REPLY_TIMEOUT_MS) has its socket closed, but the server notices that
+    // only when it next reads or writes it: one waiting for a lock another client holds (an
+    // operator's open transaction, say) stayed queued for as long as that lock was held, one more
+    // session per timeout until max_connections, and then ran, committing a decision answered 503.
+    // With client_connection_check_interval (PostgreSQL 14 and later) the server ends such a
+    // session within a second, its statement rolled back. A server whose platform cannot check
+    // refuses the setting: the block below swallows that, and the connection is kept without it.
+    // One simple-protocol message (no parameters: the numbers are ours), sent as one statement was.
     void client.query(`select case when current_setting('synchronous_commit') = 'off' then set_config('synchronous_commit', 'on', false) end,
-      case when setting::bigint = 0 or setting::bigint > $1::bigint then set_config('idle_in_transaction_session_timeout', $1::bigint::text, false) end
-      from pg_settings where name = 'idle_in_transaction_session_timeout'`, [idleInTransactionMs])
+      case when setting::bigint = 0 or setting::bigint > ${idleInTransactionMs} then set_config('idle_in_transaction_session_timeout', '${idleInTransactionMs}', false) end
+      from pg_settings where name = 'idle_in_transaction_session_timeout';
+      do $$ begin
+        perform set_config('client_connection_check_interval', '${CLIENT_CHECK_INTERVAL_MS}', false)
+          from pg_settings where name = 'client_connection_check_interval' and setting::bigint = 0;
+      exception when others then null;
+      end $$`)
       .catch(() => client.end().catch(() => {}));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (text: unknown, values?: unknown, ...rest: unknown[]) => {
