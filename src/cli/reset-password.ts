@@ -9,6 +9,7 @@ import { refuseLostDatabase, storeOptions } from '../service.ts';
 import { pendingMigrations } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { resetPassword, ResetRefused } from '../services/identity/password-reset.ts';
+import { installationProject } from '../services/bootstrap.ts';
 
 export const RESET_PASSWORD_USAGE = 'usage: gavel reset-password <person name>';
 
@@ -32,6 +33,9 @@ export async function runResetPassword(argv: readonly string[]): Promise<void> {
   try {
     const pending = await pendingMigrations(store);
     if (pending.length > 0) throw new ResetRefused(`the database lacks this version's migrations (${pending.join(', ')}): run gavel migrate, or start the server, first`);
+    // A first start stopped (killed, a power loss) after printing the administrator's password and
+    // before committing the account left no one to reset: the next start creates and prints one.
+    if (await installationProject(store.db) === undefined) throw new ResetRefused('this installation has not finished its first start, so it has no administrator yet: start it (gavel serve, or npm start), which creates "admin" and prints its password');
     const reset = await resetPassword(store, positionals[0]!, new Date());
     // Synchronously, once committed: the old password no longer signs in.
     writeSync(1, `New password for "${reset.name}", printed this once and stored only as a hash; ${reset.sessionsEnded} console session(s) ended:\n  ${reset.password}\n`);
