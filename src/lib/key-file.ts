@@ -44,7 +44,8 @@ export function removeStalePartials(path: string, what = 'a leftover copy of a p
   const now = Date.now();
   for (const name of readdirSync(dirname(path))) {
     if (!name.startsWith(prefix)) continue;
-    const m = /^(\d+)\.[0-9a-f]+\.partial$/.exec(name.slice(prefix.length));
+    // `-journal`: the rollback journal SQLite keeps beside a copy `gavel backup` was killed writing.
+    const m = /^(\d+)\.[0-9a-f]+\.partial(-journal)?$/.exec(name.slice(prefix.length));
     if (!m) continue;
     const file = join(dirname(path), name);
     let mtime: number;

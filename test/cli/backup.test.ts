@@ -199,3 +199,34 @@ test('gavel backup removes the partial copies stopped backups left beside its fi
     rmSync(out, { recursive: true, force: true });
   }
 });
+
+test('gavel backup killed while it writes its copy leaves no file under the name given, and the next backup removes all it left (its copy and the copy\'s SQLite journal)', async () => {
+  const ts = await sqlite.open();
+  const out = mkdtempSync(join(tmpdir(), 'gavel-backup-killed-'));
+  try {
+    await ts.store.close();
+    // Enough pages that the copy is written for a while: the kill lands while its journal exists.
+    const db = new BetterSqlite3(join(ts.dataDir, 'gavel.db'));
+    db.exec('create table bulk (b blob)');
+    db.prepare('with recursive n(i) as (select 1 union all select i + 1 from n where i < 1024) insert into bulk select randomblob(65536) from n').run();
+    db.close();
+    const target = join(out, 'copy.db');
+    const child = spawn(process.execPath, [MAIN, 'backup', target], { env: { ...process.env, GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: undefined }, stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    while (!readdirSync(out).some((f) => f.endsWith('.partial-journal')) && child.exitCode === null) await new Promise((r) => setTimeout(r, 1));
+    child.kill('SIGKILL');
+    assert.equal(await exited, 'SIGKILL', 'killed while writing its copy');
+    const left = readdirSync(out);
+    assert.ok(!left.includes('copy.db'), `nothing under the name given: ${left.join(', ')}`);
+    assert.ok(left.some((f) => f.endsWith('.partial')), left.join(', '));
+    // A minute later (the age below which a partial copy may still be being written).
+    const at = (Date.now() - 120_000) / 1000;
+    for (const f of left) utimesSync(join(out, f), at, at);
+    const r = backup([target], { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: undefined });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(readdirSync(out), ['copy.db']);
+  } finally {
+    await ts.cleanup();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
