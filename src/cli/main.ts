@@ -20,6 +20,7 @@ import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
 import { RESET_PASSWORD_USAGE, ResetRefused, runResetPassword } from './reset-password.ts';
 import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
 import { servedOverTls } from '../http/auth/session.ts';
+import { nodeTooOld } from './node-version.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -254,6 +255,9 @@ async function migrate(): Promise<void> {
     await store.close();
   }
 }
+
+const tooOld = nodeTooOld();
+if (tooOld !== undefined) fail(tooOld);
 
 const [command] = process.argv.slice(2);
 try {
