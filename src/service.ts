@@ -131,7 +131,7 @@ export async function createService(config: Config, options: ServiceOptions = {}
 async function assemble(config: Config, options: ServiceOptions, where: StoreOptions, servingLock: { release(): void } | undefined): Promise<Service> {
   const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
   const store = options.store ?? openStore(where);
-  await migrateToLatest(store);
+  const migrated = await migrateToLatest(store);
   const signer = new PinnedSigner(options.signer ?? new LocalSigner(join(config.dataDir, 'keys')), store.db);
   // Any instance may come to sign checkpoints (the sequencer's leader): refuse to start without the log's key.
   await signer.assertHeld(LOG_KEY);
@@ -150,6 +150,8 @@ async function assemble(config: Config, options: ServiceOptions, where: StoreOpt
   const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
   const boot = await bootstrap(store, new Date(), options.announceAdmin);
   const app = await buildApp(deps, options);
+  // An upgrade's record of what it changed in the database (gavel migrate prints the same list).
+  if (migrated.length > 0) app.log.info({ migrations: migrated }, 'applied database migrations');
   logError = (err) => app.log.error({ err }, 'the writer thread stopped; pending units failed, the next call starts a new one');
   // Once per episode, not once per refused request (store/space.ts, decision 0027).
   store.space.onChange = (full, err) => {

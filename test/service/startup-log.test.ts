@@ -23,6 +23,9 @@ for (const backend of backends()) {
       const logged = server.lines.filter((l) => l.startsWith('{'));
       const configuration = logged.find((l) => JSON.parse(l).msg === 'configuration');
       assert.ok(configuration, server.lines.join('\n'));
+      // A first start migrates a new database, and says which migrations it applied (an upgrade's record).
+      const migrated = logged.map((l) => JSON.parse(l) as { msg: string; migrations?: string[] }).find((l) => l.msg === 'applied database migrations');
+      assert.ok(migrated?.migrations?.includes('0001_core'), server.lines.join('\n'));
       assert.doesNotMatch(server.lines.join('\n'), /Pw-in-the-/);
       const password = /printed this once and stored only as a hash; keep it:/.test(server.lines.join('\n'))
         ? server.lines[server.lines.findIndex((l) => /keep it:$/.test(l)) + 1]!.trim() : undefined;
