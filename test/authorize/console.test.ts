@@ -72,10 +72,10 @@ for (const backend of backends()) {
         assert.equal(res.statusCode, 400, res.body);
         assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === pointer), `${pointer} in ${res.body}`);
       }
-      // A time the permit's claims cannot hold (before 1970) is refused as such, not a server error.
+      // A time the permit's claims cannot hold (before 1970) is refused at its member, not a server error.
       const early = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post,
         payload: { agent, actions: ['a'], resources: ['resource://a/*'], not_before: '1969-12-31T00:00:00Z', expires_at: new Date(Date.now() + 60_000).toISOString() } });
-      assert.deepEqual([early.statusCode, early.json().code], [422, 'invalid_permit_claims'], early.body);
+      assert.deepEqual([early.statusCode, early.json().errors?.[0]?.pointer], [400, '/not_before'], early.body);
     });
 
     test('a permit time past 9999-12-31T23:59:59Z is refused: its ISO string (a signed six-digit year) would read as long expired', async () => {
@@ -97,6 +97,38 @@ for (const backend of backends()) {
       } });
       assert.equal(first.statusCode, 400, first.body);
       assert.deepEqual(first.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(), ['/expires_at out_of_range', '/not_before out_of_range']);
+    });
+
+    test('every spelling of one instant issues the same permit times; the spellings Gavel refuses are 400s at their member', async () => {
+      const issue = (times: { not_before?: string; expires_at: string }) => svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post,
+        payload: { agent: newAgent().did, actions: ['read'], resources: ['resource://r/*'], ...times } });
+      const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8'));
+      // 2030-01-01T00:00:00Z as an expiry, 2029-01-01T00:00:00Z as a start, in every form accepted.
+      for (const [nbf, exp] of [
+        ['2029-01-01T00:00:00Z', '2030-01-01T00:00:00Z'], ['2029-01-01T01:00:00+01:00', '2030-01-01T01:00:00+01:00'],
+        ['2028-12-31T18:30:00-05:30', '2029-12-31T18:30:00-05:30'], ['2029-01-01T00:00:00-00:00', '2030-01-01T00:00:00+00:00'],
+        ['2029-01-01T00:00:00.9Z', '2030-01-01T00:00:00.5Z'], ['2029-01-01T05:30:00.999999999+05:30', '2030-01-01T00:00:00.123456789Z'],
+      ]) {
+        const res = await issue({ not_before: nbf!, expires_at: exp! });
+        assert.equal(res.statusCode, 201, `${nbf} ${exp}: ${res.body}`);
+        assert.equal(res.json().expires_at, '2030-01-01T00:00:00.000Z', exp);
+        assert.deepEqual([claimsOf(res.json().permit).nbf, claimsOf(res.json().permit).exp], [Date.UTC(2029, 0, 1) / 1000, Date.UTC(2030, 0, 1) / 1000], `${nbf} ${exp}`);
+        const row = await svc.ts.store.db.selectFrom('permits').select('expires_at').where('commitment', '=', res.json().commitment).executeTakeFirstOrThrow();
+        assert.equal(row.expires_at, '2030-01-01T00:00:00.000Z', `${exp} is stored in the one form that sorts as time`);
+      }
+      // Forms RFC 3339 allows that Gavel does not take (a leap second, which Unix time cannot hold;
+      // lower-case "t"/"z", as in the policy language), and forms it does not allow at all.
+      for (const bad of ['2029-12-31T23:59:60Z', '2030-01-01T00:59:60+01:00', '2030-01-01t00:00:00z', '2030-01-01T00:00:00z',
+        '2030-01-01T01:00:00+01', '2030-01-01T01:00:00+0100', '2030-01-01 00:00:00Z', '2030-01-01T00:00:00']) {
+        const res = await issue({ not_before: bad.replace('2030', '2029').replace('2029-12-31', '2028-12-31'), expires_at: bad });
+        assert.equal(res.statusCode, 400, `${bad}: ${res.body}`);
+        assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(), ['/expires_at bad_format', '/not_before bad_format'], bad);
+      }
+      // A start before 1970, which a permit's claims cannot hold, is refused at its member too.
+      const early = await issue({ not_before: '1969-12-31T23:59:59Z', expires_at: '2030-01-01T00:00:00Z' });
+      assert.equal(early.statusCode, 400, early.body);
+      assert.deepEqual(early.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/not_before out_of_range']);
+      assert.equal((await issue({ not_before: '1970-01-01T01:00:00+01:00', expires_at: '2030-01-01T00:00:00Z' })).statusCode, 201, 'the epoch itself, in an offset');
     });
 
     test('every claim error of a permit request comes at once, located; a 513-character pattern is allowed', async () => {
@@ -128,7 +160,7 @@ for (const backend of backends()) {
         '/actions/0 bad_format: does not have the required form: 1 to 64 printable ASCII characters, no spaces; "*" alone for any action',
         '/expires_at in_the_past: expires_at must be in the future',
         '/max_uses too_small: must be >= 1',
-        '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z; before it the permit does not verify yet',
+        '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction is dropped); before it the permit does not verify yet',
         '/resources/0 invalid_pattern: a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)',
       ]);
       // Items the schema refuses do not hide the claim errors of their siblings; patterns no request

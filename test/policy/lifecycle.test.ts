@@ -8,6 +8,7 @@ import { getActivePolicy } from '../../src/services/policy/active.ts';
 import { evaluate, policyHash, validatePolicy } from '../../src/domain/policy/index.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { insertDecisionEvent } from '../support/decisions.ts';
+import { withOffset } from '../support/offsets.ts';
 
 const AGENT = 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK';
 
@@ -362,6 +363,20 @@ for (const backend of backends()) {
       assert.equal((await post(author, '/replay', { version: 2, last: 2 })).json().considered, 2);
       // A time window in the future holds nothing.
       assert.equal((await post(author, '/replay', { version: 2, from: '2999-01-01T00:00:00Z' })).json().considered, 0);
+      // A window in any offset selects the rows of its UTC form, and is echoed in that form.
+      const at = (await svc.ts.store.db.selectFrom('audit_events').select('created_at').where('kind', '=', 'decision').orderBy('id').execute()).map((e) => e.created_at);
+      const mid = Date.parse(at[Math.floor(at.length / 2)]!);
+      const utc = { from: new Date(mid).toISOString(), until: new Date(mid + 86_400_000).toISOString() };
+      const asUtc = (await post(author, '/replay', { version: 2, ...utc })).json();
+      for (const window of [
+        { from: withOffset(mid, 60), until: withOffset(mid + 86_400_000, -330) },
+        { from: withOffset(mid, 0).replace('+00:00', '-00:00'), until: withOffset(mid + 86_400_000, 840) },
+      ]) {
+        const r = (await post(author, '/replay', { version: 2, ...window })).json();
+        assert.deepEqual(r.window, { ...utc, last: 1000 }, JSON.stringify(window));
+        assert.deepEqual([r.considered, r.samples], [asUtc.considered, asUtc.samples], JSON.stringify(window));
+      }
+      assert.ok(asUtc.considered > 0 && asUtc.considered < at.length, 'the window cuts the recorded decisions');
     });
 
     test('replay decides approved requests again: an approval grants no authority, so a candidate that denies them changes them', async () => {
@@ -406,7 +421,8 @@ for (const backend of backends()) {
       const bad = { spec_version: '1', rules: [{ id: 'r', effect: 'MAYBE' }] };
       for (const [body, expected] of [
         [{ policy: bad, last: 0 }, ['/last too_small', '/policy/rules/0/effect invalid_effect']],
-        [{ policy: bad, from: '2025-01-01t00:00:00z' }, ['/from invalid_timestamp', '/policy/rules/0/effect invalid_effect']],
+        [{ policy: bad, from: '2025-01-01t00:00:00z' }, ['/from bad_format', '/policy/rules/0/effect invalid_effect']],
+        [{ policy: bad, from: '2025-01-01T00:00:00.0001Z' }, ['/from invalid_timestamp', '/policy/rules/0/effect invalid_effect']],
       ] as const) {
         const res = await post(author, '/replay', body);
         assert.equal(res.statusCode, 400, JSON.stringify(body));

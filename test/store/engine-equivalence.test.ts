@@ -20,6 +20,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
 import { delegate, type Agent } from '../support/authorize.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
+import { withOffset } from '../support/offsets.ts';
 import { didKeyFromPublicKey, permitCommitment, signPermitClaims, type GavelConstraints, type PermitClaims } from '../../src/domain/permit/index.ts';
 
 /** An Ed25519 key from a fixed seed: the same on every run and every engine. */
@@ -51,14 +52,6 @@ async function handLink(chain: string, from: Agent, to: string, gavel: Omit<Gave
   const p = JSON.parse(Buffer.from(last.split('.')[1]!, 'base64url').toString('utf8')) as PermitClaims;
   const claims: PermitClaims = { iss: issuer, sub: to, aud: p.aud, jti: `hand-${to.slice(-8)}`, iat: p.iat, nbf: p.nbf, exp: p.exp, gavel: { ...gavel, parent: parent ?? permitCommitment(last) }, ...over };
   return `${chain}~${await signPermitClaims(claims, `${issuer}#x`, from.sign)}`;
-}
-
-/** `ms` as an RFC 3339 time at an offset of `minutes` from UTC. */
-function withOffset(ms: number, minutes: number): string {
-  const local = new Date(ms + minutes * 60_000).toISOString().slice(0, -1);
-  const sign = minutes < 0 ? '-' : '+';
-  const abs = Math.abs(minutes);
-  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Shapes of the literals a policy and an evaluation input carry. Each check is linear in
 // the (bounded) string length; none backtracks badly.
 import { isDid as isDidSyntax } from '../permit/did.ts';
+import { parseInstant } from '../../lib/time.ts';
 
 export const RESOURCE_SCHEME = 'resource://';
 export const MAX_RESOURCE_LENGTH = 512;
@@ -164,32 +165,15 @@ export function isToken(value: unknown): value is string {
   return typeof value === 'string' && TOKEN.test(value);
 }
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:(Z)|([+-])(\d{2}):(\d{2}))$/;
+const FINER_THAN_MILLISECONDS = /\.\d{4}/;
 
 /**
- * Parses an RFC 3339 timestamp (`2025-01-31T09:00:00Z`, `2025-01-31T10:00:00.250+01:00`)
- * to epoch milliseconds; null when malformed or not a real calendar instant.
- * At most millisecond precision; no leap second (60).
+ * Parses an RFC 3339 timestamp (`2025-01-31T09:00:00Z`, `2025-01-31T10:00:00.250+01:00`) as
+ * parseInstant does, to epoch milliseconds; null when malformed or not a real calendar instant.
+ * At most millisecond precision: a policy compares instants to the millisecond, and a finer one
+ * truncated would move the edge of `lt` or `gte`.
  */
 export function parseTimestamp(value: unknown): number | null {
-  if (typeof value !== 'string' || value.length > 40) return null;
-  const m = ISO.exec(value);
-  if (m === null) return null;
-  const year = Number(m[1]), month = Number(m[2]), day = Number(m[3]);
-  const hour = Number(m[4]), minute = Number(m[5]), second = Number(m[6]);
-  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  const daysInMonth = month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-  if (day > daysInMonth) return null;
-  let offset = 0;
-  if (m[8] === undefined) {
-    const oh = Number(m[10]), om = Number(m[11]);
-    if (oh > 23 || om > 59) return null;
-    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
-  }
-  const utc = new Date(0);
-  utc.setUTCFullYear(year, month - 1, day); // setUTCFullYear keeps years 0-99 literal
-  utc.setUTCHours(hour, minute, second, millis);
-  return utc.getTime() - offset;
+  if (typeof value !== 'string' || value.length > 40 || FINER_THAN_MILLISECONDS.test(value)) return null;
+  return parseInstant(value);
 }

@@ -8,7 +8,7 @@ import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
 import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/common.ts';
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid, QUEUE_AHEAD_BUSY } from '../schemas/agents.ts';
-import { LAST_ISO_INSTANT } from '../../lib/time.ts';
+import { LAST_ISO_INSTANT, parseInstant } from '../../lib/time.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import { listPermitRows } from '../../services/permits/list.ts';
 import type { Static } from 'typebox';
@@ -58,6 +58,8 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     for (const [member, at] of [['expires_at', expiresAt], ['not_before', notBefore]] as const) {
       if (at && at.getTime() > LAST_ISO_INSTANT) errors.push({ pointer: `/${member}`, code: 'out_of_range', message: `${member} must be no later than 9999-12-31T23:59:59Z` });
     }
+    // The claims are Unix seconds, which start at 1970 (an expiry before then is in_the_past already).
+    if (notBefore && notBefore.getTime() < 0) errors.push({ pointer: '/not_before', code: 'out_of_range', message: 'not_before must be no earlier than 1970-01-01T00:00:00Z' });
     if (notBefore && expiresAt && notBefore >= expiresAt) errors.push({ pointer: '/not_before', code: 'after_expiry', message: 'not_before must be before expires_at' });
     if (ok('max_per_request') && ok('budget') && body.max_per_request!.currency !== body.budget!.currency) {
       errors.push({ pointer: '/max_per_request', code: 'currency_mismatch', message: 'max_per_request and budget must use the same currency' });
@@ -136,4 +138,5 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 }
 
-const wholeSeconds = (iso: string) => new Date(Math.floor(Date.parse(iso) / 1000) * 1000);
+/** The whole second holding an instant the schema's date-time format admitted. */
+const wholeSeconds = (iso: string) => new Date(Math.floor(parseInstant(iso)! / 1000) * 1000);

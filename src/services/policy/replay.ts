@@ -16,7 +16,7 @@ import { policyErrors, requireValidPolicy } from './document.ts';
 import { readVersion } from './read.ts';
 import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
-import { LAST_ISO_INSTANT } from '../../lib/time.ts';
+import { FIRST_ISO_INSTANT, LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { auditIdRange } from '../audit/window.ts';
 
 /** Longest stretch of replay evaluation between two turns of the event loop. */
@@ -76,6 +76,13 @@ function eventInput(d: DecisionEventData, roots: ReadonlyMap<string, string>): P
   };
 }
 
+/**
+ * A window bound as the service writes instants (UTC, milliseconds), the form it selected rows by;
+ * one an offset carries past year 9999 or before year 0 has no such form and is echoed as sent.
+ */
+const echoed = (sent: string | undefined, ms: number | null | undefined): string | null =>
+  sent === undefined ? null : typeof ms === 'number' && ms >= FIRST_ISO_INSTANT && ms <= LAST_ISO_INSTANT ? new Date(ms).toISOString() : sent;
+
 export async function replayPolicy(db: Db, projectId: string, body: ReplayRequest): Promise<ReplayResult> {
   const errors = [];
   if ((body.version === undefined) === (body.policy === undefined)) {
@@ -124,7 +131,7 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
 
   const roots = await rootPermits(db, projectId, rows.flatMap((r) => (r.permit_commitment === null ? [] : [r.permit_commitment])));
   const result: ReplayResult = {
-    candidate, window: { from: body.from ?? null, until: body.until ?? null, last },
+    candidate, window: { from: echoed(body.from, from), until: echoed(body.until, until), last },
     considered: rows.length, evaluated: 0, unchanged: 0, changed: 0, skipped: {}, transitions: {}, samples: [],
   };
   // Up to 10,000 evaluations of a policy that may hold 10,000 rules: seconds of work, which must
