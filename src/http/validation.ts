@@ -7,7 +7,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import { createRequire } from 'node:module';
 import { escapePointer } from './problem.ts';
 import { isRequestResource } from '../domain/policy/formats.ts';
-import { isInstant } from '../lib/time.ts';
+import { isInstant } from '../lib/instant.ts';
 
 // minLength and maxLength count code points, as JSON Schema says: Ajv walks every character of a
 // string to count them, and a permit is about 800 characters (1.9 µs of the 2.2 µs POST /v1/authorize

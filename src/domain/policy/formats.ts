@@ -1,7 +1,7 @@
 // Shapes of the literals a policy and an evaluation input carry. Each check is linear in
 // the (bounded) string length; none backtracks badly.
 import { isDid as isDidSyntax } from '../permit/did.ts';
-import { parseInstant } from '../../lib/time.ts';
+import { parseInstant } from '../../lib/instant.ts';
 
 export const RESOURCE_SCHEME = 'resource://';
 export const MAX_RESOURCE_LENGTH = 512;
