@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { newId } from '../lib/ids.ts';
 import type { AppDeps } from './deps.ts';
 import { installErrorHandling, sendProblem } from './errors.ts';
+import { RouteTable } from './route-table.ts';
 import { installJsonBodyParser } from './body.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installMessageChecks, MAX_PIPELINED_REQUESTS } from './message-checks.ts';
@@ -114,7 +115,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     sendProblem(reply, request, retryLater(503, 'shutting_down', 'the service is shutting down; retry against another instance', 1));
   });
 
-  const patterns: { method: string; regex: RegExp }[] = [];
+  const routeTable = new RouteTable();
   const operationIds = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url.startsWith('/documentation')) return;
@@ -147,12 +148,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       const response = route.schema.response as Record<number, unknown>;
       route.schema = { ...route.schema, querystring: NO_QUERY, response: { [400]: errorResponses({ auth: 'none' }, { 400: ['invalid_request'] })[400], ...response } };
     }
-    const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '$');
-    for (const m of methods) if (m !== 'HEAD') patterns.push({ method: m, regex });
+    routeTable.onRoute(route);
   });
 
   app.addHook('onRoute', documentRoles);
-  installErrorHandling(app, () => patterns);
+  installErrorHandling(app, routeTable);
   // Bodies are JSON only: Fastify's built-in text/plain parser would let a string reach validation
   // (400) where the right answer is 415. JSON is read as UTF-8 bytes, checked (http/body.ts).
   app.removeContentTypeParser('text/plain');
@@ -172,7 +172,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
         description: 'Decides what AI agents may do, asks a person where a person must decide, executes allowed actions once, and proves what was decided.\n\n'
           + 'Every error is application/problem+json (RFC 9457) with a stable `code`; each operation lists the statuses and codes it gives. '
           // Answers of the router and of Node's HTTP parser (frameworkErrors and the not-found handler here, http/client-errors.ts): no operation's.
-          + 'Before any operation is reached, a request may also get 404 `not_found` (no such route), 405 `method_not_allowed` (with `allow`), '
+          + 'Before any operation is reached, a request may also get 404 `not_found` (no such route; an empty path segment, as a trailing slash makes, names none), 405 `method_not_allowed` (with `allow`; a path is its most specific route\'s for every method, a static segment before a parameter, so `GET …/agents/freeze` is 405, not a look-up of an agent named freeze), '
           + '414 `uri_too_long` (a path parameter longer than the service accepts) or 400 `bad_url` (a malformed percent-escape, or a fragment `#` sent in the request target); '
           + 'one that is not well-formed HTTP (an HTTP/1.1 request without Host among them) gets 400 `malformed_request`, 408 `request_timeout` or 431 `headers_too_large`, and the connection is closed. '
           + `A connection with more than ${MAX_PIPELINED_REQUESTS} pipelined requests waiting behind an unread answer is closed without answering them. `

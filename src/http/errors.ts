@@ -6,6 +6,7 @@ import { databaseUnreachable, lockWaitTimedOut } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
 import { repeatedFailureLog } from './repeated-failure-log.ts';
+import { routedPath, type RouteTable } from './route-table.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -132,22 +133,7 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, proble
   return reply.code(problem.status).type('application/problem+json').send(problemBody(problem, String(request.id)));
 }
 
-/**
- * The path of `url` as the router matches it: the scheme and authority of an absolute-form target
- * dropped (RFC 9112 §3.2.2), the query or fragment cut, and escapes of characters other than the
- * reserved ones decoded (`%73od` is `sod`, RFC 3986 §6.2.2.2; `%2F` stays, as it does not split a
- * segment). A 405 must name the path a GET on it would have reached, however the client spelt it.
- */
-function routedPath(url: string): string {
-  const absolute = /^https?:\/\/[^/?#]*/i.exec(url);
-  const target = absolute ? url.slice(absolute[0].length) || '/' : url;
-  const path = target.split(/[?#]/, 1)[0]!;
-  // decodeURI leaves the escapes of reserved characters (`/`, `?`, `#`, `:`…) as they are. A
-  // malformed escape never gets here: the router refuses it first (400 bad_url).
-  try { return decodeURI(path); } catch { return path; }
-}
-
-export function installErrorHandling(app: FastifyInstance, routePatterns: () => { method: string; regex: RegExp }[]): void {
+export function installErrorHandling(app: FastifyInstance, routeTable: Pick<RouteTable, 'of'>): void {
   // An outage refuses every request and readiness probe while it lasts: logged once a minute, not for each.
   const unreachable = repeatedFailureLog(app.log, 'the database is unreachable: requests are refused (503 database_unavailable) and /readyz answers 503 (logged again at most once a minute while it lasts)', () => 'unreachable');
   // …and its end once: while it lasts the database is asked every second whether it answers again,
@@ -178,8 +164,9 @@ export function installErrorHandling(app: FastifyInstance, routePatterns: () => 
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const routed = routedPath(request.url);
-    const methods = new Set(routePatterns().filter((r) => r.regex.test(routed)).map((r) => r.method));
+    // The methods of the route the path belongs to: a static one's alone, though a parametric
+    // sibling's pattern matches it too (`DELETE …/agents/freeze` is not allowed GET).
+    const methods = new Set(routeTable.of(routedPath(request.url))?.methods);
     // Every GET answers HEAD too (Fastify's copy of it), so Allow names it (RFC 9110 §10.2.1).
     if (methods.has('GET')) methods.add('HEAD');
     const allowed = [...methods];

@@ -5,12 +5,13 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import Fastify, { type FastifyError } from 'fastify';
 import { installErrorHandling, toProblem } from '../../src/http/errors.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 
 test('a 500 names no detail of the fault to the caller, and logs the error with its stack', async () => {
   const lines: string[] = [];
   const stream = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
   const app = Fastify({ logger: { level: 'error', stream } });
-  installErrorHandling(app, () => []);
+  installErrorHandling(app, new RouteTable());
   app.get('/fault', async () => { throw new Error('select secret_column from api_keys failed'); });
   try {
     const res = await app.inject({ method: 'GET', url: '/fault' });
@@ -37,7 +38,7 @@ test('a bare SyntaxError is a 500 internal_error, logged; Fastify\'s own body er
   const lines: string[] = [];
   const stream = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
   const app = Fastify({ logger: { level: 'error', stream } });
-  installErrorHandling(app, () => []);
+  installErrorHandling(app, new RouteTable());
   app.get('/stored', async () => JSON.parse('{"roles": [') as unknown);
   try {
     const res = await app.inject({ method: 'GET', url: '/stored' });
