@@ -13,7 +13,15 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(JSON.stringify({ b: lastId })).toString('base64url');
 }
 
-const invalidCursor = () => invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this list issued' }]);
+/**
+ * A cursor this list did not issue. An empty one stays refused (DESIGN.md: a cursor is the opaque
+ * `next_cursor` of a page; no empty value is one), but clients that send an unset parameter as
+ * `?cursor=` are told to leave it out.
+ */
+export const invalidCursor = (cursor: string) => invalidRequest([{
+  pointer: '/cursor', in: 'query', code: 'invalid_cursor',
+  message: cursor === '' ? 'cursor is empty; leave it out for the first page' : 'cursor is not one this list issued; send the next_cursor of the page before, or leave it out for the first page',
+}]);
 
 /** The id (of this list's `prefix`) to page before, or undefined for the first page; any other cursor is a 400. */
 export function decodeCursor(cursor: string | undefined, prefix: IdPrefix): string | undefined {
@@ -22,7 +30,7 @@ export function decodeCursor(cursor: string | undefined, prefix: IdPrefix): stri
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof parsed?.b === 'string' && /^[a-z]{2,5}_[0-9a-z]{26}$/.test(parsed.b) && parsed.b.startsWith(`${prefix}_`)) return parsed.b;
   } catch { /* fall through */ }
-  throw invalidCursor();
+  throw invalidCursor(cursor);
 }
 
 /** Given rows fetched with limit+1, the page and the cursor for the next one. */
@@ -50,5 +58,5 @@ export function decodeKeyCursor(cursor: string | undefined, list: string): strin
     const parsed = parseJsonExactly(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (typeof parsed?.k === 'string' && parsed.k.length <= MAX_KEY_CURSOR_KEY && illFormedString(parsed.k) === null && parsed.l === list) return parsed.k;
   } catch { /* fall through */ }
-  throw invalidCursor();
+  throw invalidCursor(cursor);
 }

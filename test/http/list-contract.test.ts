@@ -176,6 +176,8 @@ for (const backend of backends()) {
           assert.equal(res.status, 400, `${r.template} with cursor ${cursor}: ${res.text}`);
           assert.equal(res.body.code, 'invalid_request');
           assert.deepEqual(res.body.errors.map((e: any) => [e.pointer, e.code, e.in]), [['/cursor', 'invalid_cursor', 'query']], r.template);
+          // It says what to send instead: many clients send an unset parameter as `?cursor=`.
+          assert.match(res.body.errors[0].message, cursor === '' ? /empty.*leave it out for the first page/ : /next_cursor.*leave it out for the first page/, `${r.template} with cursor ${cursor}`);
         }
         // docs/identity.md: within a list a cursor is a position, so another project's pages this
         // project's list from there, reading nothing of the other project.

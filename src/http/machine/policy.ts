@@ -7,6 +7,7 @@ import { POLICY_LIMITS } from '../../domain/policy/index.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest, Problem, type FieldError } from '../problem.ts';
+import { invalidCursor } from '../paging.ts';
 import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
 import { PageCursor, PageLimit, errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
@@ -118,7 +119,7 @@ function decodeVersionCursor(cursor: string | undefined): number | undefined {
     // A version the column cannot hold was never issued (PostgreSQL's integer refuses the comparison).
     if (Number.isSafeInteger(parsed?.v) && parsed.v >= 1 && parsed.v <= MAX_VERSION) return parsed.v as number;
   } catch { /* fall through */ }
-  throw invalidRequest([{ pointer: '/cursor', in: 'query', code: 'invalid_cursor', message: 'cursor is not one this service issued' }]);
+  throw invalidCursor(cursor);
 }
 
 /** How one plane (API keys or console sessions) guards and names the policy routes. */
