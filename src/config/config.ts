@@ -28,14 +28,14 @@ export interface Config {
    */
   maxConnections: number;
   /**
-   * On SIGTERM or SIGINT, how long /readyz answers 503 `shutting_down` while every request is still
+   * On SIGTERM, SIGINT or SIGHUP, how long /readyz answers 503 `shutting_down` while every request is still
    * served, before the listener closes: time for a load balancer to stop sending new ones. 0: none.
    */
   shutdownDrainMs: number;
   /** Base URL of the C2SP tlog-witness the log asks to cosign checkpoints. */
   witnessUrl: string | undefined;
   witnessPort: number;
-  /** The witness's cosignature/v1 vkey; when unset, verification reads it from the witness. */
+  /** The witness's cosignature/v1 vkey, required with witnessUrl: cosignatures are checked against it, never against a key the witness announces. */
   witnessVkey: string | undefined;
   /** Sign a checkpoint when this long passed since the last one (and the log grew). */
   checkpointIntervalMs: number;
