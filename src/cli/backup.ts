@@ -4,7 +4,7 @@
 // writer) and touches neither the database nor the serving lock beside it. It keeps every INTEGER
 // PRIMARY KEY (audit_events.seq, the sequencer's order); nothing reads another table's implicit
 // rowid, which VACUUM may renumber. README, "Backups and restores".
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +12,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig } from '../config/config.ts';
 import { storeOptions } from '../service.ts';
 import { NO_LINKS, removeStalePartials } from '../lib/key-file.ts';
+import { flush } from '../lib/durable-fs.ts';
 
 export const BACKUP_USAGE = 'usage: gavel backup <file> [--force]';
 
@@ -79,11 +80,6 @@ function checkCopy(file: string): number {
     if (check !== 'ok') throw new Error(`the copy failed PRAGMA integrity_check (${String(check)}); the database may be damaged`);
     return (copy.prepare('SELECT size FROM audit_log_state WHERE id = 1').pluck().get() as number | undefined) ?? 0;
   } finally { copy.close(); }
-}
-
-function flush(path: string): void {
-  const fd = openSync(path, 'r');
-  try { fsyncSync(fd); } finally { closeSync(fd); }
 }
 
 function sameFile(a: string, b: string): boolean {

@@ -1,6 +1,7 @@
 // Creating a private key file durably and whole, for the witness's key and the local signer's.
 import { closeSync, fsyncSync, linkSync, openSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { flush } from './durable-fs.ts';
 import { randomBytes } from 'node:crypto';
 
 /** What link(2) answers where the file system has no hard links. */
@@ -18,15 +19,18 @@ export function createKeyFile(path: string, pem: string): void {
     writeWhole(partial, pem);
     linkSync(partial, path);
   } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    // The winner's key is read and used next: its name must be durable even if the winner dies
+    // before it flushes the directory.
+    if (code === 'EEXIST') flush(dirname(path));
     // A file system without hard links (SMB and other network shares, FAT): the file is created
     // in place, exclusively, as before links were used; only the half-written read can recur there.
-    if (!NO_LINKS.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+    if (!NO_LINKS.has(code)) throw e;
     writeWhole(path, pem);
   } finally {
     rmSync(partial, { force: true });
   }
-  const dir = openSync(dirname(path), 'r');
-  try { fsyncSync(dir); } finally { closeSync(dir); }
+  flush(dirname(path));
 }
 
 /** No write of a partial file takes this long: younger ones are left alone whoever wrote them. */

@@ -1,9 +1,10 @@
 // Local Signer: Ed25519 keys as PKCS#8 PEM files (mode 0600) under `<dataDir>/keys`, created on
 // first use. For development and single-machine deployments; the custody component replaces it.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKeyFile, removeStalePartials, warnIfExposed } from '../lib/key-file.ts';
+import { makeDirectory } from '../lib/durable-fs.ts';
 import type { Signer } from './signer.ts';
 
 /** A key file that exists but holds no usable key: said in one line at start (the operator restores it), never a stack. */
@@ -39,7 +40,7 @@ export class LocalSigner implements Signer {
     }
     if (pem === undefined && !create) return undefined;
     if (pem === undefined) {
-      mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+      makeDirectory(this.#dir, 0o700);
       removeStalePartials(file);
       key = this.#create(file);
     } else {

@@ -1,6 +1,5 @@
 // One store interface over two engines: SQLite (embedded default) and PostgreSQL (scale-out).
 // Callers write Kysely queries; engine differences live in the dialect setup and in columns.ts.
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema/index.ts';
@@ -8,6 +7,7 @@ import { createSqliteDialect, openSqliteConnection, type StatementSource } from 
 import { WalSync } from './sqlite/wal-sync.ts';
 import { createPostgresDialect } from './postgres/dialect.ts';
 import { SpaceWatch } from './space.ts';
+import { makeDirectory } from '../lib/durable-fs.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Tx = Transaction<Database>;
@@ -61,7 +61,7 @@ export function openStore(options: StoreOptions): Store {
   let wal: WalSync | undefined;
   if (options.kind === 'sqlite') {
     const inMemory = options.file === ':memory:';
-    if (!inMemory) mkdirSync(dirname(options.file), { recursive: true });
+    if (!inMemory) makeDirectory(dirname(options.file));
     const durability = inMemory ? 'full' : options.durability ?? 'flush';
     const synchronous = durability === 'full' ? 'FULL' : 'NORMAL';
     raw = openSqliteConnection(options.file, synchronous);

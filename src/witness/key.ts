@@ -1,9 +1,10 @@
 // The witness's own Ed25519 key: generated on first start into its data directory (PKCS#8 PEM,
 // mode 0600) and never shared with the log, so a compromised log cannot cosign for it.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKeyFile, removeStalePartials, warnIfExposed } from '../lib/key-file.ts';
+import { makeDirectory } from '../lib/durable-fs.ts';
 
 export const WITNESS_KEY_FILE = 'witness-key.pem';
 
@@ -17,7 +18,7 @@ export interface WitnessKey {
 export class WitnessKeyDamaged extends Error {}
 
 export function loadOrCreateWitnessKey(dataDir: string): WitnessKey {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makeDirectory(dataDir, 0o700);
   const path = join(dataDir, WITNESS_KEY_FILE);
   removeStalePartials(path);
   let pem: string;

@@ -1,9 +1,9 @@
 // The witness's own durable state, in its own SQLite file (never Gavel's main store):
 // the latest cosigned checkpoint per origin, and every checkpoint it cosigned, by root.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WitnessedState } from '../domain/auditlog/witness.ts';
+import { makeDirectory } from '../lib/durable-fs.ts';
 
 export const WITNESS_DB_FILE = 'witness.sqlite';
 
@@ -24,7 +24,7 @@ export class WitnessStore {
   readonly #byRoot: Database.Statement<[string, Uint8Array], { size: number; note: string; cosigned_at: number }>;
 
   constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirectory(dataDir, 0o700);
     this.db = openWhileBusy(join(dataDir, WITNESS_DB_FILE));
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS latest (
