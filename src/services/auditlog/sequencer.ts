@@ -13,6 +13,7 @@ import type { Store, Tx } from '../../store/store.ts';
 import { execFixed, fixedSql, queryFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { ensureLogState, fromBlob, readNodes } from './log.ts';
 import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 // Batches with a turn of the event loop between them. On SQLite a batch holds the writer thread
 // while it runs, so a large one shows as a latency spike for the decisions behind it: 64 events.
@@ -112,7 +113,7 @@ export async function sequencePending(store: Store, options: { batch?: number; m
     const b = await sequenceBatch(store, max, options.now, options.sequence);
     total += b.count;
     if (b.count < max) break;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
   return total;
 }

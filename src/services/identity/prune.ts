@@ -10,6 +10,7 @@
 // What a capped run leaves is taken by the next, which then comes soon rather than an hour later.
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
 import type { Store } from '../../store/store.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** How long a finished row is kept before it is deleted: a day, far beyond every window and lock (15 min). */
 export const PRUNE_AFTER_MS = 24 * 3600_000;
@@ -24,8 +25,6 @@ export const PRUNE_MAX_BATCHES = 40;
 export interface PruneLimits { batch: number; maxBatches: number }
 /** Rows deleted from each table; `more`: a table reached the cap, so rows may be left for the next run. */
 export interface Pruned { throttle: number; sessions: number; more: boolean }
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Deletes finished throttle counters and sessions, at most `maxBatches` statements of `batch` rows
@@ -59,7 +58,7 @@ async function inBatches(limits: PruneLimits, stopping: () => boolean, deleteBat
     const n = await deleteBatch();
     deleted += n;
     if (n < limits.batch) return { deleted, capped: false };
-    await yieldToEventLoop(); // requests waiting on this process are served between batches
+    await nextTurn(); // requests waiting on this process are served between batches
   }
   return { deleted, capped: true };
 }

@@ -18,6 +18,7 @@ import { storedEventData } from '../auditlog/proofs.ts';
 import { rootPermits } from '../permits/permits.ts';
 import { FIRST_ISO_INSTANT, LAST_ISO_INSTANT } from '../../lib/time.ts';
 import { auditIdRange } from '../audit/window.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** Longest stretch of replay evaluation between two turns of the event loop. */
 const REPLAY_SLICE_MS = 5;
@@ -139,7 +140,7 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   let slice = performance.now();
   for (const row of rows) {
     if (performance.now() - slice > REPLAY_SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       slice = performance.now();
     }
     // An approved request was decided by the policy too: it asked for approval, and a person gave it.
