@@ -110,6 +110,22 @@ for (const backend of backends()) {
       assert.deepEqual(await usage(permit.commitment), { uses: 4, spent_minor: 3000, currency: 'EUR' });
     });
 
+    test('a delegated limit written as a non-integer that reads as an integer is refused, not rounded to the limit it is not', async () => {
+      const holder = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, holder.did, { ...PAY, budget: eur(5000) });
+      const honest = (await delegate(root.jws, holder, child.did, { ...PAY, budget: eur(4999) })).split('~')[1]!;
+      // 4999.99999999999999 is below 5000, but a double reads it as 5000: the link would then
+      // spend the whole of its parent's budget, more than its delegator signed.
+      const text = Buffer.from(honest.split('.')[1]!, 'base64url').toString('utf8').replace('"minor":4999', '"minor":4999.99999999999999');
+      assert.notEqual(text, Buffer.from(honest.split('.')[1]!, 'base64url').toString('utf8'));
+      const signingInput = `${honest.split('.')[0]}.${Buffer.from(text).toString('base64url')}`;
+      const link = `${signingInput}.${Buffer.from(await holder.sign(new TextEncoder().encode(signingInput))).toString('base64url')}`;
+      const d = await decide(svc, key, { agent: child.did, permit: `${root.jws}~${link}`, action: 'pay', resource: 'resource://shop/1', amount: eur(5000) });
+      assert.deepEqual([d.decision, d.detail?.split(':')[0]], ['DENY', 'claims'], JSON.stringify(d));
+      assert.deepEqual(await usage(root.commitment), { uses: 0, spent_minor: 0, currency: null });
+    });
+
     test('a REQUIRE_APPROVAL for 2^53-1 spends nothing; its obligation states the amount exactly, and the approved ALLOW spends all of it', async () => {
       const agent = newAgent();
       const permit = await issue(svc, agent.did, { ...PAY, budget: eur(MAX), max_uses: 1 });

@@ -5,7 +5,7 @@ import { validateClaims } from './claims.ts';
 import type { PermitClaims, PermitFailure, PermitHeader, SignFunction } from './types.ts';
 import { PermitError, fail, shownName } from './types.ts';
 import { MAX_PRESENTED_LENGTH } from './limits.ts';
-import { parseJsonExactly, repeatedMembers } from '../../lib/json-parse.ts';
+import { memberNames, parseJsonExactly, repeatedMembers } from '../../lib/json-parse.ts';
 
 export const PERMIT_TYP = 'gavel-permit+jwt';
 const HEADER_KEYS = new Set(['alg', 'typ', 'kid']);
@@ -19,7 +19,7 @@ export interface DecodedLink {
   signature: Uint8Array;
 }
 
-function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false; repeated?: string } {
+function decodeJson(segment: string): { ok: true; value: unknown; rounded: boolean } | { ok: false; repeated?: string } {
   const bytes = base64urlDecode(segment);
   if (bytes === null) return { ok: false };
   try {
@@ -28,7 +28,7 @@ function decodeJson(segment: string): { ok: true; value: unknown } | { ok: false
     // I-JSON (RFC 7493): a member named twice is read differently by different parsers (the first
     // value or the last), and a permit is handed to other parties: refused, as request bodies are.
     const [twice] = repeatedMembers(text);
-    return twice ? { ok: false, repeated: twice.pointer } : { ok: true, value };
+    return twice ? { ok: false, repeated: twice.pointer } : { ok: true, value, rounded: memberNames(text).rounded };
   } catch {
     return { ok: false };
   }
@@ -75,6 +75,9 @@ export function decodeLink(jws: string, link: number): { ok: true; value: Decode
   const payload = decodeJson(p);
   if (!payload.ok && payload.repeated !== undefined) return fail('malformed', `the payload names a member twice (${shownName(payload.repeated)})`, { link });
   if (!payload.ok) return fail('malformed', 'the payload is not base64url-encoded JSON', { link });
+  // A limit signed as 4999.99999999999999 reads as 5000: enforced, it would admit more than was
+  // signed. Every number a permit holds is an integer (money, uses, times), so it must read exactly.
+  if (payload.rounded) return fail('claims', 'the payload holds a number written as a non-integer that reads as an integer (4999.99999999999999 as 5000); limits, counts and times are integers, written exactly', { link });
   const claims = validateClaims(payload.value);
   if (!claims.ok) return { ...claims, link };
   const signature = base64urlDecode(s);
