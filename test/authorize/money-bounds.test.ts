@@ -126,6 +126,17 @@ for (const backend of backends()) {
       assert.deepEqual(await usage(root.commitment), { uses: 0, spent_minor: 0, currency: null });
     });
 
+    test('issuance refuses limits in two currencies, which no amount could satisfy both of, and signs nothing', async () => {
+      const issuer = await consoleMember(svc, ['PERMIT_ISSUER']);
+      const agent = newAgent();
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/permits`, headers: issuer.post,
+        payload: { agent: agent.did, ...PAY, max_per_request: eur(10), budget: { minor: 100, currency: 'USD' }, expires_at: new Date(Date.now() + 3_600_000).toISOString() } });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => [e.pointer, e.code]), [['/max_per_request', 'currency_mismatch']]);
+      const listed = await svc.app.inject({ method: 'GET', url: `/v1/console/projects/${svc.projectId}/permits?agent=${encodeURIComponent(agent.did)}`, headers: auditor.get });
+      assert.deepEqual(listed.json().permits, []);
+    });
+
     test('a REQUIRE_APPROVAL for 2^53-1 spends nothing; its obligation states the amount exactly, and the approved ALLOW spends all of it', async () => {
       const agent = newAgent();
       const permit = await issue(svc, agent.did, { ...PAY, budget: eur(MAX), max_uses: 1 });
