@@ -1,5 +1,5 @@
-// Every "<status> `<code>`" (or "`<status> <code>`") the README and docs/*.md name is an answer the service gives: a status
-// and problem code some route of the OpenAPI document declares, or one the HTTP layer sends before
+// Every "<status> `<code>`" (or "`<status> <code>`") the README and docs/*.md name is an answer the
+// service gives: a status and problem code some route of the OpenAPI document declares, or one the HTTP layer sends before
 // any route (src/http: `new Problem(408, 'request_timeout', …)`). A code that is only an entry of
 // `errors` (`bad_format` at `/reason`) is written after its problem's code, `400 \`invalid_request\``:
 // a reader comparing the docs with an answer looks for the code in `code`.
@@ -11,9 +11,6 @@ import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { codesIn } from '../support/declared-problems.ts';
 
-const filesUnder = (dir: string): string[] => readdirSync(dir, { withFileTypes: true })
-  .flatMap((e) => e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]);
-
 test('each status and problem code the README and docs/*.md name is one the service answers', async () => {
   const svc = await startService(backends()[0]!);
   let doc: { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> };
@@ -23,8 +20,8 @@ test('each status and problem code the README and docs/*.md name is one the serv
     for (const op of Object.values(item)) for (const [status, res] of Object.entries(op.responses)) for (const code of codesIn(res.description)) answered.add(`${status} ${code}`);
   }
   const routed = answered.size;
-  for (const file of filesUnder('src/http').filter((f) => f.endsWith('.ts'))) {
-    for (const m of readFileSync(file, 'utf8').matchAll(/new Problem\((\d{3}), '([a-z_]+)'/g)) answered.add(`${m[1]} ${m[2]}`);
+  for (const file of readdirSync('src/http', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))) {
+    for (const m of readFileSync(join('src/http', file), 'utf8').matchAll(/new Problem\((\d{3}), '([a-z_]+)'/g)) answered.add(`${m[1]} ${m[2]}`);
   }
   assert.ok(routed > 50 && answered.has('431 headers_too_large'), 'the declared and the connection-level answers are read');
 
