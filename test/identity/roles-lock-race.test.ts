@@ -13,20 +13,9 @@
 import assert from 'node:assert/strict';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
-import { raceSuites, type Answer, type App } from '../support/interleave.ts';
+import { pairRaceSuites, post, type App, type PairRace as Race } from '../support/interleave.ts';
 import type { TestService } from '../support/service.ts';
 
-
-const post = (app: App, url: string, payload: unknown, headers: Record<string, string>) => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
-
-interface Race {
-  title: string;
-  /** The table the first request writes after its reads, and a LIKE pattern of that write. */
-  table: string;
-  write: string;
-  /** Sets up the project; the two requests, each given the instance to send it through; the check of both answers. */
-  prepare(svc: TestService, P: string): Promise<{ first(app: App): Promise<Answer>; second(app: App): Promise<Answer>; check(first: Answer, second: Answer): Promise<void> }>;
-}
 
 const rolesOf = async (svc: TestService, id: string) =>
   (await svc.ts.store.db.selectFrom('role_grants').select('role').where('project_id', '=', svc.projectId).where('principal_id', '=', id).execute()).map((r) => r.role).sort();
@@ -261,8 +250,4 @@ const RACES: Race[] = [
   },
 ];
 
-raceSuites('the roles lock orders changes of roles and key minting', RACES, async (svc, race, race2) => {
-  const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
-  const [first, second] = await race2(race.table, race.write, r.first, r.second);
-  await r.check(first, second);
-});
+pairRaceSuites('the roles lock orders changes of roles and key minting', RACES);

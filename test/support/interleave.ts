@@ -67,3 +67,25 @@ export function raceSuites<R extends { title: string }>(title: string, races: re
     });
   }
 }
+
+/** A POST of `payload` as JSON. */
+export const post = (app: App, url: string, payload: unknown, headers: Record<string, string>): Promise<Answer> => app.inject({ method: 'POST', url, headers, payload: JSON.stringify(payload) });
+
+/** Two requests raced, and the check of both answers. */
+export interface PairRace {
+  title: string;
+  /** The table the first request writes after its reads, and a LIKE pattern of that write. */
+  table: string;
+  write: string;
+  /** Sets up the project (`P`: its console routes); the two requests, each given the instance to send it through; the check of both answers. */
+  prepare(svc: TestService, P: string): Promise<{ first(app: App): Promise<Answer>; second(app: App): Promise<Answer>; check(first: Answer, second: Answer): Promise<void> }>;
+}
+
+/** raceSuites for PairRaces: each prepared, raced and checked. */
+export function pairRaceSuites(title: string, races: readonly PairRace[]): void {
+  raceSuites(title, races, async (svc, race, race2) => {
+    const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
+    const [first, second] = await race2(race.table, race.write, r.first, r.second);
+    await r.check(first, second);
+  });
+}
