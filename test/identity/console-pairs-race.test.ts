@@ -246,6 +246,44 @@ const RACES: Race[] = [
     },
   },
   {
+    title: 'one session logged out twice at once: one session.ended',
+    table: 'sessions', write: 'update "sessions"%',
+    async prepare(svc) {
+      const x = await consoleMember(svc, ['AUDITOR']);
+      const logout = (app: App) => post(app, '/v1/console/logout', {}, x.post);
+      return {
+        first: logout, second: logout,
+        async check(first, second) {
+          assert.ok([200, 401].includes(first.statusCode) && [200, 401].includes(second.statusCode) && first.statusCode + second.statusCode <= 601, `${first.body} ${second.body}`);
+          const evs = (await events(svc, ['session.ended'])).filter((e) => e.actor === x.principalId);
+          assert.equal(evs.length, 1, JSON.stringify(evs));
+        },
+      };
+    },
+  },
+  {
+    title: 'a member removed while it logs out: the session ended once, by whichever came first',
+    table: 'sessions', write: 'update "sessions"%',
+    async prepare(svc, P) {
+      const x = await consoleMember(svc, ['AUDITOR']);
+      const admin = await consoleMember(svc, ['ADMIN']);
+      return {
+        first: (app) => post(app, '/v1/console/logout', {}, x.post),
+        second: (app) => post(app, `${P}/members/${x.principalId}/revoke`, {}, admin.post),
+        async check(first, second) {
+          assert.equal(second.statusCode, 200, second.body);
+          assert.ok([200, 401].includes(first.statusCode), first.body);
+          const evs = await events(svc, ['session.ended', 'member.revoked']);
+          const ended = evs.filter((e) => e.kind === 'session.ended' && e.actor === x.principalId).length;
+          const counted = evs.find((e) => e.kind === 'member.revoked')!.data.sessions_ended;
+          assert.equal(ended + counted, 1, JSON.stringify(evs));
+          const row = await svc.ts.store.db.selectFrom('sessions').select(['ended_reason']).where('principal_id', '=', x.principalId).executeTakeFirstOrThrow();
+          assert.equal(row.ended_reason, counted === 1 ? 'member_revoked' : 'logout');
+        },
+      };
+    },
+  },
+  {
     title: 'one obligation approved by two APPROVERs at once: one 201, one 409 already_approved, one approval',
     table: 'approval_requests', write: 'update "approval_requests"%',
     async prepare(svc) {

@@ -48,7 +48,10 @@ export async function endSessionByToken(trx: Tx, token: string, reason: string, 
   if (!TOKEN_RE.test(token)) return undefined;
   const row = await trx.selectFrom('sessions').select(['id', 'principal_id']).where('token_hash', '=', hashToken(token)).where('ended_at', 'is', null).executeTakeFirst();
   if (!row) return undefined;
-  await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('id', '=', row.id).execute();
+  // Conditional: a logout on another instance, or a removal ending the person's sessions, may have
+  // ended it since the read. Then it was ended once, by that, and audited there.
+  const ended = await trx.updateTable('sessions').set({ ended_at: now.toISOString(), ended_reason: reason }).where('id', '=', row.id).where('ended_at', 'is', null).execute();
+  if (affected(ended) === 0) return undefined;
   await recordSessionEvent(trx, 'session.ended', row.principal_id, { session_id: row.id, reason }, now);
   return row.id;
 }
