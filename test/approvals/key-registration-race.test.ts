@@ -1,5 +1,6 @@
-// One public key registered by two requests at once (a double-submitted form): both have read that
-// no such key exists before either writes. Only PostgreSQL interleaves them; SQLite's writers take turns.
+// One public key registered by two requests at once (a double-submitted form). A registration takes
+// the project's roles lock, so the second waits for the first to commit and then meets its key on the
+// unique index. Only PostgreSQL interleaves them; SQLite's writers take turns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
@@ -17,10 +18,11 @@ test('a key registered twice at once: one 201, the other 409 approval_key_exists
     const pair = ed25519Pair();
     const register = () => svc.app.inject({ method: 'POST', url: `/v1/console/projects/${svc.projectId}/principals/${approver.principalId}/approval-keys`,
       headers: approver.post, payload: JSON.stringify({ public_key: pair.publicKey }) });
-    // Reads of approval_keys pass, writes wait: both requests have found no such key when they insert.
+    // Reads of approval_keys pass, writes wait: one request waits at its insert, the other for the roles lock it holds.
     const held = await holdTable(process.env.GAVEL_TEST_DATABASE_URL!, (svc.ts.options as { schema: string }).schema, 'approval_keys', 'exclusive');
     const both = Promise.all([register(), register()]);
-    await held.reached('insert into "approval_keys"%', { statements: 2 });
+    await held.reached('insert into "approval_keys"%');
+    await held.reached('select pg_advisory_xact_lock%');
     await held.release();
     const answers = await both;
     assert.deepEqual(answers.map((r) => r.statusCode).sort(), [201, 409], answers.map((r) => r.body).join('\n'));

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { newAgent, issue } from '../support/authorize.ts';
 import { consoleMember } from '../support/console.ts';
-import { newApprover, seedObligation } from '../support/approvals.ts';
+import { ed25519Pair, newApprover, seedObligation } from '../support/approvals.ts';
 import { seedInFlight } from '../support/executions.ts';
 import { pairRaceSuites, post, type App, type PairRace as Race } from '../support/interleave.ts';
 import type { TestService } from '../support/service.ts';
@@ -279,6 +279,45 @@ const RACES: Race[] = [
           assert.equal(ended + counted, 1, JSON.stringify(evs));
           const row = await svc.ts.store.db.selectFrom('sessions').select(['ended_reason']).where('principal_id', '=', x.principalId).executeTakeFirstOrThrow();
           assert.equal(row.ended_reason, counted === 1 ? 'member_revoked' : 'logout');
+        },
+      };
+    },
+  },
+  {
+    title: 'an approval key retired twice at once: one 200, one 409 saying when',
+    table: 'approval_keys', write: 'update "approval_keys"%',
+    async prepare(svc, P) {
+      const approver = await consoleMember(svc, ['APPROVER']);
+      const admin = await consoleMember(svc, ['ADMIN']);
+      const reg = await post(svc.app, `${P}/principals/${approver.principalId}/approval-keys`, { public_key: ed25519Pair().publicKey }, approver.post);
+      assert.equal(reg.statusCode, 201, reg.body);
+      const retire = (by: typeof admin) => (app: App) => post(app, `${P}/approval-keys/${reg.json().id}/retire`, {}, by.post);
+      return {
+        first: retire(approver), second: retire(admin),
+        async check(first, second) {
+          assert.deepEqual([first.statusCode, second.statusCode].sort(), [200, 409], `${first.body} ${second.body}`);
+          assert.equal((await events(svc, ['approval_key.retired'])).length, 1);
+          const winner = first.statusCode === 200 ? first : second;
+          const loser = first.statusCode === 409 ? first : second;
+          assert.ok(loser.json().detail.includes(winner.json().retired_at), loser.json().detail);
+        },
+      };
+    },
+  },
+  {
+    title: 'an APPROVER demoted while registering its approval key: no live key of a non-APPROVER',
+    table: 'approval_keys', write: 'insert into "approval_keys"%',
+    async prepare(svc, P) {
+      const approver = await consoleMember(svc, ['APPROVER']);
+      const admin = await consoleMember(svc, ['ADMIN']);
+      return {
+        first: (app) => post(app, `${P}/principals/${approver.principalId}/approval-keys`, { public_key: ed25519Pair().publicKey }, approver.post),
+        second: (app) => post(app, `${P}/members/${approver.principalId}/roles/APPROVER/revoke`, {}, admin.post),
+        async check(first, second) {
+          assert.equal(second.statusCode, 200, second.body);
+          const evs = await events(svc, ['approval_key.registered', 'role.revoked']);
+          if (first.statusCode === 201) assert.equal(evs[0]!.kind, 'approval_key.registered', JSON.stringify(evs));
+          else assert.equal(first.json().code, 'not_an_approver');
         },
       };
     },

@@ -4,10 +4,10 @@ import { parseApprovalPublicKey } from '../../domain/approval/index.ts';
 import { base64urlEncode } from '../../domain/permit/base64url.ts';
 import { conflict, notFound, Problem } from '../../http/problem.ts';
 import { newMonotonicId } from '../../lib/ids.ts';
-import type { Db, Store, Tx } from '../../store/store.ts';
+import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
 import type { ApprovalKeysTable } from '../../store/schema/approvals.ts';
 import { recordAudit } from '../audit/record.ts';
-import { rolesOf } from '../identity/members.ts';
+import { rolesLock, rolesOf } from '../identity/members.ts';
 
 export interface ApprovalKeyView {
   id: string;
@@ -49,6 +49,9 @@ export async function registerApprovalKey(store: Store, input: { projectId: stri
   }
   const publicKey = base64urlEncode(parsed.raw);
   return store.transaction(async (trx) => {
+    // Under the roles lock, as every change of roles and memberships: one demoted or removed
+    // meanwhile registers nothing after that (the audit log never has a registration after the loss).
+    await lockFor(trx, store.dialect, rolesLock(input.projectId));
     const m = await requireMembership(trx, input.projectId, input.principalId);
     if (m.revoked_at) throw new Problem(422, 'not_a_member', `${input.principalId} is no longer a member of this project`);
     if (!(await rolesOf(trx, input.projectId, input.principalId)).includes('APPROVER')) {
@@ -79,7 +82,11 @@ export async function retireApprovalKey(store: Store, input: { projectId: string
     const at = now.toISOString();
     const updated = await trx.updateTable('approval_keys').set({ retired_at: at, retired_by: input.actor })
       .where('id', '=', key.id).where('retired_at', 'is', null).returningAll().executeTakeFirst();
-    if (!updated) throw conflict(`approval key ${key.id} was already retired at ${key.retired_at}`, 'approval_key_retired');
+    if (!updated) {
+      // Retired since the read above (another instance, on PostgreSQL): say when from the row as it is now.
+      const retiredAt = key.retired_at ?? (await trx.selectFrom('approval_keys').select('retired_at').where('id', '=', key.id).executeTakeFirstOrThrow()).retired_at;
+      throw conflict(`approval key ${key.id} was already retired at ${retiredAt}`, 'approval_key_retired');
+    }
     await recordAudit(trx, { projectId: input.projectId, kind: 'approval_key.retired', actor: input.actor, at: now, data: { key_id: key.id, principal_id: key.principal_id } });
     return keyView(updated);
   });
