@@ -384,6 +384,26 @@ const RACES: Race[] = [
       };
     },
   },
+  {
+    title: 'two SoD documents saved at once: the later saved is the one stored, and its before is the earlier one',
+    table: 'sod_settings', write: 'insert into "sod_settings"%',
+    async prepare(svc) {
+      const [k1, k2] = [await svc.keyHeader(['ADMIN']), await svc.keyHeader(['ADMIN'])];
+      const doc = (fourEyes: boolean) => ({ exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: fourEyes });
+      const put = (key: typeof k1, fourEyes: boolean) => (app: App) => app.inject({ method: 'PUT', url: `/v1/projects/${svc.projectId}/sod`, headers: key, payload: doc(fourEyes) });
+      return {
+        first: put(k1, true), second: put(k2, false),
+        async check(first, second) {
+          assert.deepEqual([first.statusCode, second.statusCode], [200, 200], `${first.body} ${second.body}`);
+          const evs = await events(svc, ['sod.updated']);
+          assert.equal(evs.length, 2);
+          assert.deepEqual(evs[1]!.data.before, evs[0]!.data.after, 'the second save read what the first saved');
+          const stored = await svc.ts.store.db.selectFrom('sod_settings').select('document').where('project_id', '=', svc.projectId).executeTakeFirstOrThrow();
+          assert.deepEqual(JSON.parse(stored.document), evs[1]!.data.after);
+        },
+      };
+    },
+  },
 ];
 
 pairRaceSuites('console writes raced in pairs', RACES);
