@@ -225,7 +225,7 @@ for (const backend of backends()) {
       const v = await verify(ids[0]!);
       // SQLite sequences in write order and never looks behind the last sequenced event; PostgreSQL
       // takes only events still marked pending, a mark the sequencer clears as it sets the index.
-      const why = backend.name === 'sqlite' ? 'yet the log has sequenced events written after it' : 'yet the log sequenced it';
+      const why = backend.name === 'sqlite' ? 'yet the log has sequenced every event written through seq \\d+, and it is seq \\d+' : 'yet the log sequenced it';
       for (const r of [p, v]) {
         assert.equal(r.statusCode, 500, r.body);
         assert.equal(r.json().code, 'log_damaged');
@@ -237,6 +237,36 @@ for (const backend of backends()) {
       await a.svc.auditLog.tick({ force: true });
       const next = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', waiting!).executeTakeFirstOrThrow();
       assert.equal(Number(next.leaf_index), size);
+    } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
+  test(`the newest event's erased leaf index is log_damaged at once and never appended again; an event written after it waits (${backend.name})`, async () => {
+    const { a, store, ids, proof, verify } = await threeSequencedEvents(backend);
+    try {
+      const { size } = await ensureLogState(store);
+      const newest = ids[2]!;
+      const row = await store.db.selectFrom('audit_events').select('leaf_index').where('id', '=', newest).executeTakeFirstOrThrow();
+      assert.equal(Number(row.leaf_index), size - 1, 'the newest leaf');
+      await store.db.updateTable('audit_events').set({ leaf_index: null }).where('id', '=', newest).execute();
+      // No later event is sequenced yet: the state row's record of the last one says it is damage.
+      for (const r of [await proof(newest), await verify(newest)]) {
+        assert.equal(r.statusCode, 500, r.body);
+        assert.equal(r.json().code, 'log_damaged');
+        assert.match(r.json().detail, new RegExp(`audit event ${newest} has no leaf index`));
+      }
+      // Written on another connection than the service's sequencer, and not sequenced yet: only not ready.
+      const [waiting] = await addEvents(store, a.svc.projectId, 1);
+      const w = await proof(waiting!);
+      assert.equal(w.statusCode, 409, w.body);
+      assert.equal(w.json().code, 'proof_not_ready');
+      await a.svc.auditLog.tick({ force: true });
+      const after = await store.db.selectFrom('audit_events').select(['id', 'leaf_index']).where('id', 'in', [newest, waiting!]).execute();
+      assert.equal(after.find((r) => r.id === newest)!.leaf_index, null, 'the erased event is not appended a second time');
+      assert.equal(Number(after.find((r) => r.id === waiting)!.leaf_index), size, 'the waiting event is the next leaf');
+      assert.equal((await ensureLogState(store)).size, size + 1);
+      assert.equal((await proof(newest)).statusCode, 500);
     } finally { await a.stop(); }
   });
 }

@@ -28,10 +28,12 @@ function advanceFrontier(result: AppendResult, lastSeq?: number): void {
 }
 
 export const LOCK_STATE = {
-  sqlite: 'select size, root from audit_log_state where id = 1',
+  sqlite: 'select size, root, last_seq from audit_log_state where id = 1',
   postgres: 'select size, root from audit_log_state where id = 1 for update',
 };
-const SET_STATE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ? where id = 1');
+// SQLite: with the seq of the last event appended (migration 0608), which the sequencer and the proof
+// route read as the line between sequenced events and waiting ones.
+const SET_STATE_SQLITE = fixedSql('update audit_log_state set size = ?, root = ?, updated_at = ?, last_seq = coalesce(?, last_seq) where id = 1');
 // SQLite: a batch's nodes go in multi-row statements of fixed sizes (each prepared once), one
 // statement per 32 nodes instead of one per node (a batch of 26 decisions completes about 26 of
 // two leaves or more).
@@ -59,7 +61,7 @@ export async function appendToTree(trx: Tx, env: SqlTarget, size: number, peaks:
       env.raw.prepare(INSERT_NODES.get(rows)!).run(params);
       i += rows;
     }
-    await execFixed(trx, env, SET_STATE, [result.size, blob(result.root), now.toISOString()]);
+    await execFixed(trx, env, SET_STATE_SQLITE, [result.size, blob(result.root), now.toISOString(), lastSeq ?? null]);
   } else {
     // PostgreSQL: the nodes (parallel arrays, without the query builder: a batch of 512 events
     // completes about a thousand) and the state row in one statement, one round trip.

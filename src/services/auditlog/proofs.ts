@@ -80,20 +80,21 @@ export async function leafPastTheTree(store: Store, id: string, index: number): 
 /**
  * The answer for an event without a leaf index: not ready, unless the log has sequenced it, so its
  * index was erased and it will never get another. SQLite commits in seq order and the sequencer
- * takes only the events after the last one it sequenced: sequenced events written after it say so.
+ * takes only the events after the last one it sequenced, whose seq the state row records (migration
+ * 0608): an event at or before it says so, the newest leaf's included.
  * On PostgreSQL a lower seq can commit after a higher one; the sequencer takes only events marked
  * pending and clears the mark as it sets the index (migration 0607): no mark says so.
  */
 export async function unsequenced(deps: AuditLogDeps, projectId: string, id: string): Promise<Problem> {
   const erased = (why: string) => new Problem(500, 'log_damaged', `audit event ${id} has no leaf index, ${why}, so its row was altered (its leaf index erased) and it will not be sequenced again; the verification route reports the same`);
+  // The columns exist on one engine each (last_seq: migration 0608; pending: 0607), hence raw SQL.
   if (deps.store.dialect === 'sqlite') {
-    const later = await deps.store.db.selectFrom('audit_events as e').select('e.id')
-      .where('e.id', '=', id).where('e.project_id', '=', projectId)
-      .where((eb) => eb.exists(eb.selectFrom('audit_events as l').select('l.seq').whereRef('l.seq', '>', 'e.seq').where('l.leaf_index', 'is not', null)))
-      .executeTakeFirst();
-    if (later) return erased('yet the log has sequenced events written after it: the log sequences in write order');
+    const { rows } = await sql<{ seq: number; last_seq: number }>`select e.seq, s.last_seq from audit_events e, audit_log_state s
+      where e.id = ${id} and e.project_id = ${projectId} and e.leaf_index is null and s.id = 1`.execute(deps.store.db);
+    if (rows[0] && Number(rows[0].seq) <= Number(rows[0].last_seq)) {
+      return erased(`yet the log has sequenced every event written through seq ${rows[0].last_seq}, and it is seq ${rows[0].seq}: the log sequences in write order`);
+    }
   } else {
-    // The column exists on PostgreSQL only, hence raw SQL.
     const { rows } = await sql<{ pending: boolean | null }>`select pending from audit_events where id = ${id} and project_id = ${projectId} and leaf_index is null`.execute(deps.store.db);
     if (rows[0] && rows[0].pending !== true) return erased('yet the log sequenced it: the sequencer clears its pending mark as it sets the index');
   }

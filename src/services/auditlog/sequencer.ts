@@ -30,9 +30,10 @@ export interface SequencedBatch {
   root: Uint8Array;
 }
 
-async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array } | undefined> {
-  const row = (await queryFixed<{ size: number; root: Uint8Array }>(trx, env, LOCK_STATE, []))[0];
-  return row && { size: Number(row.size), root: fromBlob(row.root) };
+/** The locked state row; `lastSeq` (the seq of the last event sequenced) on SQLite only. */
+async function lockState(trx: Tx, env: SqlTarget): Promise<{ size: number; root: Uint8Array; lastSeq: number } | undefined> {
+  const row = (await queryFixed<{ size: number; root: Uint8Array; last_seq?: number }>(trx, env, LOCK_STATE, []))[0];
+  return row && { size: Number(row.size), root: fromBlob(row.root), lastSeq: Number(row.last_seq ?? 0) };
 }
 
 /** Runs one sequencing batch (`sequenceWork`) in a transaction; the service passes its writer. */
@@ -49,17 +50,14 @@ export async function sequenceBatch(store: Store, max = defaultBatch(store.diale
 // a row whose leaf index was erased by hand after it was sequenced is damage, reported by the proof
 // and verification routes, never a leaf to append a second time. SQLite: one writer at a time, so commit order is seq order
 // and the waiting events are exactly those after the last sequenced one (no index to maintain:
-// migration 0601 drops it there). Where the newest leaf's row is gone (deleted by hand), the last
-// sequenced row is found walking back from the newest seq instead, and a sequenced row is never
-// taken again: from seq 0, the log's whole history would be appended to it a second time.
+// migration 0601 drops it there), whose seq the state row records (migration 0608): read off the
+// events, a row altered or deleted by hand would move that line back, and a sequenced event behind
+// it would be appended a second time.
 // An event written with its leaf hash (migration 0605) is read without its text.
 const WAITING_COLUMNS = `id, leaf_hash, project_id, kind, actor, created_at, case when leaf_hash is null then data end as data`;
 const WAITING = {
   postgres: fixedSql(`select ${WAITING_COLUMNS} from audit_events where leaf_index is null and pending order by seq limit ?`).postgres,
-  sqlite: `select seq, ${WAITING_COLUMNS} from audit_events
-    where seq > coalesce((select seq from audit_events where leaf_index = ?),
-      (select seq from audit_events where leaf_index is not null order by seq desc limit 1), 0)
-    and leaf_index is null order by seq limit ?`,
+  sqlite: `select seq, ${WAITING_COLUMNS} from audit_events where seq > ? and leaf_index is null order by seq limit ?`,
 };
 type Waiting = Omit<StoredEvent, 'data'> & { data: string | null; leaf_hash: Uint8Array | null; seq?: number };
 const leafOf = (e: Waiting): Uint8Array => (e.leaf_hash ? fromBlob(e.leaf_hash) : leafHashOfStoredEvent(e as StoredEvent));
@@ -82,7 +80,7 @@ export async function sequenceWork(trx: Tx, env: SqlTarget, max: number, now: Da
   // No state row yet: the log has not been started (ensureLogState); nothing can be sequenced.
   if (!state) return { count: 0, size: 0, root: EMPTY_ROOT };
   // Read after the lock: under READ COMMITTED this statement sees every batch committed before.
-  const events = await queryFixed<Waiting>(trx, env, WAITING, dialect === 'sqlite' ? [state.size - 1, max] : [max]);
+  const events = await queryFixed<Waiting>(trx, env, WAITING, dialect === 'sqlite' ? [state.lastSeq, max] : [max]);
   if (events.length === 0) return { count: 0, size: state.size, root: state.root };
   const leaves = events.map(leafOf);
   const peaks = frontierAt(state.size, state.root)?.peaks ?? await readNodes(trx, planAppend(state.size));

@@ -22,6 +22,8 @@ export interface AuditLogStateTable {
   /** RFC 6962 root of the first `size` leaves. */
   root: Uint8Array;
   updated_at: string;
+  // SQLite also has `last_seq`, the seq of the last event sequenced (migration 0608); not in this
+  // type, as PostgreSQL lacks it: read and written with raw SQL.
 }
 
 export interface AuditCheckpointsTable {
