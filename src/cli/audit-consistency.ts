@@ -3,17 +3,17 @@
 // the output of GET /v1/projects/{projectId}/audit/consistency?from=M&to=N for two checkpoint sizes.
 // Checks: both checkpoints are signed by the log key (and cosigned by every witness key given) and
 // have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer.
-// Exit 0 consistent, 1 not, 2 usage error.
+// Exit 0 consistent, 1 not, 2 usage error (the command line, a file it cannot read, or an error answer in its place).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyConsistency } from '../domain/auditlog/verify.ts';
-import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, DamagedFile, fileObject, readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = `usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]
-exit status: 0 CONSISTENT, 1 NOT CONSISTENT (with the reason; a damaged file too), 2 a wrong command line or a file it cannot read`;
+exit status: 0 CONSISTENT, 1 NOT CONSISTENT (with the reason; a damaged file too), 2 a wrong command line, a file it cannot read, or the server's error answer saved in its place`;
 
 interface ConsistencyFile { from: number; to: number; proof: string[]; from_root?: unknown; to_root?: unknown; from_checkpoint: string | null; to_checkpoint: string | null }
 
@@ -28,8 +28,7 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
     ({ file: path, logKey, witnessKeys } = checkerArgs(argv, 'consistency file'));
     const read = readJsonFile(path, 'consistency file');
     repeated = read.repeated;
-    const f = read.value as Partial<ConsistencyFile> | null;
-    if (typeof f !== 'object' || f === null) throw new DamagedFile('the consistency file must hold a JSON object');
+    const f = fileObject(read.value, path, 'consistency file') as Partial<ConsistencyFile>;
     if (!Number.isSafeInteger(f.from) || !Number.isSafeInteger(f.to)) throw new DamagedFile('from and to must be integers');
     if (!Array.isArray(f.proof) || !f.proof.every((x) => typeof x === 'string')) throw new DamagedFile('proof must be an array of base64 hashes');
     file = f as ConsistencyFile;

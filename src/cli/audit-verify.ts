@@ -4,18 +4,18 @@
 // Checks, in order: the event is the one named; its leaf hash (leaf_version gavel-audit-v1);
 // the checkpoint's signature by the log key; tree_size, anchored_height and root against it; the RFC 9162 inclusion path to the checkpoint's
 // root; a valid cosignature by every witness key given. Exit 0 verified, 1 not (a damaged file
-// included), 2 usage error (the command line, or a file it cannot read).
+// included), 2 usage error (the command line, a file it cannot read, or an error answer in its place).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import { LEAF_VERSION, leafHashOfEvent, type AuditEventRecord } from '../domain/auditlog/leaf.ts';
 import type { VerifierKey } from '../domain/auditlog/note.ts';
 import { verifyInclusion } from '../domain/auditlog/verify.ts';
-import { checkerArgs, DamagedFile, readJsonFile, repeatedReason } from './json-file.ts';
+import { checkerArgs, DamagedFile, fileObject, readJsonFile, repeatedReason } from './json-file.ts';
 
 export const AUDIT_VERIFY_USAGE = `usage: gavel audit verify <proof.json> --log-key <vkey> --witness-key <vkey> [--witness-key …]
        gavel audit verify <proof.json> --log-key <vkey> --allow-unwitnessed
-exit status: 0 VERIFIED, 1 NOT VERIFIED (with the reason; a damaged file too), 2 a wrong command line or a file it cannot read`;
+exit status: 0 VERIFIED, 1 NOT VERIFIED (with the reason; a damaged file too), 2 a wrong command line, a file it cannot read, or the server's error answer saved in its place`;
 
 export interface Writable { write(s: string): unknown }
 
@@ -34,9 +34,8 @@ interface ProofFile {
 
 /** The proof, and the pointers of members its text names more than once. */
 function readProof(file: string): { proof: ProofFile; repeated: string[] } {
-  const { value: parsed, repeated } = readJsonFile(file, 'proof file');
-  const p = parsed as Partial<ProofFile>;
-  if (typeof parsed !== 'object' || parsed === null) throw new DamagedFile('the proof file must hold a JSON object');
+  const { value, repeated } = readJsonFile(file, 'proof file');
+  const p = fileObject(value, file, 'proof file') as Partial<ProofFile>;
   if (typeof p.audit_event_id !== 'string') throw new DamagedFile('audit_event_id is missing');
   if (!Number.isSafeInteger(p.leaf_index) || !Number.isSafeInteger(p.tree_size)) throw new DamagedFile('leaf_index and tree_size must be integers');
   if (p.anchored_height !== undefined && p.anchored_height !== null && !Number.isSafeInteger(p.anchored_height)) throw new DamagedFile('anchored_height must be an integer or null');

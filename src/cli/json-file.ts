@@ -74,6 +74,21 @@ export function readJsonFile(file: string, what: string): { value: unknown; repe
   return { value, repeated: repeatedMembers(text).map((r) => r.pointer) };
 }
 
+/**
+ * The object a checker's file holds. An array or a scalar is a damaged file (exit 1). The server's
+ * error answer saved in the file's place (a proof asked for too early, a size past the newest
+ * checkpoint: problem+json) says nothing of the log, so it is no failed check either: said as what
+ * it is, with its code and detail, as a file the checker cannot use (exit 2).
+ */
+export function fileObject(value: unknown, file: string, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DamagedFile(`the ${what} must hold a JSON object`);
+  const o = value as Record<string, unknown>;
+  if (typeof o.type === 'string' && typeof o.status === 'number' && typeof o.code === 'string' && typeof o.detail === 'string') {
+    throw new Error(`the ${what} ${file} holds the server's error answer (${o.status} ${o.code}: ${o.detail}), not a file to check; ask again for it as the answer says`);
+  }
+  return o;
+}
+
 /** The offline checkers' command line: one file, the log's key and any witness keys; `flags` are booleans of the command's own. */
 export function checkerArgs(argv: readonly string[], what: string, flags: readonly string[] = []): { file: string; logKey: VerifierKey; witnessKeys: VerifierKey[]; flags: Record<string, boolean> } {
   const { values, positionals } = parseArgs({

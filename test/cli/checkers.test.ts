@@ -131,3 +131,18 @@ test('a checkpoint checked with the wrong log key says which keys signed it and 
     assert.ok(v.text.includes(`${ORIGIN} (key ID ${idOf(logKey)})`), v.text);
   }
 });
+
+test('the server\'s error answer saved in place of a proof or consistency file is exit 2 naming it, never NOT VERIFIED; an array is a damaged file', async () => {
+  const notReady = { type: 'https://gavel.dev/problems/proof_not_ready', title: 'Conflict', status: 409, code: 'proof_not_ready', detail: 'the event is not sequenced into the log yet; retry after 120 s', request_id: 'req_01m8g8mhjwqtek7zm0c0wasned', retry_after_seconds: 120 };
+  const tooFar = { type: 'https://gavel.dev/problems/invalid_request', title: 'Bad Request', status: 400, code: 'invalid_request', detail: 'to exceeds the newest checkpoint size 7', request_id: 'req_01m8g8mhk4pzg0sfm98xd66tcf' };
+  for (const [run, answer] of [[runAuditVerify, notReady], [runAuditConsistency, tooFar]] as const) {
+    const out = sink();
+    const err = sink();
+    const code = await run([file(answer), '--log-key', logKey, '--witness-key', keyA], out, err);
+    assert.equal(code, 2, out.text + err.text);
+    assert.equal(out.text, '', 'no verdict on the log');
+    assert.match(err.text, new RegExp(`holds the server's error answer \\(${answer.status} ${answer.code}: ${answer.detail}\\)`));
+  }
+  assert.deepEqual(await verify([proof]), { code: 1, text: 'NOT VERIFIED: the proof file must hold a JSON object\n' });
+  assert.deepEqual(await consistent([consistency]), { code: 1, text: 'NOT CONSISTENT: the consistency file must hold a JSON object\n' });
+});
