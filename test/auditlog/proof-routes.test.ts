@@ -44,6 +44,13 @@ for (const backend of backends()) {
       assert.equal((await get(`${base}/consistency?from=${size}&to=${size - 1}`)).statusCode, 400);
       assert.equal((await get(`${base}/consistency?from=1&to=${size + 1}`)).statusCode, 400, 'the tree is larger, but no checkpoint signed it');
       assert.equal((await get(`${base}/consistency?from=1&to=${size}`)).statusCode, 200);
+      // A size that is not one says which form a size takes: "decimal" alone does not tell 17 digits, -1 or 1e3 from it.
+      for (const [query, pointer] of [['from=-1&to=1', '/from'], ['from=1e3&to=1', '/from'], ['from=1&to=99999999999999999', '/to']] as const) {
+        const res = await get(`${base}/consistency?${query}`);
+        assert.equal(res.statusCode, 400, res.body);
+        assert.deepEqual(res.json().errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+        assert.match(res.json().errors[0].message, /a whole number in decimal digits, no sign or leading zero, at most 16 digits/);
+      }
 
       // A tampered row: its leaf sibling still verifies (the tree keeps the leaf hash it sequenced).
       const row = await store.db.selectFrom('audit_events').select(['id', 'leaf_index']).where('id', '=', ids[2]!).executeTakeFirstOrThrow();

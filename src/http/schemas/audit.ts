@@ -31,7 +31,7 @@ export const ConsistencySchema = Type.Object({
   from_checkpoint: Type.Union([Type.String(), Type.Null()]), to_checkpoint: Type.Union([Type.String(), Type.Null()]),
 });
 
-const Size = Type.String({ pattern: '^(0|[1-9][0-9]{0,15})$', description: 'A tree size (decimal)' });
+const Size = Type.String({ pattern: '^(0|[1-9][0-9]{0,15})$', description: 'A tree size: a whole number in decimal digits, no sign or leading zero, at most 16 digits' });
 export const ConsistencyQuery = Type.Object({ from: Size, to: Size }, { additionalProperties: false });
 
 export const AuditEventView = Type.Object({
