@@ -4,10 +4,18 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/config.ts';
 import { parseJsonExactly, whereJsonBreaks } from '../lib/json-parse.ts';
+import { isMemberPointer } from '../lib/json-pointer.ts';
+import { isCurrencyCode } from '../domain/money/money.ts';
 
 export const MERCHANT_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type MerchantMethod = (typeof MERCHANT_METHODS)[number];
-export interface Operation { method: MerchantMethod; path: string }
+/**
+ * Where an operation's payload carries the amount the merchant charges (decision 0406): `minor` a
+ * JSON Pointer into the payload; `currency` one too (starting with "/"), or the operation's fixed
+ * currency code. An authorize for such an operation must state the same amount.
+ */
+export interface AmountAt { minor: string; currency: string }
+export interface Operation { method: MerchantMethod; path: string; amount?: AmountAt }
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -89,17 +97,31 @@ export function parseMerchants(doc: unknown, where = 'GAVEL_MERCHANTS_FILE'): Me
       if (!NAME.test(opName)) bad(opAt, 'an operation name is 1-64 characters of A-Z a-z 0-9 _ . -');
       if (!isObject(opRaw)) bad(opAt, 'must be an object {method, path}');
       const op = opRaw as Record<string, unknown>;
-      for (const k of Object.keys(op)) if (k !== 'method' && k !== 'path') bad(`${opAt}.${k}`, 'unknown key (known: method, path)');
+      for (const k of Object.keys(op)) if (!['method', 'path', 'amount'].includes(k)) bad(`${opAt}.${k}`, 'unknown key (known: method, path, amount)');
       if (!MERCHANT_METHODS.includes(op.method as MerchantMethod)) bad(`${opAt}.method`, `must be one of ${MERCHANT_METHODS.join(', ')}`);
       // "%2e" is a dot to the URL parser too: "/%2e%2e/admin" would climb out of the base path as "/../admin" does.
       if (typeof op.path !== 'string' || !/^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*$/.test(op.path) || op.path.startsWith('//') || op.path.replace(/%2e/gi, '.').includes('..')) {
         bad(`${opAt}.path`, 'must be an absolute path starting with a single "/" (no "..", no query)');
       }
-      ops.set(opName, { method: op.method as MerchantMethod, path: op.path as string });
+      const amount = op.amount === undefined ? undefined : parseAmountAt(op.amount, `${opAt}.amount`, bad);
+      ops.set(opName, { method: op.method as MerchantMethod, path: op.path as string, ...(amount ? { amount } : {}) });
     }
     out.set(name, new Merchant(name, base!, timeout, ops, m.secret as string));
   }
   return new MerchantRegistry(out);
+}
+
+/** An operation's `amount`: `{minor: "<pointer>", currency: "<pointer>" | "<code>"}`. */
+function parseAmountAt(raw: unknown, at: string, bad: (key: string, message: string) => never): AmountAt {
+  if (!isObject(raw)) bad(at, 'must be an object {minor, currency} naming where the payload carries the amount');
+  const a = raw as Record<string, unknown>;
+  for (const k of Object.keys(a)) if (k !== 'minor' && k !== 'currency') bad(`${at}.${k}`, 'unknown key (known: minor, currency)');
+  if (typeof a.minor !== 'string' || !isMemberPointer(a.minor)) bad(`${at}.minor`, 'must be a JSON Pointer into the payload, such as "/amount"');
+  const currency = a.currency;
+  if (typeof currency !== 'string' || !(isMemberPointer(currency) || isCurrencyCode(currency))) {
+    bad(`${at}.currency`, 'must be a JSON Pointer into the payload, such as "/currency", or the operation\'s fixed currency, three capital letters such as "EUR"');
+  }
+  return { minor: a.minor as string, currency: currency as string };
 }
 
 /** Reads and validates the merchants file; no file configured means no merchants. */

@@ -56,7 +56,7 @@ test('every bad key is named', () => {
     [{ merchants: { acme: { ...good, timeout_ms: 1.5 } } }, /merchants\.acme\.timeout_ms/],
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/a/../admin' } } } } }, /operations\.charge\.path/],
     [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges?to=evil' } } } } }, /operations\.charge\.path/],
-    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges', url: 'http://evil/' } } } } }, /operations\.charge\.url: unknown key/],
+    [{ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges', url: 'http://evil/' } } } } }, /operations\.charge\.url: unknown key \(known: method, path, amount\)/],
     [{ merchants: { acme: { ...good, operations: { 'bad op!': { method: 'POST', path: '/charges' } } } } }, /operations\.bad op!/],
     [{ merchants: { acme: { ...good, base_url: 'https://:p@pay.example/api' } } }, /merchants\.acme\.base_url/],
     // Not objects where objects belong: refused by name, never a TypeError.
@@ -138,4 +138,29 @@ test('signature: HMAC-SHA256 over the time, method, path, idempotency key, execu
   // The time is signed: a captured request sent again under a fresh time does not verify.
   assert.equal(verifySignature('k'.repeat(20), r, h.replace('t=1700000000', 't=1700000300')), false);
   assert.equal(verifySignature('k'.repeat(20), r, `x${h}`), false, 'the header is exactly t=…,v1=…');
+});
+
+test('an operation may name where its payload carries the amount: pointers, or a fixed currency; anything else is refused by its key', () => {
+  const op = (amount: unknown) => ({ merchants: { acme: { ...good, operations: { charge: { method: 'POST', path: '/charges', amount } } } } });
+  const charge = (amount: unknown) => parseMerchants(op(amount)).get('acme')!.operations.get('charge');
+  assert.deepEqual(charge({ minor: '/amount', currency: '/currency' })!.amount, { minor: '/amount', currency: '/currency' });
+  assert.deepEqual(charge({ minor: '/total/a~1b~0c/0', currency: 'EUR' })!.amount, { minor: '/total/a~1b~0c/0', currency: 'EUR' });
+  assert.equal(parseMerchants({ merchants: { acme: good } }).get('acme')!.operations.get('charge')!.amount, undefined, 'opt-in: none unless configured');
+  const cases: [unknown, RegExp][] = [
+    [null, /operations\.charge\.amount: must be an object \{minor, currency\}/],
+    ['/amount', /operations\.charge\.amount: must be an object/],
+    [{ minor: '/amount', currency: 'EUR', max: 5 }, /operations\.charge\.amount\.max: unknown key \(known: minor, currency\)/],
+    [{ currency: 'EUR' }, /operations\.charge\.amount\.minor: must be a JSON Pointer into the payload/],
+    [{ minor: 'amount', currency: 'EUR' }, /operations\.charge\.amount\.minor: must be a JSON Pointer/],
+    [{ minor: '', currency: 'EUR' }, /operations\.charge\.amount\.minor: must be a JSON Pointer/],
+    [{ minor: '/a~2', currency: 'EUR' }, /operations\.charge\.amount\.minor: must be a JSON Pointer/],
+    [{ minor: 100, currency: 'EUR' }, /operations\.charge\.amount\.minor: must be a JSON Pointer/],
+    [{ minor: '/amount' }, /operations\.charge\.amount\.currency: must be a JSON Pointer into the payload, such as "\/currency", or the operation's fixed currency/],
+    [{ minor: '/amount', currency: 'eur' }, /operations\.charge\.amount\.currency: must be/],
+    [{ minor: '/amount', currency: 'EURO' }, /operations\.charge\.amount\.currency: must be/],
+    [{ minor: '/amount', currency: 'currency' }, /operations\.charge\.amount\.currency: must be/],
+  ];
+  for (const [amount, re] of cases) {
+    assert.throws(() => parseMerchants(op(amount)), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('\n'), JSON.stringify(amount));
+  }
 });

@@ -92,11 +92,11 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
   return m;
 }
 
-/** A merchants file naming `shop` at the test merchant (one operation per behaviour), and `other` with only `ok`. */
-export function merchantsFile(merchantUrl: string, timeoutMs = 500): string {
+/** A merchants file naming `shop` at the test merchant (one operation per behaviour, and `extra`), and `other` with only `ok`. */
+export function merchantsFile(merchantUrl: string, timeoutMs = 500, extra: Record<string, unknown> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-merchants-'));
   const file = join(dir, 'merchants.json');
-  const operations = Object.fromEntries(BEHAVIOURS.map((b) => [b, { method: 'POST', path: `/${b}` }]));
+  const operations = { ...Object.fromEntries(BEHAVIOURS.map((b) => [b, { method: 'POST', path: `/${b}` }])), ...extra };
   writeFileSync(file, JSON.stringify({ merchants: {
     shop: { base_url: merchantUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations },
     other: { base_url: merchantUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations: { ok: { method: 'POST', path: '/ok' } } },

@@ -12,9 +12,10 @@ export interface Payments {
   stop(): Promise<void>;
 }
 
-export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs: number }): Promise<Payments> {
+/** `operations`: more operations of `shop` (merchantsFile's `extra`). */
+export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs: number; operations?: Record<string, unknown> }): Promise<Payments> {
   const merchant = await startMerchant(options.slowMs === undefined ? {} : { slowMs: options.slowMs });
-  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs, options.operations) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
   const stop = () => stopBoth(svc, merchant);
   try {
     const key = await svc.keyHeader([]);

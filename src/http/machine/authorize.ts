@@ -17,7 +17,7 @@ import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 export const ExecutionRequest = Type.Object({
   merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
   operation: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
-  payload: Type.Object({}, { additionalProperties: true, description: 'Operation payload, sent to the merchant as JSON' }),
+  payload: Type.Object({}, { additionalProperties: true, description: 'Operation payload, sent to the merchant as JSON. Where the operation is configured with the place of its amount, the payload must carry the request\'s `amount` there, else 400 invalid_request before any decision (docs/executions.md)' }),
   nonce: Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$', description: 'Chosen by the caller, unique per action' }),
 }, { additionalProperties: false, description: 'There is no url field: merchants are deployment configuration' });
 

@@ -15,6 +15,8 @@ import { recordAudit, recordAuditWith } from '../audit/record.ts';
 import { execFixed, fixedSql, readFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { actionFingerprint, executionCall } from './fingerprint.ts';
 import { inProgress, NonceTaken, nonceReused, unknownMerchant, unknownOperation } from './errors.ts';
+import { refuseUnboundAmount } from './amount.ts';
+import type { Money } from '../../domain/money/money.ts';
 import { databaseUnreachable } from '../../store/unreachable.ts';
 
 export type ExecutionStatus = 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN';
@@ -56,12 +58,16 @@ export class Executions {
     this.#abandon.abort();
   }
 
-  /** Merchant and operation must be configured; checked before any decision is spent. */
-  resolveTarget(exec: ExecutionRequestInput): { merchant: Merchant; operation: Operation } {
+  /**
+   * Merchant and operation must be configured, and the payload must ask for the amount authorized
+   * where the operation says it carries one (amount.ts); checked before any decision is spent.
+   */
+  resolveTarget(exec: ExecutionRequestInput, amount: Money | undefined): { merchant: Merchant; operation: Operation } {
     const merchant = this.#merchants.get(exec.merchant);
     if (!merchant) throw unknownMerchant(exec.merchant);
     const operation = merchant.operations.get(exec.operation);
     if (!operation) throw unknownOperation(exec.merchant, exec.operation);
+    refuseUnboundAmount(exec.merchant, exec.operation, operation, amount, exec.payload);
     return { merchant, operation };
   }
 
@@ -76,7 +82,7 @@ export class Executions {
     // left the configuration (a repeat is always REPLAY with the stored outcome, spec 3).
     const seen = await this.#byNonce(ctx.projectId, exec.nonce);
     if (seen) return this.#repeat(ctx, seen, fingerprint);
-    const target = this.resolveTarget(exec);
+    const target = this.resolveTarget(exec, input.amount);
 
     const reservation: ExecutionReservation = {
       executionId, instanceId: this.instanceId, nonce: exec.nonce, fingerprint, call: executionCall(exec), merchant: exec.merchant, operation: exec.operation,
