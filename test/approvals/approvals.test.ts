@@ -304,7 +304,7 @@ for (const backend of backends()) {
       const other = await newApprover(svc);
       const retiring = await newApprover(svc);
       const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
-      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', heldAdmin: true }, new Date());
       const demoted = await newApprover(svc);
       await svc.ts.store.db.deleteFrom('role_grants').where('principal_id', '=', demoted.principalId).execute();
       const audits = await auditCount();
@@ -382,7 +382,7 @@ for (const backend of backends()) {
       const { req, id } = await opened();
       await approve(id, signer);
       const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
-      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', heldAdmin: true }, new Date());
       const res = (await authorize({ ...req, approval_request_id: id })).json();
       assert.equal(res.decision, 'REQUIRE_APPROVAL');
       assert.match(res.detail, /retired/);

@@ -88,7 +88,7 @@ for (const backend of backends()) {
       const signer = await newApprover(svc);
       const { req, id } = await opened();
       await approve(id, signer);
-      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', heldAdmin: true }, new Date());
       assert.equal((await obligation(id)).status, 'lapsed');
       // Another amount: sending the obligation's own amount would not help, so the detail must not send the agent there.
       const res = await authorize({ ...req, amount: { minor: 60_000, currency: 'EUR' }, approval_request_id: id });
@@ -145,7 +145,7 @@ for (const backend of backends()) {
       assert.equal(byB.statusCode, 422, byB.body);
       assert.equal(byB.json().code, 'approval_key_unknown');
       const notFound = (e: unknown) => (e as { status: number }).status === 404;
-      await assert.rejects(retireApprovalKey(svc.deps.store, { projectId: other, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date()), notFound);
+      await assert.rejects(retireApprovalKey(svc.deps.store, { projectId: other, keyId: signer.keyId, actor: 'system', heldAdmin: true }, new Date()), notFound);
       await assert.rejects(listApprovalKeys(svc.ts.store.db, other, bystander.principalId, { limit: 10 }), notFound);
       // Approved in A, then APPROVER revoked in A: holding it in B does not keep the approval usable.
       await approve(id, signer);
@@ -179,7 +179,7 @@ for (const backend of backends()) {
       const withdrawnExpired = await approved(approver);
       assert.equal((await svc.app.inject({ method: 'POST', url: `${base()}/revoke`, headers: key, payload: { approval_request_id: withdrawnExpired.id } })).statusCode, 200);
       const lapsedExpired = await approved(signer);
-      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', mayRetire: () => true }, new Date());
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: signer.keyId, actor: 'system', heldAdmin: true }, new Date());
       for (const o of [pendingExpired, approvedExpired, consumedExpired, withdrawnExpired, lapsedExpired]) await expire(o.id);
 
       const expected: Record<string, ApprovalStatus> = {

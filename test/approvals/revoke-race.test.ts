@@ -79,7 +79,7 @@ test('an authorize that loses the row to a revoke asks again, with a new obligat
 // approval as usable commits an ALLOW. Here the decision waits on its budget after reading it.
 const WITHDRAWALS = [
   ['retiring the approval key', (svc: TestService, who: Approver) =>
-    retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: who.keyId, actor: 'system', mayRetire: () => true }, new Date()), 'update "approval_keys"%'],
+    retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: who.keyId, actor: 'system', heldAdmin: true }, new Date()), 'update "approval_keys"%'],
   ['revoking the approver\'s role', (svc: TestService, who: Approver) =>
     revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: who.principalId, role: 'APPROVER', actor: 'system' }, new Date()), 'delete from "role_grants"%'],
   ['removing the approver from the project', (svc: TestService, who: Approver) =>

@@ -10,7 +10,7 @@
 // Recording an approval is checked the same way, though it holds the approver's rows FOR SHARE
 // instead of the roles lock (the signature, not the relaying key's role, is its credential).
 // On SQLite one writer runs each transaction whole, so the two run one after the other, in both
-// orders, under the same check.
+// orders, and with the loss between the act's authentication and its handler, under the same check.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
@@ -177,7 +177,7 @@ async function check(svc: TestService, race: Race, r: { actor: string; lossKind:
   }
 }
 
-raceSuites('acts that hand out authority re-read their actor\'s standing in their transaction', RACES, async (svc, race, race2) => {
+raceSuites('acts that hand out authority re-read their actor\'s standing in their transaction', RACES.map((r) => ({ ...r, betweenAuthentication: true })), async (svc, race, race2) => {
   const r = await race.prepare(svc, `/v1/console/projects/${svc.projectId}`);
   const [acted, lost] = await race2(race.table, race.write, r.act, r.lose);
   await check(svc, race, r, acted, lost);

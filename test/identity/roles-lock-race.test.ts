@@ -1,18 +1,21 @@
 // The project's roles lock (services/identity/members.ts) orders every change of roles and
-// memberships, every key minted or revoked in the console, and the machine plane's member creation
-// and SoD save, one after another, so each reads what the one before it committed (and an actor,
-// person or key, is authorized again under it). Each race below stops its first request between what it read
-// and what it writes (the test holds the written table in EXCLUSIVE mode from a session of its
-// own: reads go on, writes wait), sends the second from another instance, then lets both go. With
-// the lock the second waits for the first to commit; without it both act on what they read
-// before either wrote, and the check fails.
+// memberships, every key minted or revoked in the console, every approval key an ADMIN retires of
+// another's, and the machine plane's member creation and SoD save, one after another, so each
+// reads what the one before it committed (and an actor, person or key, is authorized again under
+// it). Each race below stops its first request between what it read and what it writes (the test
+// holds the written table in EXCLUSIVE mode from a session of its own: reads go on, writes wait),
+// sends the second from another instance, then lets both go. With the lock the second waits for
+// the first to commit; without it both act on what they read before either wrote, and the check fails.
 // On SQLite lockFor does nothing: its one writer runs each transaction whole (BEGIN IMMEDIATE), so
 // the two never interleave. There each race runs one request after the other, in both orders,
-// under the same check. (A key's request can still be authenticated before a loss that commits
-// before its transaction begins; the re-check inside that transaction answers it as arriving after.)
+// under the same check. (A request can still be authenticated before a loss that commits before its
+// transaction begins; the re-check inside that transaction answers it as arriving after. A race
+// marked betweenAuthentication is also run so on SQLite: the loss sent and answered while the
+// first waits between its authentication and its handler.)
 import assert from 'node:assert/strict';
 import type { Role } from '../../src/domain/access/roles.ts';
 import { consoleMember, type ConsoleMember } from '../support/console.ts';
+import { newApprover } from '../support/approvals.ts';
 import { pairRaceSuites, post, type App, type PairRace as Race } from '../support/interleave.ts';
 import type { TestService } from '../support/service.ts';
 
@@ -52,6 +55,7 @@ const mintWhileLosing = (how: 'demoted' | 'removed'): Race => ({
   title: `an ADMIN ${how} while it mints a key for another keeps no live key of that other`,
   table: 'api_keys',
   write: 'insert into "api_keys"%',
+  betweenAuthentication: true,
   async prepare(svc, P) {
     const { loser: minter, other, target: holder } = await loserAndTarget(svc, P);
     return {
@@ -135,11 +139,44 @@ const keyActsWhileLosing = (how: 'revoked' | 'demoted' | 'removed', act: 'create
   },
 });
 
+/**
+ * An ADMIN retires an APPROVER's approval key while it loses ADMIN (`how`): ADMIN is what permits
+ * it, so it commits before the loss or is refused as any member's retire of another's key is.
+ */
+const retireWhileLosing = (how: 'demoted' | 'removed'): Race => ({
+  title: `an ADMIN ${how} while it retires another's approval key retires nothing after that`,
+  table: 'approval_keys',
+  write: 'update "approval_keys"%',
+  betweenAuthentication: true,
+  async prepare(svc, P) {
+    const [retirer, other] = await onlyAdmins(svc, P, 2);
+    const approver = await newApprover(svc);
+    return {
+      first: (app) => post(app, `${P}/approval-keys/${approver.keyId}/retire`, {}, retirer!.post),
+      second: (app) => post(app, lossUrl(P, how, retirer!.principalId), {}, other!.post),
+      async check(retire, loss) {
+        assert.equal(loss.statusCode, 200, loss.body);
+        // Retired while still ADMIN, or refused once not: 403 forbidden, as for a member that never
+        // held ADMIN (or 401 once removed, its session ended), and the key stays live.
+        assert.ok([200, 401, 403].includes(retire.statusCode), retire.body);
+        if (retire.statusCode === 403) assert.equal(retire.json().code, 'forbidden');
+        const { acted, lost } = await actedBeforeLoss(svc, retirer!.principalId, 'approval_key.retired');
+        assert.ok(lost >= 0);
+        assert.ok(retire.statusCode === 200 ? acted >= 0 && acted < lost : acted === -1, `${retire.body}: retired at ${acted}, ${how} at ${lost}`);
+        const key = await svc.ts.store.db.selectFrom('approval_keys').select('retired_at').where('id', '=', approver.keyId).executeTakeFirstOrThrow();
+        assert.equal(key.retired_at === null, retire.statusCode !== 200);
+      },
+    };
+  },
+});
+
 const RACES: Race[] = [
   mintWhileLosing('demoted'),
   mintWhileLosing('removed'),
   grantWhileLosing('demoted'),
   grantWhileLosing('removed'),
+  retireWhileLosing('demoted'),
+  retireWhileLosing('removed'),
   ...(['revoked', 'demoted', 'removed'] as const).flatMap((how) => [keyActsWhileLosing(how, 'creates a member'), keyActsWhileLosing(how, 'saves the SoD document')]),
   {
     title: 'two ADMINs demoting each other leave exactly one ADMIN',
@@ -232,6 +269,7 @@ const RACES: Race[] = [
     title: 'an ADMIN demoted while it revokes another\'s key: the audit log has the revocation before the demotion',
     table: 'api_keys',
     write: 'update "api_keys"%',
+    betweenAuthentication: true,
     async prepare(svc, P) {
       const { loser: revoker, other, target: holder } = await loserAndTarget(svc, P);
       return {

@@ -80,6 +80,6 @@ export async function consoleApprovalRoutes(app: FastifyInstance): Promise<void>
   }, async (request) => {
     const { keyId } = request.params as { keyId: string };
     const a = request.auth!;
-    return retireApprovalKey(app.gavel.store, { projectId: a.projectId, keyId, actor: a.actor, mayRetire: (owner) => owner === a.principalId || a.roles.has('ADMIN') }, app.gavel.clock.now());
+    return retireApprovalKey(app.gavel.store, { projectId: a.projectId, keyId, actor: a.actor, heldAdmin: a.roles.has('ADMIN') }, app.gavel.clock.now());
   });
 }

@@ -2,12 +2,12 @@
 // and project; retired, never deleted (an old approval stays attributable to its key).
 import { parseApprovalPublicKey } from '../../domain/approval/index.ts';
 import { base64urlEncode } from '../../domain/permit/base64url.ts';
-import { conflict, notFound, Problem } from '../../http/problem.ts';
+import { conflict, forbidden, notFound, Problem } from '../../http/problem.ts';
 import { newMonotonicId } from '../../lib/ids.ts';
 import { lockFor, type Db, type Store, type Tx } from '../../store/store.ts';
 import type { ApprovalKeysTable } from '../../store/schema/approvals.ts';
 import { recordAudit } from '../audit/record.ts';
-import { rolesLock, rolesOf } from '../identity/members.ts';
+import { lockAsAdmin, rolesLock, rolesOf } from '../identity/members.ts';
 
 export interface ApprovalKeyView {
   id: string;
@@ -73,12 +73,20 @@ export async function registerApprovalKey(store: Store, input: { projectId: stri
   });
 }
 
-/** Retires a key. `mayRetire` decides from the key's owner (ADMIN or the owner; the route knows). */
-export async function retireApprovalKey(store: Store, input: { projectId: string; keyId: string; actor: string; mayRetire: (ownerId: string) => boolean }, now: Date): Promise<ApprovalKeyView> {
+/**
+ * Retires a key: its owner may, and an ADMIN any key. `actor` is the person retiring it (the
+ * console's); `heldAdmin`, whether it held ADMIN when its request was authenticated.
+ */
+export async function retireApprovalKey(store: Store, input: { projectId: string; keyId: string; actor: string; heldAdmin: boolean }, now: Date): Promise<ApprovalKeyView> {
   return store.transaction(async (trx) => {
     const key = await trx.selectFrom('approval_keys').selectAll().where('project_id', '=', input.projectId).where('id', '=', input.keyId).executeTakeFirst();
     if (!key) throw notFound(`no approval key ${input.keyId} in this project`);
-    if (!input.mayRetire(key.principal_id)) throw new Problem(403, 'forbidden', 'only an ADMIN or the key\'s owner may retire an approval key');
+    if (key.principal_id !== input.actor) {
+      if (!input.heldAdmin) throw forbidden('only an ADMIN or the key\'s owner may retire an approval key');
+      // ADMIN is what permits this one: read again under the roles lock, as registration reads
+      // APPROVER, so an ADMIN demoted or removed meanwhile retires nothing of another's after that.
+      await lockAsAdmin(trx, store, input.projectId, input.actor);
+    }
     const at = now.toISOString();
     const updated = await trx.updateTable('approval_keys').set({ retired_at: at, retired_by: input.actor })
       .where('id', '=', key.id).where('retired_at', 'is', null).returningAll().executeTakeFirst();
