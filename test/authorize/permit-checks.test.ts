@@ -141,6 +141,25 @@ for (const backend of backends()) {
       await assertRefused({ ...pay, permit: `${root.jws}~${await dropped(noBudget)}` }, 'delegation_widened');
     });
 
+    test('a delegated limit in a currency its parent limits no money in is delegation_widened, not left to coverage', async () => {
+      const parent = newAgent();
+      const child = newAgent();
+      const root = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], max_per_request: eur(1_000) });
+      const base = claimsOf(root.jws);
+      // The root sets no budget; the child adds one.
+      const withBudget = (budget: { minor: number; currency: string }) => signPermitClaims({
+        iss: parent.did, sub: child.did, aud: base.aud, jti: crypto.randomUUID(), iat: base.iat, nbf: base.nbf, exp: base.exp,
+        gavel: { actions: ['pay'], resources: ['resource://shop/*'], max_per_request: eur(1_000), budget, parent: root.commitment },
+      } as PermitClaims, `${parent.did}#x`, parent.sign);
+      const pay = { agent: child.did, action: 'pay', resource: 'resource://shop/1' };
+      const usd = `${root.jws}~${await withBudget({ minor: 500, currency: 'USD' })}`;
+      for (const amount of [eur(100), { minor: 100, currency: 'USD' }]) {
+        const detail = await assertRefused({ ...pay, amount, permit: usd }, 'delegation_widened');
+        assert.equal(detail, 'delegation_widened: budget widened: the child limits USD, a currency the parent does not limit (it limits EUR): not comparable');
+      }
+      assert.equal((await authorize({ ...pay, amount: eur(100), permit: `${root.jws}~${await withBudget(eur(500))}` })).decision, 'ALLOW', 'a budget in the parent\'s currency narrows');
+    });
+
     test('spending through a delegate spends every link of its chain, and the tightest one stops it', async () => {
       const parent = newAgent();
       const child = newAgent();

@@ -129,6 +129,30 @@ test('every widened dimension is caught by verification', async () => {
   }
 });
 
+test('a child limit the parent does not set, in a currency the parent limits no money in, is widened: not comparable', async () => {
+  const f = await fixture();
+  const grant = { actions: ['payments.create'], resources: ['resource://payments/eu/*'] };
+  const cases: Array<['max_per_request' | 'budget', 'max_per_request' | 'budget']> = [['max_per_request', 'budget'], ['budget', 'max_per_request']];
+  for (const [set, added] of cases) {
+    // A root that limits `set` in EUR, and not `added`.
+    const root = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { gavel: { ...grant, [set]: { minor: 5_000, currency: 'EUR' } } }));
+    const inUsd = await handDelegate(root, f.alice, (c) => (c.gavel[added] = { minor: 1, currency: 'USD' }));
+    const r = failure(await verifyPermit(inUsd, f.ctx(decodePayload(leafOf(inUsd)).sub as string)));
+    assert.equal(r.check, 'delegation_widened', added);
+    assert.equal(r.dimension, added);
+    assert.equal(r.link, 1);
+    assert.equal(r.detail, `${added} widened: the child limits USD, a currency the parent does not limit (it limits EUR): not comparable`);
+    // delegatePermit refuses it before signing, naming the same check.
+    await assert.rejects(
+      delegatePermit(root, { sub: f.bob.did, jti: 'pmt_usd', iat: T0 + 10, gavel: { ...grant, [set]: { minor: 5_000, currency: 'EUR' }, [added]: { minor: 1, currency: 'USD' } } }, f.alice.sign),
+      (e: unknown) => e instanceof PermitError && e.code === 'delegation_widened' && e.message === r.detail,
+    );
+    // The same limit in the parent's currency narrows it.
+    const inEur = await handDelegate(root, f.alice, (c) => (c.gavel[added] = { minor: 1, currency: 'EUR' }));
+    assert.ok((await verifyPermit(inEur, f.ctx(decodePayload(leafOf(inEur)).sub as string))).ok, `${added} in EUR under ${set} in EUR`);
+  }
+});
+
 test('a child equal to its parent, and one under a "*" parent, are not widened', async () => {
   const f = await fixture();
   const toBob = await delegatePermit(f.root, narrow(f.bob.did), f.alice.sign);
