@@ -2,12 +2,15 @@
 // that the log only grew between two checkpoints (invariant 9), with public keys alone. The file is
 // the output of GET /v1/projects/{projectId}/audit/consistency?from=M&to=N for two checkpoint sizes.
 // Checks: both checkpoints are signed by the log key (and cosigned by every witness key given) and
-// have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer.
+// have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer. From
+// size 0 (the empty tree, which no checkpoint signs and RFC 9162 gives no proof from) the file is
+// CONSISTENT once the newer checkpoint checks and the proof is empty, and the answer says so.
 // Exit 0 consistent, 1 not, 2 usage error (the command line, a file it cannot read, or an error answer in its place).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
 import type { VerifierKey } from '../domain/auditlog/note.ts';
+import { EMPTY_ROOT } from '../domain/auditlog/hash.ts';
 import { verifyConsistency } from '../domain/auditlog/verify.ts';
 import { checkerArgs, DamagedFile, fileObject, readJsonFile, repeatedReason } from './json-file.ts';
 import type { Writable } from './audit-verify.ts';
@@ -40,8 +43,12 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
   const fail = (why: string): number => { out.write(`NOT CONSISTENT: ${why}\n`); return 1; };
   const twice = repeatedReason('file', repeated);
   if (twice) return fail(twice);
-  if (typeof file.from_checkpoint !== 'string' || typeof file.to_checkpoint !== 'string') {
-    return fail('the file holds no signed checkpoint for one of its sizes: ask for two sizes that are checkpoints');
+  // Size 0 is the empty tree, which no checkpoint signs: RFC 9162 defines a consistency proof only
+  // from a non-empty tree (0 < m < n), and the empty tree is a prefix of every tree. The route answers
+  // it with an empty proof and no older checkpoint; that is consistent, with nothing to prove.
+  const fromEmpty = file.from === 0 && file.from_checkpoint === null;
+  if (typeof file.to_checkpoint !== 'string' || (typeof file.from_checkpoint !== 'string' && !fromEmpty)) {
+    return fail('the file holds no signed checkpoint for one of its sizes: ask for two sizes that are checkpoints (or from=0, the empty tree, and a checkpoint size)');
   }
   const open = (note: string, size: number, which: string) => {
     const cp = openCheckpoint(note, [logKey]).checkpoint;
@@ -54,24 +61,31 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
   let older;
   let newer;
   try {
-    older = open(file.from_checkpoint, file.from, 'older');
+    older = fromEmpty ? { origin: undefined, root: EMPTY_ROOT } : open(file.from_checkpoint!, file.from, 'older');
     newer = open(file.to_checkpoint, file.to, 'newer');
   } catch (e) { return fail((e as Error).message); }
-  if (older.origin !== newer.origin) return fail(`the checkpoints are of two logs (${older.origin}, ${newer.origin})`);
-  // The roots the file states beside its checkpoints must be the signed ones: a reader takes them from
-  // a file this tool called consistent.
-  for (const [field, cp] of [['from_root', older], ['to_root', newer]] as const) {
+  if (older.origin !== undefined && older.origin !== newer.origin) return fail(`the checkpoints are of two logs (${older.origin}, ${newer.origin})`);
+  // The roots the file states beside its checkpoints must be the signed ones (the empty tree's, from
+  // size 0): a reader takes them from a file this tool called consistent.
+  for (const [field, root, whose] of [['from_root', older.root, fromEmpty ? 'the empty tree has' : 'its signed checkpoint states'], ['to_root', newer.root, 'its signed checkpoint states']] as const) {
     const stated = file[field];
     if (stated === undefined) continue;
     let bytes: Uint8Array | undefined;
     try { bytes = typeof stated === 'string' ? fromBase64(stated) : undefined; } catch { bytes = undefined; }
-    if (!bytes || !bytesEqual(bytes, cp.root)) return fail(`${field} differs from the root its signed checkpoint states`);
+    if (!bytes || !bytesEqual(bytes, root)) return fail(`${field} differs from the root ${whose}`);
   }
   let proof: Uint8Array[];
   try { proof = file.proof.map(fromBase64); } catch { return fail('the proof holds a value that is not base64'); }
   if (!verifyConsistency(file.from, file.to, proof, older.root, newer.root)) {
-    return fail(`the tree of size ${file.to} does not extend the tree of size ${file.from} by this proof (a checkpoint or the proof altered, or the log rewritten)`);
+    return fail(fromEmpty
+      ? 'a proof from size 0 (the empty tree) must be empty: RFC 9162 defines none, the empty tree being a prefix of every tree'
+      : `the tree of size ${file.to} does not extend the tree of size ${file.from} by this proof (a checkpoint or the proof altered, or the log rewritten)`);
   }
-  out.write(`CONSISTENT: ${newer.origin} at size ${file.to} extends its tree at size ${file.from}${witnessKeys.length ? `, both cosigned by ${witnessKeys.map((w) => w.name).join(', ')}` : ' (log signatures only)'}\n`);
+  const cosigned = witnessKeys.length ? `, ${fromEmpty ? 'its checkpoint' : 'both'} cosigned by ${witnessKeys.map((w) => w.name).join(', ')}` : ' (log signatures only)';
+  if (fromEmpty) {
+    out.write(`CONSISTENT: ${newer.origin} at size ${file.to} extends the empty tree (size 0), as every tree does: RFC 9162 defines no consistency proof from size 0, so only the newer checkpoint was checked${cosigned}\n`);
+    return 0;
+  }
+  out.write(`CONSISTENT: ${newer.origin} at size ${file.to} extends its tree at size ${file.from}${cosigned}\n`);
   return 0;
 }

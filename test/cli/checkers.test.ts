@@ -16,6 +16,7 @@ import { leafHashOfEvent } from '../../src/domain/auditlog/leaf.ts';
 import { appendLeaves, consistencyProof, nodeKey, type StoredNode } from '../../src/domain/auditlog/tree.ts';
 import { ed25519NoteSigner, formatVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
 import { toBase64 } from '../../src/domain/auditlog/bytes.ts';
+import { EMPTY_ROOT } from '../../src/domain/auditlog/hash.ts';
 import { MAIN } from '../support/process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gavel-checkers-'));
@@ -145,4 +146,26 @@ test('the server\'s error answer saved in place of a proof or consistency file i
   }
   assert.deepEqual(await verify([proof]), { code: 1, text: 'NOT VERIFIED: the proof file must hold a JSON object\n' });
   assert.deepEqual(await consistent([consistency]), { code: 1, text: 'NOT CONSISTENT: the consistency file must hold a JSON object\n' });
+});
+
+test('consistency from size 0 (the empty tree, which no checkpoint signs and RFC 9162 gives no proof from) is CONSISTENT once the newer checkpoint checks, and says why', async () => {
+  // As the route answers from=0: an empty proof, the empty tree's root, no older checkpoint.
+  const fromEmpty = { from: 0, to: 2, from_root: toBase64(EMPTY_ROOT), to_root: toBase64(roots[2]!), proof: [] as string[], from_checkpoint: null, to_checkpoint: await checkpoint(2) };
+  const r = await consistent(fromEmpty);
+  assert.equal(r.code, 0, r.text);
+  assert.equal(r.text, `CONSISTENT: ${ORIGIN} at size 2 extends the empty tree (size 0), as every tree does: RFC 9162 defines no consistency proof from size 0, so only the newer checkpoint was checked, its checkpoint cosigned by a.example/witness\n`);
+  // The newer checkpoint is still checked, and nothing is taken for the empty tree that is not it.
+  for (const [c, why] of [
+    [{ ...fromEmpty, to_checkpoint: await checkpoint(1) }, /the newer checkpoint is of size 1, not 2/],
+    [{ ...fromEmpty, from_root: toBase64(roots[1]!) }, /from_root differs from the root the empty tree has/],
+    [{ ...fromEmpty, proof: [toBase64(roots[1]!)] }, /a proof from size 0 \(the empty tree\) must be empty/],
+    [{ ...fromEmpty, to: 0, to_root: toBase64(EMPTY_ROOT), to_checkpoint: null }, /holds no signed checkpoint for one of its sizes/],
+  ] as const) {
+    const bad = await consistent(c);
+    assert.equal(bad.code, 1, bad.text);
+    assert.match(bad.text, why);
+  }
+  const unwitnessed = await consistent(fromEmpty, ['--log-key', logKey, '--witness-key', keyB]);
+  assert.equal(unwitnessed.code, 1, unwitnessed.text);
+  assert.match(unwitnessed.text, /no valid cosignature by witness b\.example\/witness on the newer checkpoint/);
 });
