@@ -1,7 +1,9 @@
 // Inclusion and consistency proofs served from stored nodes: each is one query for the
 // O(log n) nodes its plan names (planInclusion / planConsistency), then pure assembly.
 import { toBase64 } from '../../domain/auditlog/bytes.ts';
-import { LEAF_VERSION, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
+import { LEAF_VERSION, leafHashOfStoredEvent, type AuditEventRecord, type JsonValue } from '../../domain/auditlog/leaf.ts';
+import { parseVkey } from '../../domain/auditlog/note.ts';
+import { verifyConsistency, verifyInclusion } from '../../domain/auditlog/verify.ts';
 import { assemble, planInclusion, readerFromNodes } from '../../domain/auditlog/tree.ts';
 import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { Problem, retryLater } from '../../http/problem.ts';
@@ -10,6 +12,7 @@ import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { ensureLogState, logIdentity, readNodes } from './log.ts';
+import { signedRoot } from './anchoring.ts';
 import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 import { sql } from 'kysely';
@@ -147,21 +150,29 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
     }
     throw e;
   });
+  // Served only once it proves something: the path from the event's leaf (of its row as stored, as
+  // the verification route computes it) must lead to the root its checkpoint's signed note states.
+  const logVkey = (await logIdentity(deps.store, deps.signer)).vkey;
+  const root = signedRoot(cp, parseVkey(logVkey));
+  // A stored text that no longer parses is log_damaged, as the event lists say; never exported as the record.
+  const event: AuditEventRecord = { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data: storedEventData(row.id, row.data) as JsonValue };
+  if (!verifyInclusion(leafHashOfStoredEvent(row), row.leaf_index, cp.size, path, root)) {
+    throw new Problem(500, 'log_damaged', `the inclusion path of leaf ${row.leaf_index} in the tree of ${cp.size}, from the stored nodes, does not lead to the root its signed checkpoint states: a leaf hash or node on the path, or the event's row, was altered; the verification route says INVALID and where`);
+  }
   const witnessed = cp.witnessed_at !== null;
   return {
     audit_event_id: row.id,
     leaf_version: LEAF_VERSION,
     leaf_index: row.leaf_index,
     tree_size: cp.size,
-    root: toBase64(cp.root),
+    root: toBase64(root),
     path: path.map(toBase64),
     anchored_height: witnessed ? cp.size : null,
     witnessed,
     checkpoint: cosignedNote(cp),
     cosignatures: cosignatureLines(cp),
-    log_vkey: (await logIdentity(deps.store, deps.signer)).vkey,
-    // A stored text that no longer parses is log_damaged, as the event lists say; never exported as the record.
-    event: { id: row.id, project_id: row.project_id, kind: row.kind, actor: row.actor, created_at: row.created_at, data: storedEventData(row.id, row.data) as JsonValue },
+    log_vkey: logVkey,
+    event,
   };
 }
 
@@ -177,14 +188,29 @@ export interface ConsistencyResult {
   to_checkpoint: string | null;
 }
 
+/**
+ * RFC 9162 consistency proof between two sizes, checked before it is served. A size with a checkpoint
+ * reports the root its signed note states; any other size the root of the stored nodes, which the
+ * check anchors: `to`'s by a consistency proof to the newest checkpoint (computed here, not served),
+ * `from`'s by the proof served, which must lead from it to `to`'s root.
+ */
 export async function consistencyBetween(deps: AuditLogDeps, from: number, to: number): Promise<ConsistencyResult> {
   const latest = await latestCheckpoint(deps.store.db);
   const max = latest?.size ?? 0;
   if (!(from <= to)) throw new Problem(400, 'invalid_request', 'from must not exceed to', { errors: [{ pointer: '/from', in: 'query', code: 'out_of_range', message: 'from must not exceed to' }] });
   if (to > max) throw new Problem(400, 'invalid_request', `to exceeds the newest checkpoint size ${max}`, { errors: [{ pointer: '/to', in: 'query', code: 'out_of_range', message: `at most ${max}` }] });
   const db = deps.store.db;
-  const [proof, fromRoot, toRoot, fromCp, toCp] = await Promise.all([
-    consistencyFromStore(db, from, to), rootOfSize(db, from), rootOfSize(db, to), checkpointAt(db, from), checkpointAt(db, to),
+  const logKey = parseVkey((await logIdentity(deps.store, deps.signer)).vkey);
+  const [fromCp, toCp] = await Promise.all([checkpointAt(db, from), checkpointAt(db, to)]);
+  // `to` without a checkpoint of its own (and not the empty tree) is anchored to the newest one.
+  const anchor = !toCp && to > 0 ? latest : undefined;
+  // Opened before any read starts: a throw among started reads would leave them unawaited.
+  const [fromSigned, toSigned, anchorRoot] = [fromCp, toCp, anchor].map((cp) => cp && signedRoot(cp, logKey));
+  const [proof, fromRoot, toRoot, toAnchor] = await Promise.all([
+    consistencyFromStore(db, from, to),
+    fromSigned ?? rootOfSize(db, from),
+    toSigned ?? rootOfSize(db, to),
+    anchor ? consistencyFromStore(db, to, anchor.size) : [],
   ]).catch((e: unknown) => {
     // As for an inclusion proof: a node under a signed checkpoint is gone, so the log is damaged.
     if (e instanceof AuditLogError && e.code === 'missing_node') {
@@ -192,6 +218,13 @@ export async function consistencyBetween(deps: AuditLogDeps, from: number, to: n
     }
     throw e;
   });
+  const contradicted = (what: string) => new Problem(500, 'log_damaged', `${what}: a node or leaf hash the stored tree gives it was altered, so no proof is served`);
+  if (anchor && anchorRoot && !verifyConsistency(to, anchor.size, toAnchor, toRoot, anchorRoot)) {
+    throw contradicted(`the stored tree's root of size ${to}, which no checkpoint signs, is not consistent with the root the newest checkpoint (size ${anchor.size}) signs`);
+  }
+  if (!verifyConsistency(from, to, proof, fromRoot, toRoot)) {
+    throw contradicted(`the stored tree's consistency proof from ${from} to ${to} does not lead from the root of ${from} to the root of ${to}${toCp ? ' its checkpoint signs' : ''}`);
+  }
   return {
     from, to, proof: proof.map(toBase64), from_root: toBase64(fromRoot), to_root: toBase64(toRoot),
     from_checkpoint: fromCp ? cosignedNote(fromCp) : null, to_checkpoint: toCp ? cosignedNote(toCp) : null,

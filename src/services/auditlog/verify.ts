@@ -22,6 +22,7 @@ import { cosignedNote, latestCheckpoint, type StoredCheckpoint } from './checkpo
 import { fromBlob, logIdentity, readNodes } from './log.ts';
 import { inclusionFromStore, leafPastTheTree, loadEvent, notReady, unsequenced, type AuditLogDeps } from './proofs.ts';
 import { Problem } from '../../http/problem.ts';
+import { checkpointContradiction } from './anchoring.ts';
 
 export type Verification = 'VERIFIED' | 'INVALID' | 'NOT_WITNESSED' | 'UNAVAILABLE';
 
@@ -105,13 +106,9 @@ async function locateAlteration(db: Db, projectId: string, id: string, leaf: Uin
 /** localCheck's answer when only the path fails: locateAlteration then says where. */
 const INCLUSION_FAILED = 'inclusion';
 
-function localCheck(note: string, logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | AuditLogError): string | null {
-  try {
-    const opened = openCheckpoint(note, [logKey]);
-    if (opened.checkpoint.size !== cp.size || !bytesEqual(opened.checkpoint.root, cp.root)) return 'the stored checkpoint does not match its signed text';
-  } catch (e) {
-    return `the stored checkpoint is not signed by the log key: ${(e as Error).message}`;
-  }
+function localCheck(logKey: VerifierKey, cp: StoredCheckpoint, leaf: Uint8Array, index: number, path: Uint8Array[] | AuditLogError): string | null {
+  const contradiction = checkpointContradiction(cp, logKey);
+  if (contradiction) return contradiction;
   if (path instanceof AuditLogError) return `the tree lacks a node the inclusion path of leaf ${index} needs: ${path.message}`;
   if (!verifyInclusion(leaf, index, cp.size, path, cp.root)) return INCLUSION_FAILED;
   return null;
@@ -148,7 +145,7 @@ export async function verifyProof(deps: VerifyDeps, projectId: string, auditId: 
     if (!(e instanceof AuditLogError)) throw e;
     path = e;
   }
-  const checked = localCheck(cp.note, logKey, cp, leaf, index, path);
+  const checked = localCheck(logKey, cp, leaf, index, path);
   const localFailure = checked === INCLUSION_FAILED && !(path instanceof AuditLogError) ? await locateAlteration(db, projectId, row.id, leaf, index, path, cp) : checked;
   const base = { chain_witness: null, root: toBase64(cp.root), anchored_height: cp.size, leaf_index: index };
   if (localFailure) {
