@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
 import type { Store } from './store.ts';
 import { withoutReplyTimeout } from './postgres/dialect.ts';
+import { databaseUnreachable } from './unreachable.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
@@ -12,6 +13,12 @@ const MIGRATION_FILE = /^(\d{4}_[a-z0-9_]+)\.[jt]s$/;
 
 class FolderProvider implements MigrationProvider {
   readonly #dialect: Store['dialect'];
+  /**
+   * The migration whose `up` failed in this run, and how. Kysely rolls the run back and releases
+   * its lock after such a failure, and when either of those fails too (on a connection the server
+   * ended, every statement after does) it reports that error instead, with no migration named.
+   */
+  failed: { name: string; error: unknown } | undefined;
   constructor(dialect: Store['dialect']) { this.#dialect = dialect; }
   async getMigrations(): Promise<Record<string, Migration>> {
     const files = (await readdir(MIGRATIONS_DIR)).filter((f) => MIGRATION_FILE.test(f)).sort();
@@ -19,7 +26,12 @@ class FolderProvider implements MigrationProvider {
     for (const file of files) {
       const mod = await import(new URL(file, MIGRATIONS_DIR).href);
       const dialect = this.#dialect;
-      migrations[MIGRATION_FILE.exec(file)![1]!] = { up: (db) => mod.up(db, dialect) };
+      const name = MIGRATION_FILE.exec(file)![1]!;
+      migrations[name] = {
+        up: async (db) => {
+          try { await mod.up(db, dialect); } catch (error) { this.failed ??= { name, error }; throw error; }
+        },
+      };
     }
     return migrations;
   }
@@ -27,23 +39,37 @@ class FolderProvider implements MigrationProvider {
 
 export class MigrationError extends Error {}
 
+/** A failed run, on either engine: all its migrations and their records are one transaction (SQLite's adapter: store/sqlite/dialect.ts). */
+const NOTHING_APPLIED = 'nothing was applied: the pending migrations run in one transaction, which did not commit; `gavel migrate`, or a start, applies them once the cause is dealt with';
+
+/** Lost outside a migration's own statements (reading what is applied, committing): the run may or may not have committed. */
+const CONNECTION_LOST = 'the connection to the database was lost; `gavel migrate`, or a start, applies whatever is still pending once it is reachable';
+
+const messageOf = (error: unknown): string => (error as Error)?.message ?? String(error);
+
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const { migrator, provider } = await migratorOf(store);
   // A migration may rewrite a large table, or wait for another instance's to finish.
   const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
   if (error) {
-    const failed = results?.find((r) => r.status === 'Error');
+    const cause = provider.failed;
+    const failed = cause?.name ?? results?.find((r) => r.status === 'Error')?.migrationName;
     // After a rollback to an older build, Kysely calls the newer build's migrations "corrupted":
     // say what happened and what to do instead. Nothing was applied (it checks before running any).
     const unknown = failed ? [] : await unknownMigrations(store, provider).catch(() => []);
     if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
-    throw new MigrationError(`${failed ? `migration ${failed.migrationName}` : 'migrating'} failed: ${(error as Error).message ?? error}`);
+    if (!cause) throw new MigrationError(`${failed ? `migration ${failed}` : 'migrating'} failed: ${messageOf(error)}${databaseUnreachable(error) ? ` (${CONNECTION_LOST})` : ''}`);
+    // The error the migration failed with is what went wrong. One raised after it (by the ROLLBACK
+    // or the lock release) is its consequence when the connection was lost; otherwise it is a fault
+    // of its own, said too. Either way the run's transaction never committed.
+    const after = error !== cause.error && !databaseUnreachable(cause.error) ? `; rolling back then failed: ${messageOf(error)}` : '';
+    throw new MigrationError(`migration ${cause.name} failed: ${messageOf(cause.error)} (${NOTHING_APPLIED})${after}`);
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-async function migratorOf(store: Store): Promise<{ migrator: Migrator; provider: MigrationProvider }> {
+async function migratorOf(store: Store): Promise<{ migrator: Migrator; provider: FolderProvider }> {
   // Kysely looks for its migration tables in every schema unless told which one: with several
   // schemas in one database (tests, tenants) it would find another schema's table and skip
   // creating its own. Name the current schema explicitly. (Its introspection is kept to that schema

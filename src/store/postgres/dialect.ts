@@ -2,7 +2,8 @@
 // is bounded by 2^53-1 at the edge (money, counters), so the conversion is exact.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
-import { PostgresDialect, sql, type DatabaseIntrospector, type Kysely, type SchemaMetadata, type TableMetadata } from 'kysely';
+import { PostgresAdapter, PostgresDialect, sql, type DatabaseIntrospector, type DialectAdapter, type Kysely, type MigrationLockOptions, type SchemaMetadata, type TableMetadata } from 'kysely';
+import { databaseUnreachable } from '../unreachable.ts';
 import { preparedStatementName } from '../fixed-sql.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -125,6 +126,9 @@ function bounded(client: pg.PoolClient, answer: Promise<unknown>, ms: number): P
  * on the search_path, where this store's tables live) and lists table names, all the migrator reads.
  */
 class OwnSchemaDialect extends PostgresDialect {
+  override createAdapter(): DialectAdapter {
+    return new MigrationLockAdapter();
+  }
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return {
       async getSchemas(): Promise<SchemaMetadata[]> {
@@ -141,3 +145,24 @@ class OwnSchemaDialect extends PostgresDialect {
     };
   }
 }
+
+/**
+ * Kysely releases its migration lock (a session-level advisory lock) in a `finally`, so an unlock
+ * that fails replaces the error that ended the migration run. It fails only on a session that is
+ * gone or going: the connection was lost (the server ended the session, which releases the lock
+ * with it), or Kysely marked it discarded after a failed ROLLBACK (the pool destroys a discarded
+ * connection when it is released, which ends the session and its lock). There is nothing left to
+ * release in either case, so the error that says what happened is the one kept. Used only by the
+ * migrator (store/migrate.ts).
+ */
+class MigrationLockAdapter extends PostgresAdapter {
+  override async releaseMigrationLock(db: Kysely<any>, options: MigrationLockOptions): Promise<void> {
+    try {
+      await super.releaseMigrationLock(db, options);
+    } catch (error) {
+      if (!databaseUnreachable(error) && (error as Error).message !== DISCARDED) throw error;
+    }
+  }
+}
+/** Kysely's error for a statement on a connection it marked for discard (kysely/dist/dialect/postgres/postgres-driver.js). */
+const DISCARDED = 'Postgres connection has been discarded';
