@@ -11,7 +11,8 @@ import { LocalSigner } from './signer/local.ts';
 import { PinnedSigner } from './signer/pinned.ts';
 import { ensureLogState, LOG_KEY } from './services/auditlog/log.ts';
 import type { Signer } from './signer/signer.ts';
-import { migrateToLatest } from './store/migrate.ts';
+import { ForeignDatabase, foreignTables, migrateToLatest } from './store/migrate.ts';
+import BetterSqlite3 from 'better-sqlite3';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
 import { localWriter } from './services/writer/writer.ts';
@@ -45,6 +46,24 @@ export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
   const keys = join(dataDir, 'keys');
   if (where.kind !== 'sqlite' || existsSync(where.file) || !existsSync(join(keys, `${LOG_KEY}.pem`))) return;
   throw new DatabaseMissing(`no database at ${where.file}, but ${keys} holds the signing keys of one: put the database back (README, "Backups and restores"), or move the keys aside too to start afresh`);
+}
+
+/**
+ * Refuses a SQLite file holding another application's tables (store/migrate.ts, ForeignDatabase),
+ * read through a read-only connection: opening it as the store does would already write to it
+ * (WAL mode, in its header). A file that cannot be read so is left to the store's own open to report.
+ */
+export function refuseForeignDatabase(where: StoreOptions): void {
+  if (where.kind !== 'sqlite' || where.file === ':memory:' || !existsSync(where.file)) return;
+  let tables: string[];
+  try {
+    const file = new BetterSqlite3(where.file, { readonly: true, fileMustExist: true });
+    try {
+      tables = file.prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite\\_%' escape '\\' order by name").pluck().all() as string[];
+    } finally { file.close(); }
+  } catch { return; }
+  const foreign = foreignTables(tables);
+  if (foreign.length) throw new ForeignDatabase(where.file, foreign, 'Point GAVEL_DATA_DIR at a directory of Gavel\'s own (its database, gavel.db, is made at the first start), or move this file aside.');
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */
@@ -118,7 +137,7 @@ export interface ServiceOptions extends BuildOptions {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
-  if (!options.store) refuseLostDatabase(where, config.dataDir);
+  if (!options.store) { refuseLostDatabase(where, config.dataDir); refuseForeignDatabase(where); }
   const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
     return await assemble(config, options, where, servingLock);

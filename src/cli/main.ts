@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables } from '../config/config.ts';
-import { createService, DatabaseMissing, refuseLostDatabase, storeOptions } from '../service.ts';
+import { createService, DatabaseMissing, refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
@@ -136,6 +136,7 @@ async function serve(embedded: boolean): Promise<void> {
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
   refuseLostDatabase(where, config.dataDir);
+  refuseForeignDatabase(where);
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
   let witness: LocalWitness | undefined;
   let service: Awaited<ReturnType<typeof createService>>;
@@ -247,6 +248,7 @@ async function migrate(): Promise<void> {
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
   refuseLostDatabase(storeOptions(config), config.dataDir);
+  refuseForeignDatabase(storeOptions(config));
   const store = openStore(storeOptions(config));
   try {
     const applied = await migrateToLatest(store);

@@ -39,6 +39,22 @@ class FolderProvider implements MigrationProvider {
 
 export class MigrationError extends Error {}
 
+/**
+ * A database holding tables but no record of Gavel's migrations: another application's, which a
+ * start would otherwise fill with Gavel's tables beside its own. Refused before anything is
+ * written (decision 0028). Gavel's own always has the record: the migrator commits
+ * `kysely_migration` before it creates any other table.
+ */
+export class ForeignDatabase extends MigrationError {
+  constructor(what: string, tables: string[], remedy: string) {
+    const shown = tables.slice(0, 5).join(', ') + (tables.length > 5 ? ` and ${tables.length - 5} more` : '');
+    super(`${what} holds tables of another application (${shown}) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. ${remedy}`);
+  }
+}
+
+/** The tables that make a database another application's (see ForeignDatabase): none when it is Gavel's, or empty. */
+export const foreignTables = (tables: string[]): string[] => tables.includes('kysely_migration') ? [] : tables;
+
 /** A failed run, on either engine: all its migrations and their records are one transaction (SQLite's adapter: store/sqlite/dialect.ts). */
 const NOTHING_APPLIED = 'nothing was applied: the pending migrations run in one transaction, which did not commit; `gavel migrate`, or a start, applies them once the cause is dealt with';
 
@@ -49,6 +65,8 @@ const messageOf = (error: unknown): string => (error as Error)?.message ?? Strin
 
 /** Applies every pending migration; returns the names applied. Safe to run on every start. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
+  // SQLite's file is checked before it is opened (service.ts, refuseForeignDatabase): opening it writes.
+  if (store.dialect === 'postgres') await refuseForeignSchema(store);
   const { migrator, provider } = await migratorOf(store);
   // A migration may rewrite a large table, or wait for another instance's to finish.
   const { error, results }: MigrationResultSet = await withoutReplyTimeout(() => migrator.migrateToLatest());
@@ -100,4 +118,23 @@ async function unknownMigrations(store: Store, provider: MigrationProvider): Pro
   // The migration table lives in the current schema (migrationTableSchema above).
   const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db);
   return rows.map((r) => r.name).filter((name) => !(name in known));
+}
+
+/**
+ * Refuses a PostgreSQL schema (the current one, where Gavel's tables go) holding another
+ * application's tables. Tables an extension installed there (PostGIS's spatial_ref_sys, say) are
+ * not counted: a database made for Gavel may have them.
+ */
+async function refuseForeignSchema(store: Store): Promise<void> {
+  const { rows } = await sql<{ name: string; database: string; schema: string }>`
+    select c.relname as name, current_database() as database, current_schema() as schema
+    from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = current_schema() and c.relkind in ('r', 'p', 'v', 'm', 'f')
+      and not exists (select 1 from pg_catalog.pg_depend d
+        where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
+    order by c.relname`.execute(store.db);
+  const foreign = foreignTables(rows.map((r) => r.name));
+  if (!foreign.length) return;
+  throw new ForeignDatabase(`the PostgreSQL database "${rows[0]!.database}" (schema "${rows[0]!.schema}")`, foreign,
+    'Point GAVEL_DATABASE_URL at a database of Gavel\'s own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.');
 }

@@ -1,0 +1,74 @@
+// A database of another application (tables, but no record of Gavel's migrations) is refused by
+// serve, up and migrate in one line naming it, exit 2, and left exactly as it was; an empty one and
+// Gavel's own still start (decision 0028).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
+import { backends } from '../support/backends.ts';
+import { MAIN, databaseUrl } from '../support/process.ts';
+
+const gavel = (args: string[], env: Record<string, string | undefined>) =>
+  spawnSync(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', ...env }, encoding: 'utf8', timeout: 60_000 });
+
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+test('a SQLite file of another application is refused by serve, up and migrate, exit 2, and not written to', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+  const file = join(dir, 'gavel.db');
+  try {
+    const other = new BetterSqlite3(file);
+    other.exec('create table customers (id integer primary key, name text); create table orders (id integer primary key)');
+    other.close();
+    const before = sha256(file);
+    for (const args of [['serve'], ['up'], ['migrate']]) {
+      const r = gavel(args, { GAVEL_DATA_DIR: dir });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: ${file} holds tables of another application (customers, orders) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. Point GAVEL_DATA_DIR at a directory of Gavel's own (its database, gavel.db, is made at the first start), or move this file aside.\n`);
+      assert.doesNotMatch(r.stdout, /First start/);
+    }
+    assert.equal(sha256(file), before, 'the file is as it was');
+    assert.deepEqual(readdirSync(dir), ['gavel.db'], 'nothing was made beside it (no journal, no keys)');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('an empty SQLite file, and one that Gavel migrated, are migrated as before', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+  try {
+    new BetterSqlite3(join(dir, 'gavel.db')).close();
+    const first = gavel(['migrate'], { GAVEL_DATA_DIR: dir });
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /^applied: 0001_core, /);
+    const again = gavel(['migrate'], { GAVEL_DATA_DIR: dir });
+    assert.equal(again.status, 0, again.stderr);
+    assert.equal(again.stdout, 'the database is up to date\n');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+const postgres = backends().find((b) => b.name === 'postgres');
+
+test('PostgreSQL: a schema of another application is refused by migrate and serve, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  const ts = await postgres!.open({ migrate: false });
+  const { schema } = ts.options as { schema: string };
+  try {
+    await sql`create table invoices (id int)`.execute(ts.store.db);
+    const database = (await sql<{ d: string }>`select current_database() as d`.execute(ts.store.db)).rows[0]!.d;
+    for (const args of [['migrate'], ['serve']]) {
+      const r = gavel(args, { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: the PostgreSQL database "${database}" (schema "${schema}") holds tables of another application (invoices) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. Point GAVEL_DATABASE_URL at a database of Gavel's own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.\n`);
+    }
+    const tables = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = ${schema}`.execute(ts.store.db);
+    assert.deepEqual(tables.rows.map((r) => r.name), ['invoices']);
+    // Once the other application's table is gone, the (now empty) schema is set up as at any first start.
+    await sql`drop table invoices`.execute(ts.store.db);
+    const r = gavel(['migrate'], { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^applied: 0001_core, /);
+  } finally { await ts.cleanup(); }
+});
