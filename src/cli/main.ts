@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
-import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables } from '../config/config.ts';
+import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables, unknownVariableWarning } from '../config/config.ts';
 import { createService, DatabaseMissing, refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
@@ -154,8 +154,8 @@ async function serve(embedded: boolean): Promise<void> {
   const { app } = service;
   say = { warn: (msg) => app.log.warn(msg), error: (msg) => app.log.error(msg) };
   app.log.info({ config: redactConfig(config) }, 'configuration');
-  for (const { name, meant } of unknownVariables()) {
-    app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`);
+  for (const unknown of unknownVariables()) {
+    app.log.warn({ variable: unknown.name, ...(unknown.meant ? { meant: unknown.meant } : {}) }, unknownVariableWarning(unknown));
   }
   warnIfFileLimitBelowCap(app, config.maxConnections);
   try {
@@ -245,6 +245,8 @@ async function announce(service: Awaited<ReturnType<typeof createService>>, conf
 
 async function migrate(): Promise<void> {
   const config = loadConfig();
+  // As serve does, and before anything is migrated: a misspelt GAVEL_DATABASE_URL leaves the SQLite default to be migrated.
+  for (const unknown of unknownVariables()) process.stderr.write(`gavel: ${unknownVariableWarning(unknown)}\n`);
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
   refuseLostDatabase(storeOptions(config), config.dataDir);

@@ -292,6 +292,10 @@ export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: 
     });
 }
 
+/** What is said of one (the server's log at start; `gavel migrate`'s stderr). */
+export const unknownVariableWarning = ({ name, meant }: { name: string; meant?: string }): string =>
+  `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`;
+
 /** Levenshtein distance: how many single-character edits turn `a` into `b`. */
 function editDistance(a: string, b: string): number {
   let row = Array.from({ length: b.length + 1 }, (_, j) => j);

@@ -4,7 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
-import { databaseUrl, spawnGavel } from '../support/process.ts';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { databaseUrl, MAIN, spawnGavel } from '../support/process.ts';
 
 for (const backend of backends()) {
   test(`the start's log masks the database's credentials and holds no administrator password, on ${backend.name}`, async () => {
@@ -53,6 +57,21 @@ test('a GAVEL_* variable no setting reads is warned about at start, with the set
     await server.kill('SIGTERM');
     await ts.cleanup();
   }
+});
+
+test('gavel migrate warns about a GAVEL_* variable no setting reads as serve does, on stderr, before it migrates', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-migrate-vars-'));
+  try {
+    // GAVEL_DATABSE_URL: a typo that leaves the SQLite default to be migrated in its place.
+    const r = spawnSync(process.execPath, [MAIN, 'migrate'], {
+      env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dir, GAVEL_DATABSE_URL: 'postgres://elsewhere/gavel', GAVEL_OWN_THING: '1', GAVEL_TEST_SOMETHING: '1' },
+      encoding: 'utf8', timeout: 60_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, 'gavel: GAVEL_DATABSE_URL is set but no setting reads it (did you mean GAVEL_DATABASE_URL?); it is ignored\n'
+      + 'gavel: GAVEL_OWN_THING is set but no setting reads it; it is ignored\n');
+    assert.match(r.stdout, /^applied: 0001_core, /);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
 test('serve warns when it listens beyond loopback without TLS, and not when GAVEL_PUBLIC_URL is https', async () => {
