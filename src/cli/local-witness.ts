@@ -47,7 +47,8 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
       // Its own one line, with the flags it names turned into the settings that set them here.
       const said = stderr.trim().split('\n').find((l) => l.startsWith('gavel: ') || l.startsWith('gavel witness: '))
         ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)').replace('--data-dir', 'GAVEL_DATA_DIR');
-      reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (stderr.trim().split('\n')[0] || (signal ? `it was killed by ${signal}` : `it exited with code ${code}`))}`));
+      // A signal says more than whatever it wrote before it (a warning, say): it did not end on its own.
+      reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (signal ? `it ${howItEnded(code, signal)}` : stderr.trim().split('\n')[0] || `it ${howItEnded(code, signal)}`)}`));
     };
     child.once('exit', failedToStart);
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -63,6 +64,21 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
       }
     });
   });
+}
+
+/** Signals with which Node ends a process that crashed (V8 out of memory aborts). */
+const CRASH_SIGNALS = new Set(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE']);
+
+/**
+ * How a witness process ended, said so an operator can act on it. It ignores SIGINT, SIGTERM and
+ * SIGHUP (witness/main.ts: it stops when gavel up does), so a signal that ends it came from
+ * elsewhere: SIGKILL from a kill -9 or the kernel's out-of-memory killer, which logs each kill.
+ */
+export function howItEnded(code: number | null, signal: NodeJS.Signals | null): string {
+  if (signal === 'SIGKILL') return 'was killed by SIGKILL (a kill -9, or the kernel\'s out-of-memory killer: `dmesg` or `journalctl -k` lists its kills; if memory is short, give the host more)';
+  if (signal && CRASH_SIGNALS.has(signal)) return `crashed (${signal})`;
+  if (signal) return `was killed by ${signal}, sent by another process`;
+  return `exited with code ${code}`;
 }
 
 /** The first wait before starting a dead witness again, and the longest (doubling between them). */
@@ -84,7 +100,7 @@ export async function superviseLocalWitness(opts: { dataDir: string; port: numbe
   const watch = (w: LocalWitness) => {
     void w.exited.then(({ code, signal }) => {
       if (closing) return;
-      say.error(`the local witness exited (${signal ?? `code ${code}`}); starting it again on ${url}`);
+      say.error(`the local witness ${howItEnded(code, signal)}; starting it again on ${url}, with the same key and storage`);
       restart(RESTART_FIRST_MS);
     });
   };

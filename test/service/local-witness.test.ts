@@ -12,10 +12,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { MAIN } from '../support/process.ts';
+import { howItEnded } from '../../src/cli/local-witness.ts';
 import { startWitness, type RunningWitness } from '../../src/witness/server.ts';
 import { formatVkey, SIG_TYPE_ED25519 } from '../../src/domain/auditlog/note.ts';
 
-async function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; kill(signal: NodeJS.Signals): void }> {
+async function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; lines: string[]; kill(signal: NodeJS.Signals): void }> {
   const started = await start('up', dataDir);
   const m = /^(http:\/\/\S+) \(local/.exec(started.witness);
   if (!m) { started.kill('SIGKILL'); throw new Error(`no local witness: ${started.witness}`); }
@@ -23,18 +24,20 @@ async function up(dataDir: string): Promise<{ pid: number; witnessUrl: string; k
 }
 
 /** `gavel <command>` on dataDir, once its banner names the witness (what follows "Witness:"). */
-function start(command: 'up' | 'serve', dataDir: string, env: Record<string, string> = {}): Promise<{ pid: number; witness: string; kill(signal: NodeJS.Signals): void }> {
+function start(command: 'up' | 'serve', dataDir: string, env: Record<string, string> = {}): Promise<{ pid: number; witness: string; lines: string[]; kill(signal: NodeJS.Signals): void }> {
   const child = spawn(process.execPath, [MAIN, command], {
     env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: dataDir, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', GAVEL_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
+  const lines: string[] = [];
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`gavel ${command} exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
       const m = /Witness:\s+(.*)$/.exec(line);
-      if (m) resolve({ pid: child.pid!, witness: m[1]!, kill: (s) => child.kill(s) });
+      if (m) resolve({ pid: child.pid!, witness: m[1]!, lines, kill: (s) => child.kill(s) });
     });
   });
 }
@@ -86,6 +89,10 @@ test('a local witness that dies while gavel up runs is started again on the same
         if (answer === undefined) await sleep(100);
       }
       assert.equal(answer?.vkey, before.vkey, 'the same witness, where the log looks for it');
+      // The log says what happened to it, and what to look at (not "exited (SIGKILL)").
+      const logged = running.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string });
+      assert.ok(logged.some((l) => l.msg === `the local witness was killed by SIGKILL (a kill -9, or the kernel's out-of-memory killer: \`dmesg\` or \`journalctl -k\` lists its kills; if memory is short, give the host more); starting it again on ${running.witnessUrl}, with the same key and storage`),
+        running.lines.join('\n'));
       running.kill('SIGTERM');
       for (let i = 0; i < 100 && (alive(running.pid) || alive(again)); i++) await sleep(100);
       assert.equal(alive(again), false, 'a graceful stop stops the restarted witness too');
@@ -159,4 +166,11 @@ for (const signal of ['SIGINT', 'SIGHUP'] as const) test(`${signal} to gavel up'
     try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('how a witness process ended is said in words: a SIGKILL with where to look, a crash, another signal, an exit code', () => {
+  assert.match(howItEnded(null, 'SIGKILL'), /^was killed by SIGKILL \(a kill -9, or the kernel's out-of-memory killer: `dmesg`/);
+  assert.equal(howItEnded(null, 'SIGSEGV'), 'crashed (SIGSEGV)');
+  assert.equal(howItEnded(null, 'SIGUSR2'), 'was killed by SIGUSR2, sent by another process');
+  assert.equal(howItEnded(3, null), 'exited with code 3');
 });
