@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { backends } from '../support/backends.ts';
+import { backends, type TestStore } from '../support/backends.ts';
 import { migrateToLatest, MigrationError } from '../../src/store/migrate.ts';
 
 const MIGRATIONS = readdirSync(new URL('../../src/store/migrations/', import.meta.url)).filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f)).map((f) => f.slice(0, -3)).sort();
@@ -61,17 +61,19 @@ for (const backend of backends()) {
 
 const postgres = backends().find((b) => b.name === 'postgres');
 
-test('PostgreSQL: the connection terminated in the middle of a migration is reported as that, naming the migration, not as the ROLLBACK or lock release that failed after it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+/**
+ * Runs `migrateToLatest` on a migrated test schema while another session holds `table` (after
+ * `prepare`), and has the server terminate the run's session once it waits on that lock: a
+ * connection lost at a known point. `then` gets what the run threw, the table released.
+ */
+async function migrateTerminatedWaitingOn(table: string, prepare: (ts: TestStore) => Promise<void>, then: (error: unknown, ts: TestStore) => Promise<void>): Promise<void> {
   const ts = await postgres!.open();
   const { url, schema } = ts.options as { url: string; schema: string };
-  // Another session holds the table the last migration indexes, so that migration waits on it:
-  // in the middle of the run, the moment the server ends its session.
   const holder = new pg.Client({ connectionString: url });
   await holder.connect();
   try {
-    await sql`drop index audit_checkpoints_witnessed`.execute(ts.store.db);
-    await sql`delete from kysely_migration where name = '0912_witnessed_checkpoints'`.execute(ts.store.db);
-    await holder.query(`begin; lock table ${schema}.audit_checkpoints in access exclusive mode`);
+    await prepare(ts);
+    await holder.query(`begin; lock table ${schema}.${table} in access exclusive mode`);
     const migrating = migrateToLatest(ts.store).then(() => null, (e: unknown) => e);
     let terminated = 0;
     while (!terminated) {
@@ -80,42 +82,35 @@ test('PostgreSQL: the connection terminated in the middle of a migration is repo
       terminated = rows[0].n;
     }
     const error = await migrating;
+    await holder.query('rollback');
+    await then(error, ts);
+  } finally {
+    await holder.end();
+    await ts.cleanup();
+  }
+}
+
+test('PostgreSQL: the connection terminated in the middle of a migration is reported as that, naming the migration, not as the ROLLBACK or lock release that failed after it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  // The last migration, unrecorded and undone, indexes this table: it waits on it mid-run.
+  await migrateTerminatedWaitingOn('audit_checkpoints', async (ts) => {
+    await sql`drop index audit_checkpoints_witnessed`.execute(ts.store.db);
+    await sql`delete from kysely_migration where name = '0912_witnessed_checkpoints'`.execute(ts.store.db);
+  }, async (error, ts) => {
     assert.ok(error instanceof MigrationError, String(error));
     assert.match(error.message, /^migration 0912_witnessed_checkpoints failed: terminating connection due to administrator command \(nothing was applied: /);
-    await holder.query('rollback');
     const applied = await sql<{ name: string }>`select name from kysely_migration where name = '0912_witnessed_checkpoints'`.execute(ts.store.db);
     assert.equal(applied.rows.length, 0);
     // The next run applies it.
     assert.deepEqual(await migrateToLatest(ts.store), ['0912_witnessed_checkpoints']);
-  } finally {
-    await holder.end();
-    await ts.cleanup();
-  }
+  });
 });
 
 test('PostgreSQL: the connection terminated while the run reads what is applied is a lost connection, not the lock release Kysely then fails', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
-  const ts = await postgres!.open();
-  const { url, schema } = ts.options as { url: string; schema: string };
-  const holder = new pg.Client({ connectionString: url });
-  await holder.connect();
-  try {
-    // The run reads kysely_migration inside its transaction, under the migration lock: held here, it waits.
-    await holder.query(`begin; lock table ${schema}.kysely_migration in access exclusive mode`);
-    const migrating = migrateToLatest(ts.store).then(() => null, (e: unknown) => e);
-    let terminated = 0;
-    while (!terminated) {
-      const { rows } = await holder.query(`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
-        where application_name = $1 and wait_event_type = 'Lock'`, [`gavel/${schema}`]);
-      terminated = rows[0].n;
-    }
-    const error = await migrating;
+  // The run reads kysely_migration inside its transaction, under the migration lock.
+  await migrateTerminatedWaitingOn('kysely_migration', async () => {}, async (error, ts) => {
     assert.ok(error instanceof MigrationError, String(error));
     assert.match(error.message, /^migrating failed: .* \(the connection to the database was lost; /);
     assert.doesNotMatch(error.message, /discarded/);
-    await holder.query('rollback');
     assert.deepEqual(await migrateToLatest(ts.store), []);
-  } finally {
-    await holder.end();
-    await ts.cleanup();
-  }
+  });
 });
