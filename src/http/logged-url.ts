@@ -20,19 +20,29 @@ const decoded = (raw: string, query: boolean): string | undefined => {
   try { return decodeURIComponent(query ? raw.replaceAll('+', ' ') : raw); } catch { return undefined; }
 };
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/** Whether `value` is base64url whose bytes are a JSON text (a cursor's form: http/paging.ts). */
+function isBase64urlJson(value: string): boolean {
+  if (!BASE64URL.test(value)) return false;
+  try { JSON.parse(Buffer.from(value, 'base64url').toString('utf8')); return true; } catch { return false; }
+}
+
 /**
- * The form a string schema declares: its pattern and length bounds, or its list of literals (a
- * union of constants). A schema that declares no form (an opaque cursor) takes any value.
+ * The form a string schema declares: its pattern and length bounds, its content (base64url of JSON,
+ * as a cursor's is: annotations the validator leaves to the route), or its list of literals (a union
+ * of constants). A schema that declares no form takes any value.
  */
 function formOf(schema: unknown): Form {
-  const s = (typeof schema === 'object' && schema !== null ? schema : {}) as { pattern?: unknown; maxLength?: unknown; anyOf?: unknown };
+  const s = (typeof schema === 'object' && schema !== null ? schema : {}) as { pattern?: unknown; maxLength?: unknown; anyOf?: unknown; contentEncoding?: unknown; contentMediaType?: unknown };
   if (Array.isArray(s.anyOf)) {
     const literals = s.anyOf.map((b) => (b as { const?: unknown }).const);
     if (literals.every((l) => typeof l === 'string')) return (v) => literals.includes(v);
   }
   const pattern = typeof s.pattern === 'string' ? new RegExp(s.pattern, 'u') : undefined;
   const max = typeof s.maxLength === 'number' ? s.maxLength : Infinity;
-  return (v) => v.length <= max && (pattern === undefined || pattern.test(v));
+  const encoded = s.contentEncoding === 'base64url' ? (s.contentMediaType === 'application/json' ? isBase64urlJson : (v: string) => BASE64URL.test(v)) : undefined;
+  return (v) => v.length <= max && (pattern === undefined || pattern.test(v)) && (encoded === undefined || encoded(v));
 }
 
 /** The form of each property an object schema declares (none for a route without one, or no route). */

@@ -2,19 +2,31 @@
 // left in the log either: a request line keeps the values of the query parameters its route declares,
 // in the form it declares, and masks every other one and every name sent alone (http/logged-url.ts),
 // on routed requests, unknown paths and requests refused before routing alike; nor one put where a
-// path parameter belongs (a permit in place of its commitment).
+// path parameter belongs (a permit in place of its commitment), nor one sent as a cursor (not of a
+// cursor's form).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { declaredForms, loggedPath, loggedUrl } from '../../src/http/logged-url.ts';
 import { PageQuery } from '../../src/http/schemas/common.ts';
 import { AuditParams } from '../../src/http/schemas/audit.ts';
+import { encodeCursor, encodeKeyCursor } from '../../src/http/paging.ts';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { exchange, lastResponse, listenOnLoopback } from '../support/raw-http.ts';
 import { leaksIn } from '../support/secrets.ts';
 
 const SECRET = 'qs-secret-Zr8pW3kN6t';
+/** Of an API key's form (http/auth/api-key.ts), every character one base64url also has. */
+const KEY = 'gvl_Zr8pW3kN6tQ2xV9mB4cH7jL1sD5fG0aE3uY8iO6wR2n';
+const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
+/** A cursor of each kind a list issues: an id's, a composite key's (http/paging.ts), a policy version's (machine/policy.ts). */
+const CURSORS = [
+  encodeCursor('aud_01m8g7jxn95s9g5rkh7nr42arh'),
+  encodeKeyCursor('2026-11-28T10:00:00.000Z~did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', 'agents'),
+  Buffer.from(JSON.stringify({ v: 3 })).toString('base64url'),
+];
+
 
 test('loggedUrl keeps declared parameters and masks the value of every other one', () => {
   const declared = new Set(['limit', 'cursor']);
@@ -33,8 +45,12 @@ test('loggedUrl keeps declared parameters and masks the value of every other one
   assert.equal(loggedUrl(`/v1/x#limit=5?token=${SECRET}`, declared), '/v1/x#limit=5?token=[redacted]');
   // With the route's schema, a declared parameter keeps only a value of the form it declares.
   const forms = declaredForms(PageQuery);
-  assert.equal(loggedUrl(`/v1/x?limit=5&cursor=c_1`, forms), '/v1/x?limit=5&cursor=c_1');
   assert.equal(loggedUrl(`/v1/x?limit=${SECRET}`, forms), '/v1/x?limit=[redacted]');
+  // A cursor is base64url of JSON, as the lists issue it: any other value of `cursor` is masked.
+  for (const cursor of CURSORS) assert.equal(loggedUrl(`/v1/x?limit=5&cursor=${cursor}`, forms), `/v1/x?limit=5&cursor=${cursor}`);
+  for (const value of [SECRET, KEY, JWT, 'c_1', encodeURIComponent(`${CURSORS[0]}=`)]) {
+    assert.equal(loggedUrl(`/v1/x?limit=5&cursor=${value}`, forms), '/v1/x?limit=5&cursor=[redacted]', value);
+  }
 });
 
 test('loggedPath masks a path parameter whose value is not of the form its route declares', () => {
@@ -64,6 +80,7 @@ for (const backend of backends()) {
         `/v1/projects/${svc.projectId}/sod?${SECRET}`,
         `/v1/projects/${svc.projectId}/agents/state?agent=${SECRET}`,
         `/v1/projects/${svc.projectId}/audit/${SECRET}/proof`,
+        `/v1/projects/${svc.projectId}/audit?cursor=${SECRET}`,
       ];
       for (const url of refused) {
         const res = await svc.app.inject({ method: 'GET', url, headers: await svc.keyHeader(['AUDITOR']) });
@@ -86,6 +103,45 @@ for (const backend of backends()) {
       assert.ok(logged.includes('/sod?[redacted]'), 'a name sent alone is masked');
       assert.ok(logged.includes('/agents/state?agent=[redacted]'), 'a declared parameter not of its form is masked');
       assert.ok(logged.includes(`/v1/projects/${svc.projectId}/audit/[redacted]/proof`), 'a path parameter not of its form is masked, the rest kept');
+      assert.ok(logged.includes(`/v1/projects/${svc.projectId}/audit?cursor=[redacted]`), 'a cursor not of a cursor\'s form is masked');
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  test(`[${backend.name}] every list's cursor is logged if it is of a cursor's form, and masked if not`, async () => {
+    const lines: { reqId?: string; msg?: string; req?: { url?: string } }[] = [];
+    const stream = new Writable({ write(chunk, _enc, cb) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
+    const svc = await startService(backend, {}, undefined, { logger: { level: 'info', stream } as never });
+    try {
+      const loggedUrlOf = (res: { headers: Record<string, unknown> }) => lines.find((l) => l.reqId === res.headers['x-request-id'] && l.msg === 'incoming request')?.req?.url;
+      // An issued cursor, as a list answers it, and the same list's answer to a key sent as its cursor.
+      const auditor = await svc.keyHeader(['AUDITOR']);
+      const first = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/audit?limit=1`, headers: auditor });
+      const issued = first.json().next_cursor as string;
+      assert.equal(typeof issued, 'string');
+      const next = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/audit?limit=1&cursor=${issued}`, headers: auditor });
+      assert.equal(next.statusCode, 200);
+      assert.equal(loggedUrlOf(next), `/v1/projects/${svc.projectId}/audit?limit=1&cursor=${issued}`);
+      const refused = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/audit?cursor=${KEY}`, headers: auditor });
+      assert.deepEqual([refused.statusCode, refused.json().errors[0].code], [400, 'invalid_cursor'], 'a bad cursor is refused as before');
+      assert.equal(loggedUrlOf(refused), `/v1/projects/${svc.projectId}/audit?cursor=[redacted]`);
+      // Every route that takes a cursor, as the OpenAPI document lists them (the request line is logged before authentication).
+      const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { parameters?: { in: string; name: string }[] }>> };
+      const listed = Object.entries(doc.paths).filter(([, ops]) => ops.get?.parameters?.some((p) => p.in === 'query' && p.name === 'cursor')).map(([path]) => path);
+      assert.ok(listed.length >= 10, listed.join(' '));
+      const principal = 'prn_01m8g7jvhd84vad7k2x2jxpqs4';
+      for (const template of listed) {
+        const path = template.replace('{projectId}', svc.projectId).replace('{principalId}', principal);
+        assert.doesNotMatch(path, /[{}]/, template);
+        for (const cursor of [...CURSORS, issued]) {
+          assert.equal(loggedUrlOf(await svc.app.inject({ method: 'GET', url: `${path}?cursor=${cursor}` })), `${path}?cursor=${cursor}`, template);
+        }
+        for (const value of [SECRET, KEY, JWT]) {
+          assert.equal(loggedUrlOf(await svc.app.inject({ method: 'GET', url: `${path}?cursor=${value}` })), `${path}?cursor=[redacted]`, `${template} ${value}`);
+        }
+      }
+      assert.deepEqual(leaksIn({ 'a key sent as a cursor': KEY, 'a token sent as a cursor': JWT }, lines.map((l) => JSON.stringify(l))), []);
     } finally {
       await svc.stop();
     }

@@ -123,8 +123,13 @@ export const Money = Type.Object({
  * coerced, so `0x10`, `1e2`, `+5` or `050` are refused, not read as numbers).
  */
 export const PageLimit = Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'Page size, 1-500 (default 50)' });
-/** Opaque; long enough for a key cursor over the longest DID (http/paging.ts). */
-export const PageCursor = Type.String({ maxLength: 4096, description: 'next_cursor of the previous page of this list' });
+/**
+ * Opaque to clients, but of one form: base64url of a JSON object (http/paging.ts), long enough for
+ * a key cursor over the longest DID. The form is declared as annotations, which the validator does
+ * not check (the list's own decoder answers any other cursor 400 invalid_cursor), so that the
+ * request log masks a value of another form, a key sent as `?cursor=` (http/logged-url.ts).
+ */
+export const PageCursor = Type.String({ maxLength: 4096, contentEncoding: 'base64url', contentMediaType: 'application/json', description: 'next_cursor of the previous page of this list' });
 export const pageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
 
 export const PageQuery = Type.Object({
