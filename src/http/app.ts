@@ -37,9 +37,10 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 's
 export const REDACT = CREDENTIAL_HEADERS.flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`]);
 
 /** Logger options with credential headers masked and request lines through `requestForLog`, unless they say otherwise. */
-function withGavelLogging(logger: NonNullable<FastifyServerOptions['logger']>): FastifyServerOptions['logger'] {
+function withGavelLogging(logger: NonNullable<FastifyServerOptions['logger']>, routeTable: RouteTable): FastifyServerOptions['logger'] {
   if (typeof logger !== 'object') return logger;
-  return { redact: REDACT, ...logger, serializers: { req: requestForLog, ...logger.serializers } };
+  const req = (request: Parameters<typeof requestForLog>[0]) => requestForLog(request, routeTable.paths());
+  return { redact: REDACT, ...logger, serializers: { req, ...logger.serializers } };
 }
 
 export interface BuildOptions {
@@ -47,8 +48,10 @@ export interface BuildOptions {
 }
 
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // Filled as routes are added (the onRoute hook below); the request log reads unrouted paths against it.
+  const routeTable = new RouteTable();
   const app = Fastify<Server>({
-    logger: withGavelLogging(options.logger ?? { level: deps.config.logLevel }),
+    logger: withGavelLogging(options.logger ?? { level: deps.config.logLevel }, routeTable),
     bodyLimit: deps.config.bodyLimitBytes,
     // Fastify turns Node's request timeout off (0), so a body sent slowly, or stalled one byte
     // short, held its connection and its buffered bytes (up to 8 MiB on the policy routes, before
@@ -91,7 +94,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Repeated or missing headers, Expect and CONNECT, answered before routing (http/message-checks.ts).
-  installMessageChecks(app);
+  installMessageChecks(app, routeTable);
   installConnectionCap(app, deps.config.maxConnections);
   app.setValidatorCompiler(validatorCompiler);
 
@@ -115,7 +118,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     sendProblem(reply, request, retryLater(503, 'shutting_down', 'the service is shutting down; retry against another instance', 1));
   });
 
-  const routeTable = new RouteTable();
   const operationIds = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url.startsWith('/documentation')) return;

@@ -4,7 +4,8 @@
 // So a log line keeps the values of the parameters the route declares (cursors, limits, filters)
 // when they have the form it declares, and masks every other one, and every name sent alone. A path
 // parameter likewise: a permit pasted where its commitment belongs (`…/permits/<permit>/revoke`) is
-// masked, as a value of no form its route takes. (A path no route serves is logged as sent.)
+// masked, as a value of no form its route takes. A path no route serves (a 404, a 405) keeps what
+// lines up with a route and the words a person types (a typo, `/v1/projcts/…`), and masks the rest.
 
 const MASK = '[redacted]';
 
@@ -18,6 +19,12 @@ const routeSegments = new Map<string, readonly string[]>();
 
 const decoded = (raw: string, query: boolean): string | undefined => {
   try { return decodeURIComponent(query ? raw.replaceAll('+', ' ') : raw); } catch { return undefined; }
+};
+
+/** Whether a path segment, decoded, has `form` (none: it has no declared form, and so is not one a route takes). */
+const segmentHas = (form: Form | undefined, raw: string): boolean => {
+  const value = form && decoded(raw, false);
+  return value !== undefined && form!(value);
 };
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
@@ -96,10 +103,53 @@ export function loggedPath(path: string, route: string | undefined, params: Read
   return segments.map((raw, i) => {
     const name = names[i]!;
     if (!name.startsWith(':')) return raw;
-    const form = params?.get(name.slice(1));
-    const value = form && decoded(raw, false);
-    return value !== undefined && form!(value) ? raw : MASK;
+    return segmentHas(params?.get(name.slice(1)), raw) ? raw : MASK;
   }).join('/');
+}
+
+/** A route as a path no route serves is read against: its path's segments, and its parameters' forms. */
+export interface KnownRoute { readonly segments: readonly string[]; readonly params: ReadonlyMap<string, Form> | undefined }
+
+/**
+ * A segment a person types, and mistypes (`projcts`, `favicon.ico`): lowercase letters, `.`, `-` and
+ * `_`, at most 24. A key or token has digits or capitals in it, or is longer.
+ */
+const TYPED_WORD = /^[a-z._-]{0,24}$/;
+
+/** Whether `raw` can stand at segment `i` of `route`: its static segment there, or a value of its parameter's declared form. */
+function fitsRoute(route: KnownRoute, i: number, raw: string): boolean {
+  const name = route.segments[i];
+  if (name === undefined || !name.startsWith(':')) return name === raw;
+  return segmentHas(route.params?.get(name.slice(1)), raw);
+}
+
+/**
+ * `path` (no query), which no route serves, as a log line keeps it: the segments that line up with
+ * some route's (`/v1/projects/<a project id>/…`, as far as one does), and after those each segment
+ * that is a static segment of some route or a word a person types; any other (a key pasted into the
+ * path, an id where a typo left no route to say what it is) is masked. A typo stays readable where it
+ * was made: `/v1/projcts/prj_…/audit` is logged as `/v1/projcts/[redacted]/audit`.
+ */
+export function unroutedPath(path: string, routes: Iterable<KnownRoute>): string {
+  const all = [...routes];
+  const segments = path.split('/');
+  let candidates = all;
+  let matched = 0;
+  while (matched < segments.length) {
+    const i = matched;
+    const next = candidates.filter((route) => fitsRoute(route, i, segments[i]!));
+    if (next.length === 0) break;
+    candidates = next;
+    matched++;
+  }
+  const isStatic = (raw: string) => !raw.startsWith(':') && all.some((route) => route.segments.includes(raw));
+  return segments.map((raw, i) => (i < matched || TYPED_WORD.test(raw) || isStatic(raw) ? raw : MASK)).join('/');
+}
+
+/** A request target no route took (a 404, a refusal before routing), as a log line keeps it. */
+export function unroutedUrl(url: string, routes: Iterable<KnownRoute>): string {
+  const q = url.search(/[?#]/);
+  return q < 0 ? unroutedPath(url, routes) : `${unroutedPath(url.slice(0, q), routes)}${loggedUrl(url.slice(q))}`;
 }
 
 interface LoggedRequest {
@@ -108,14 +158,22 @@ interface LoggedRequest {
   routeOptions?: { url?: string; schema?: { querystring?: unknown; params?: unknown } };
 }
 
-/** Fastify's request serializer, but with `loggedPath`'s path and `loggedUrl`'s query. */
-export function requestForLog(req: LoggedRequest): Record<string, unknown> {
-  const schema = req.routeOptions?.schema;
-  const q = req.url.search(/[?#]/);
-  const path = loggedPath(q < 0 ? req.url : req.url.slice(0, q), req.routeOptions?.url, declaredForms(schema?.params));
+/** A routed request's target: its path parameters and query values kept only in the forms `schema` declares. */
+function routedUrl(url: string, route: string, schema: { querystring?: unknown; params?: unknown } | undefined): string {
+  const q = url.search(/[?#]/);
+  const path = loggedPath(q < 0 ? url : url.slice(0, q), route, declaredForms(schema?.params));
+  return q < 0 ? path : `${path}${loggedUrl(url.slice(q), declaredForms(schema?.querystring))}`;
+}
+
+/**
+ * Fastify's request serializer, but with `routedUrl`'s target, or `unroutedUrl`'s (read against
+ * `routes`) for a request no route took.
+ */
+export function requestForLog(req: LoggedRequest, routes: Iterable<KnownRoute>): Record<string, unknown> {
+  const route = req.routeOptions?.url;
   return {
     method: req.method,
-    url: `${path}${q < 0 ? '' : loggedUrl(req.url.slice(q), declaredForms(schema?.querystring))}`,
+    url: route === undefined ? unroutedUrl(req.url, routes) : routedUrl(req.url, route, req.routeOptions?.schema),
     version: req.headers?.['accept-version'],
     host: req.host,
     remoteAddress: req.ip,

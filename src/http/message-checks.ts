@@ -6,7 +6,8 @@ import { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerRe
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../lib/ids.ts';
-import { loggedUrl } from './logged-url.ts';
+import { loggedUrl, unroutedUrl } from './logged-url.ts';
+import type { RouteTable } from './route-table.ts';
 import { Problem, problemBody } from './problem.ts';
 
 // Headers of which Node keeps the first and drops any repeat (`message.headers`), and that decide
@@ -119,9 +120,9 @@ function tooManyWaiting(app: FastifyInstance, req: IncomingMessage): void {
   req.socket.destroy();
 }
 
-function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, problem: Problem): void {
+function refuse(app: FastifyInstance, routes: Pick<RouteTable, 'paths'>, req: IncomingMessage, res: ServerResponse, problem: Problem): void {
   const requestId = newId('req');
-  app.log.debug({ request_id: requestId, method: req.method, url: loggedUrl(req.url ?? '/'), code: problem.code }, 'refusing a request before routing');
+  app.log.debug({ request_id: requestId, method: req.method, url: unroutedUrl(req.url ?? '/', routes.paths()), code: problem.code }, 'refusing a request before routing');
   const body = JSON.stringify(problemBody(problem, requestId));
   res.writeHead(problem.status, {
     'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId,
@@ -136,7 +137,7 @@ function refuse(app: FastifyInstance, req: IncomingMessage, res: ServerResponse,
  * Node would answer bare: an `Expect` other than 100-continue (417), CONNECT (501). The server must
  * be made with `requireHostHeader: false` (http/app.ts), so that a missing Host reaches the check.
  */
-export function installMessageChecks(app: FastifyInstance): void {
+export function installMessageChecks(app: FastifyInstance, routes: Pick<RouteTable, 'paths'>): void {
   const server = app.server;
   const listeners = server.listeners('request') as RequestListener[];
   if (listeners.length !== 1) throw new Error(`expected Fastify's one request listener, found ${listeners.length}`);
@@ -147,20 +148,20 @@ export function installMessageChecks(app: FastifyInstance): void {
     if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     const fault = headerFault(req);
     if (fault === null) route(req, res);
-    else refuse(app, req, res, fault);
+    else refuse(app, routes, req, res, fault);
   });
   // Node would send 100 Continue before any listener saw the request: a request refused anyway is
   // answered without asking for its body.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     const fault = headerFault(req);
-    if (fault !== null) { refuse(app, req, res, fault); return; }
+    if (fault !== null) { refuse(app, routes, req, res, fault); return; }
     res.writeContinue();
     route(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
-    refuse(app, req, res, headerFault(req) ?? new Problem(417, 'expectation_failed', 'the only expectation this service meets is "Expect: 100-continue"'));
+    refuse(app, routes, req, res, headerFault(req) ?? new Problem(417, 'expectation_failed', 'the only expectation this service meets is "Expect: 100-continue"'));
   });
   // Gavel is no proxy. Without a listener Node closes the connection without a word. After CONNECT
   // Node no longer parses the connection, so it is closed after the answer.

@@ -5,9 +5,10 @@
 // the path names no such route. The not-found handler answers them instead (405 with the static
 // route's Allow, or 404), as it answers every path no route of the method holds.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
+import { declaredForms, type KnownRoute } from './logged-url.ts';
 
-/** One route path and the methods registered on it (HEAD copies of GETs left out). */
-export interface RoutePath { url: string; regex: RegExp; methods: Set<string>; segments: string[] }
+/** One route path, the methods registered on it (HEAD copies of GETs left out), and its parameters' forms. */
+export interface RoutePath extends KnownRoute { url: string; regex: RegExp; methods: Set<string>; segments: string[] }
 
 const isParam = (segment: string) => segment.startsWith(':');
 
@@ -48,13 +49,16 @@ export class RouteTable {
     let entry = this.byUrl.get(route.url);
     if (!entry) {
       const regex = new RegExp('^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\\?:[A-Za-z_]+/g, '[^/]+') + '$');
-      entry = { url: route.url, regex, methods: new Set(), segments: route.url.split('/') };
+      entry = { url: route.url, regex, methods: new Set(), segments: route.url.split('/'), params: declaredForms(route.schema?.params) };
       this.byUrl.set(route.url, entry);
     }
     for (const m of methods) if (m !== 'HEAD') entry.methods.add(m);
     // A route without parameters (POST /v1/authorize among them) is only ever reached by its own path: no hook.
     if (entry.segments.some(isParam)) route.onRequest = [this.strayHook(entry), ...[route.onRequest ?? []].flat()];
   };
+
+  /** Every route path, for the request log to read a path no route serves against (http/logged-url.ts). */
+  paths(): Iterable<RoutePath> { return this.byUrl.values(); }
 
   /** The route path the router reads `path` as, for any method: the most specific that matches it, if any. */
   of(path: string): RoutePath | undefined {

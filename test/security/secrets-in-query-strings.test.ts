@@ -3,12 +3,12 @@
 // in the form it declares, and masks every other one and every name sent alone (http/logged-url.ts),
 // on routed requests, unknown paths and requests refused before routing alike; nor one put where a
 // path parameter belongs (a permit in place of its commitment), nor one sent as a cursor (not of a
-// cursor's form).
+// cursor's form), nor one in a path no route serves.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { declaredForms, loggedPath, loggedUrl } from '../../src/http/logged-url.ts';
-import { PageQuery } from '../../src/http/schemas/common.ts';
+import { declaredForms, loggedPath, loggedUrl, unroutedPath } from '../../src/http/logged-url.ts';
+import { PageQuery, ProjectParams } from '../../src/http/schemas/common.ts';
 import { AuditParams } from '../../src/http/schemas/audit.ts';
 import { encodeCursor, encodeKeyCursor } from '../../src/http/paging.ts';
 import { backends } from '../support/backends.ts';
@@ -26,7 +26,6 @@ const CURSORS = [
   encodeKeyCursor('2026-11-28T10:00:00.000Z~did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', 'agents'),
   Buffer.from(JSON.stringify({ v: 3 })).toString('base64url'),
 ];
-
 
 test('loggedUrl keeps declared parameters and masks the value of every other one', () => {
   const declared = new Set(['limit', 'cursor']);
@@ -53,6 +52,25 @@ test('loggedUrl keeps declared parameters and masks the value of every other one
   }
 });
 
+test('unroutedPath keeps what lines up with a route and the words a person types, and masks any other segment', () => {
+  const routes = [
+    { segments: '/v1/projects/:projectId/audit/:auditId/proof'.split('/'), params: declaredForms(AuditParams) },
+    { segments: '/v1/projects/:projectId/audit'.split('/'), params: declaredForms(ProjectParams) },
+    { segments: '/healthz'.split('/'), params: undefined },
+  ];
+  const project = 'prj_01m8g7jvhd84vad7k2x2jxpqs4';
+  assert.equal(unroutedPath(`/v1/${SECRET}`, routes), '/v1/[redacted]');
+  assert.equal(unroutedPath(`/${KEY}`, routes), '/[redacted]');
+  // A typo stays readable where it was made; what follows it is kept only if a person types such words.
+  assert.equal(unroutedPath(`/v1/projcts/${project}/audit`, routes), '/v1/projcts/[redacted]/audit');
+  assert.equal(unroutedPath(`/v1/projects/${project}/audits/${KEY}`, routes), `/v1/projects/${project}/audits/[redacted]`);
+  assert.equal(unroutedPath(`/v1/projects/${project}/audit/${JWT}/proof`, routes), `/v1/projects/${project}/audit/[redacted]/proof`);
+  // A parameter not of its form ends what lines up (a key where the project id belongs).
+  assert.equal(unroutedPath(`/v1/projects/${KEY}/audit/x`, routes), '/v1/projects/[redacted]/audit/x');
+  assert.equal(unroutedPath('/favicon.ico', routes), '/favicon.ico');
+  assert.equal(unroutedPath('/v1//audit/', routes), '/v1//audit/');
+});
+
 test('loggedPath masks a path parameter whose value is not of the form its route declares', () => {
   const route = '/v1/projects/:projectId/audit/:auditId/proof';
   const forms = declaredForms(AuditParams);
@@ -61,9 +79,8 @@ test('loggedPath masks a path parameter whose value is not of the form its route
   assert.equal(loggedPath(`/v1/projects/${project}/audit/${id}/proof`, route, forms), `/v1/projects/${project}/audit/${id}/proof`);
   assert.equal(loggedPath(`/v1/projects/${project}/audit/${SECRET}/proof`, route, forms), `/v1/projects/${project}/audit/[redacted]/proof`);
   assert.equal(loggedPath(`/v1/projects/${SECRET}/audit/%zz/proof`, route, forms), '/v1/projects/[redacted]/audit/[redacted]/proof');
-  // A path that does not line up with its route is logged as the route's pattern; one of no route as sent.
+  // A path that does not line up with its route is logged as the route's pattern (one of no route is unroutedPath's).
   assert.equal(loggedPath(`/v1/projects/${project}/audit/${SECRET}/proof/x`, route, forms), route);
-  assert.equal(loggedPath('/v1/no-such-route', undefined, undefined), '/v1/no-such-route');
 });
 
 for (const backend of backends()) {
@@ -81,6 +98,9 @@ for (const backend of backends()) {
         `/v1/projects/${svc.projectId}/agents/state?agent=${SECRET}`,
         `/v1/projects/${svc.projectId}/audit/${SECRET}/proof`,
         `/v1/projects/${svc.projectId}/audit?cursor=${SECRET}`,
+        `/v1/${SECRET}`,
+        `/v1/projcts/${svc.projectId}/audit/${SECRET}/proof`,
+        `/v1/projects/${svc.projectId}/audits/${SECRET}`,
       ];
       for (const url of refused) {
         const res = await svc.app.inject({ method: 'GET', url, headers: await svc.keyHeader(['AUDITOR']) });
@@ -90,6 +110,8 @@ for (const backend of backends()) {
       const port = await listenOnLoopback(svc);
       const raw = await exchange(port, `GET /healthz?password=${SECRET} HTTP/1.1\r\nHost: x\r\nExpect: coffee\r\nConnection: close\r\n\r\n`);
       assert.equal(lastResponse(raw).status, 417);
+      const path = await exchange(port, `GET /v1/typo/${SECRET} HTTP/1.1\r\nHost: x\r\nExpect: coffee\r\nConnection: close\r\n\r\n`);
+      assert.equal(lastResponse(path).status, 417);
       // …and one whose target carries a fragment, which no client sends (and the router read as a query).
       const fragment = await exchange(port, `GET /v1/projects/${svc.projectId}/audit#access_token=${SECRET} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       assert.ok(lastResponse(fragment).status >= 400);
@@ -100,10 +122,14 @@ for (const backend of backends()) {
       assert.ok(logged.includes('limit=5&access_token=[redacted]'));
       assert.ok(logged.includes('/v1/no-such-route?token=[redacted]'));
       assert.ok(logged.includes('/healthz?password=[redacted]'));
+      assert.ok(logged.includes('/v1/typo/[redacted]'), 'a path refused before routing is read as one no route serves');
       assert.ok(logged.includes('/sod?[redacted]'), 'a name sent alone is masked');
       assert.ok(logged.includes('/agents/state?agent=[redacted]'), 'a declared parameter not of its form is masked');
       assert.ok(logged.includes(`/v1/projects/${svc.projectId}/audit/[redacted]/proof`), 'a path parameter not of its form is masked, the rest kept');
       assert.ok(logged.includes(`/v1/projects/${svc.projectId}/audit?cursor=[redacted]`), 'a cursor not of a cursor\'s form is masked');
+      assert.ok(logged.includes('"/v1/[redacted]"'), 'a path no route serves is masked where it names none');
+      assert.ok(logged.includes('/v1/projcts/[redacted]/audit/[redacted]/proof'), 'a typo is kept, the segments after it masked unless words');
+      assert.ok(logged.includes(`/v1/projects/${svc.projectId}/audits/[redacted]`), 'what lines up with a route is kept');
     } finally {
       await svc.stop();
     }
