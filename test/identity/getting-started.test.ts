@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
+import { codeBlocks, curlCalls, walkthroughPages } from '../support/walkthroughs.ts';
 
 for (const backend of backends()) {
   test(`getting started: login, mint a key, call a machine route (${backend.name})`, async () => {
@@ -45,14 +46,7 @@ test('every file the walk-throughs of the README and docs/ write in the checkout
 });
 
 test('every curl the walk-throughs of the README and docs/ show calls a route the service has, with that method', async () => {
-  const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md') && f !== 'performance.md').map((f) => join('docs', f))];
-  const blocks = pages.flatMap((page) => [...readFileSync(page, 'utf8').matchAll(/^```\w*\n([\s\S]*?)^```/gm)].map((m) => m[1]!));
-  // Each curl up to its URL: the method is -X's, else POST with -d, else GET; variables become {}.
-  const calls = blocks.flatMap((b) => [...b.matchAll(/curl ((?:(?!curl )[\s\S])*?)\$G(\/v1\/(?:\$\([^)]*\)|\$[A-Z_]+|[^\s"';)?$])*)(.*)/g)].map((m) => {
-    const options = m[1]! + m[3]!;
-    const method = /-X (\w+)/.exec(options)?.[1] ?? (/(^|\s)-d /.test(options) ? 'POST' : 'GET');
-    return `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`;
-  }));
+  const calls = walkthroughPages().flatMap(codeBlocks).flatMap(curlCalls).map((c) => c.route);
   assert.ok(calls.length >= 30, `the walk-throughs are read (${calls.length} calls)`);
   const svc = await startService(backends()[0]!);
   try {

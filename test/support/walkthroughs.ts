@@ -1,0 +1,66 @@
+// The shell walk-throughs of the README and docs/*.md, read as the docs tests check them: their code
+// blocks, the curl calls in them (method and route), and what the shell then reads from each answer
+// with jq. The reading is textual and made for the docs' own style: `$G` is the base URL, variables
+// are upper case, and an answer is read by a jq in the same command, from a variable it was assigned
+// to (`echo "$EXEC" | jq …`) or from a file it was saved in (`> proof.json`, `jq … proof.json`).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The README and docs/*.md but for performance.md (measurements, not walk-throughs). */
+export const walkthroughPages = (): string[] =>
+  ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md') && f !== 'performance.md').map((f) => join('docs', f))];
+
+/** Each fenced code block of `page`, without its fences. */
+export const codeBlocks = (page: string): string[] =>
+  [...readFileSync(page, 'utf8').matchAll(/^```\w*\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
+
+export interface CurlCall {
+  /** `POST /v1/console/login`, variables and command substitutions in the path as `{}`. */
+  route: string;
+  /** The variable the call's answer is assigned to (`EXEC=$(curl …`), if any. */
+  assignedTo?: string;
+  /** The file the answer is saved in (`curl … > proof.json`), if any. */
+  savedIn?: string;
+  /** The jq filter piped the answer (`curl … | jq -r .secret`), if any. */
+  piped?: string;
+}
+
+// Each curl up to its URL: the method is -X's, else POST with -d, else GET.
+const CURL = /curl ((?:(?!curl )[\s\S])*?)\$G(\/v1\/(?:\$\([^)]*\)|\$[A-Z_]+|[^\s"';)?$])*)(.*)/g;
+/** A jq filter: quoted, or a word up to the end of its command substitution. */
+const FILTER = String.raw`('[^']*'|[^\s'")|]+)`;
+const JQ_PIPE = new RegExp(String.raw`\|\s*jq(?:\s+-[a-z]+)*\s+${FILTER}`);
+
+export function curlCalls(block: string): CurlCall[] {
+  return [...block.matchAll(CURL)].map((m) => {
+    const options = m[1]! + m[3]!;
+    const method = /-X (\w+)/.exec(options)?.[1] ?? (/(^|\s)-d /.test(options) ? 'POST' : 'GET');
+    const lineStart = block.lastIndexOf('\n', m.index) + 1;
+    const assignedTo = /\b([A-Z_]+)=\$\($/.exec(block.slice(lineStart, m.index))?.[1];
+    const savedIn = /^[^|]*>\s*([\w.-]+\.json)\b/.exec(m[3]!)?.[1];
+    const piped = JQ_PIPE.exec(m[3]!)?.[1];
+    return { route: `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`, assignedTo, savedIn, piped };
+  });
+}
+
+/** The jq filters a block applies to a variable (`echo "$NAME" | jq …`) or to a file (`jq … file.json`). */
+export function laterReads(block: string): { variable?: string; file?: string; filter: string }[] {
+  const fromVariable = [...block.matchAll(new RegExp(String.raw`echo "\$([A-Z_]+)" \| jq(?:\s+-[a-z]+)*\s+${FILTER}`, 'g'))]
+    .map((m) => ({ variable: m[1]!, filter: m[2]! }));
+  const fromFile = [...block.matchAll(new RegExp(String.raw`(?:^|[;&|(]\s*)jq(?:\s+-[a-z]+)*\s+${FILTER}\s+([\w.-]+\.json)\b`, 'gm'))]
+    .map((m) => ({ file: m[2]!, filter: m[1]! }));
+  return [...fromVariable, ...fromFile];
+}
+
+/**
+ * The member paths a jq filter reads, each a list of member names and array indexes (`number`):
+ * `.projects[0].id` is ['projects', 0, 'id'], and an object construction's shorthand `{witnessed}`
+ * is ['witnessed'].
+ */
+export function filterPaths(filter: string): (string | number)[][] {
+  const text = filter.replace(/^'|'$/g, '');
+  const paths = [...text.matchAll(/(?<![\w\]])((?:\.[a-z_]\w*(?:\[\d+\])*)+)/g)].map((m) =>
+    [...m[1]!.matchAll(/\.([a-z_]\w*)|\[(\d+)\]/g)].map((s) => s[1] ?? Number(s[2])));
+  const shorthand = [...text.matchAll(/[{,]\s*([a-z_]\w*)\s*(?=[,}])/g)].map((m) => [m[1]!]);
+  return [...paths, ...shorthand];
+}
