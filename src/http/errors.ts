@@ -17,7 +17,7 @@ const KEYWORD_CODES: Record<string, string> = {
   wellFormed: 'invalid_unicode',
 };
 
-interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string; schema?: unknown; parentSchema?: { description?: unknown } }
+interface AjvError { keyword: string; instancePath: string; params: Record<string, unknown>; message?: string; schema?: unknown; parentSchema?: { description?: unknown }; data?: unknown }
 
 /** The values an `anyOf` of constants allows (a union of literals), or undefined for any other anyOf. */
 function allowedValues(e: AjvError): unknown[] | undefined {
@@ -30,6 +30,17 @@ function allowedValues(e: AjvError): unknown[] | undefined {
 function formatMessage(e: AjvError): string | undefined {
   const description = e.parentSchema?.description;
   return typeof description === 'string' ? `does not have the required form: ${description}` : undefined;
+}
+
+/**
+ * Ajv's "must be object" for a whole body says nothing of the usual cause: no body at all (a console
+ * mutation sent as `curl -X POST` without `-d '{}'`: docs/getting-started.md, "Others"). Fastify
+ * validates a missing body as null, so the two are told apart no further than this.
+ */
+function wholeBodyNotObject(body: unknown): string {
+  return body === null || body === undefined
+    ? 'is missing (or null): send a JSON object with content-type: application/json ({} when there is nothing to say)'
+    : `must be a JSON object, not ${Array.isArray(body) ? 'an array' : `a ${typeof body}`}`;
 }
 
 export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
@@ -61,6 +72,7 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
     if (e.keyword === 'additionalProperties') message = 'is not a known field';
     if (e.keyword === 'pattern' || e.keyword === 'format') message = formatMessage(e) ?? message;
     if (repeated.has(e.instancePath)) message = 'is given more than once; give it once';
+    if (where === 'body' && pointer === '' && e.keyword === 'type' && e.params.type === 'object') message = wholeBodyNotObject(e.data);
     const key = `${pointer}|${code}`;
     if (seen.has(key)) continue;
     seen.add(key);

@@ -100,7 +100,7 @@ async function lookUpApiKey(store: Store, header: string | undefined): Promise<A
   if (!header) throw bearerUnauthorized('missing authorization header; send "authorization: Bearer <API key>"', false);
   // One or more spaces after the scheme (RFC 9110 §11.4, RFC 6750 §2.1: "Bearer" 1*SP b64token).
   const match = /^Bearer +([^\s]+)$/i.exec(header.trim());
-  if (!match || !KEY_RE.test(match[1]!)) throw bearerUnauthorized('the authorization header does not carry a well-formed API key', match !== null);
+  if (!match || !KEY_RE.test(match[1]!)) throw bearerUnauthorized('the authorization header does not carry a well-formed API key; send "authorization: Bearer <API key>", the secret (gvl_…) minted by POST /v1/console/projects/{projectId}/api-keys', match !== null);
   return keyContext(await keyLookup(store, hashSecret(match[1]!)));
 }
 

@@ -114,6 +114,17 @@ const repeated = (name: string, refusal: (detail: string) => Problem) =>
   refusal(`the request carries the ${name} cookie more than once: which one is meant is ambiguous, so none is used; delete this site's cookies in the browser and sign in again`);
 
 /**
+ * Why a console request has no session, and what to do. A caller sending an API key here has
+ * mistaken the plane (console routes take the cookie a sign-in sets), and "sign in" alone would not
+ * tell them that the key is fine where it belongs.
+ */
+function noSession(request: FastifyRequest): string {
+  const missing = 'sign in first (POST /v1/console/login): no live console session (missing, expired or ended)';
+  return request.headers.authorization === undefined ? missing
+    : `${missing}; an API key is not one: console routes take the session cookie a sign-in sets, API keys the machine routes (/v1/authorize, /v1/projects/{projectId}/…)`;
+}
+
+/**
  * preValidation for console routes. `roles` empty means any member of `{projectId}` (or, on routes
  * without a project, any signed-in person). 401 `unauthorized` without a live session; 403
  * `csrf_failed` for an unsafe method without a valid token or from another site; 403 `forbidden`
@@ -125,7 +136,7 @@ export function consoleAuth(roles: Role[] = []) {
     const { store, config, clock } = request.server.gavel;
     checkSameOrigin(request);
     const session = await resolveSession(store.db, sessionToken(request), clock.now());
-    if (!session) throw unauthorized('sign in first: no live console session (missing, expired or ended)');
+    if (!session) throw unauthorized(noSession(request));
     if (UNSAFE.has(request.method)) {
       const header = request.headers[CSRF_HEADER];
       const csrfCookies = cookieValues(request.headers.cookie, cookieNames(config).csrf);
