@@ -1,17 +1,23 @@
-// Every member the walk-throughs of the README and docs/*.md read from an answer with jq
-// (`| jq -r .secret`, `echo "$LOG" | jq -r .log_vkey`, `jq '{witnessed, …}' proof.json`) is one the
-// success answer of that route declares in the OpenAPI document, whose response schemas real answers
-// are held to (test/support/answer-schemas.ts). A member renamed in the service, or misspelt in a
-// doc, would otherwise give the reader `null` and a next step that fails for no reason it shows.
+// The members the walk-throughs of the README and docs/*.md send and read are the ones the OpenAPI
+// document declares for each route. Every member read from an answer with jq (`| jq -r .secret`,
+// `echo "$LOG" | jq -r .log_vkey`, `jq '{witnessed, …}' proof.json`) is one the route's success
+// answer declares (real answers are held to those schemas: test/support/answer-schemas.ts); every
+// body sent with -d has no member the request schema does not know, and lacks none it requires.
+// A member renamed in the service, or misspelt in a doc, would otherwise give the reader `null`, or a
+// 400, and a next step that fails for a reason the page does not show.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { backends } from '../support/backends.ts';
 import { startService } from '../support/service.ts';
 import { codeBlocks, curlCalls, filterPaths, laterReads, walkthroughPages } from '../support/walkthroughs.ts';
 
 type Schema = { $ref?: string; type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[] };
 interface Document {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>;
+  paths: Record<string, Record<string, {
+    responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+    requestBody?: { content: Record<string, { schema: Schema }> };
+  }>>;
   components: { schemas?: Record<string, Schema> };
 }
 
@@ -28,11 +34,15 @@ function declares(doc: Document, schema: Schema, path: (string | number)[]): boo
   return member !== undefined && declares(doc, member, rest);
 }
 
-test('every member a walk-through reads from an answer with jq is one that answer declares', async () => {
+async function servedDocument(): Promise<Document> {
   const svc = await startService(backends()[0]!);
-  let doc: Document;
-  try { doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json(); } finally { await svc.stop(); }
-  const shape = (route: string) => route.replace(/\{[^}]+\}/g, '{}');
+  try { return (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json(); } finally { await svc.stop(); }
+}
+
+const shape = (route: string) => route.replace(/\{[^}]+\}/g, '{}');
+
+test('every member a walk-through reads from an answer with jq is one that answer declares', async () => {
+  const doc = await servedDocument();
   const successSchemas = new Map<string, Schema[]>();
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
@@ -71,6 +81,36 @@ test('every member a walk-through reads from an answer with jq is one that answe
     }
   }
   assert.deepEqual(undeclared, []);
+});
+
+test('every body a walk-through sends has the members its route\'s request schema declares, all it requires', async () => {
+  const doc = await servedDocument();
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, logger: false });
+  ajv.addSchema({ $id: 'openapi.json', components: doc.components });
+  const requestSchemas = new Map<string, Schema>();
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      const schema = op.requestBody?.content['application/json']?.schema;
+      if (schema) requestSchemas.set(shape(`${method.toUpperCase()} ${path}`), schema);
+    }
+  }
+  const sent = walkthroughPages().flatMap((page) => codeBlocks(page).flatMap(curlCalls).filter((c) => c.body !== undefined).map((c) => ({ page, ...c })));
+  assert.ok(sent.length >= 25 && sent.some((c) => c.page === 'docs/executions.md'), `the walk-throughs' bodies are read (${sent.length})`);
+  const faults: string[] = [];
+  for (const { page, route, body } of sent) {
+    const schema = requestSchemas.get(route);
+    if (!schema) { faults.push(`${page}: ${route} takes no body`); continue; }
+    let value: unknown;
+    try { value = JSON.parse(body!); } catch { faults.push(`${page}: ${route}: the body is not JSON: ${body}`); continue; }
+    const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"$ref":"#/', '"$ref":"openapi.json#/')) as object);
+    if (validate(value)) continue;
+    // Only members: every variable was read as 1, so the values' own checks say nothing here.
+    for (const e of validate.errors ?? []) {
+      if (e.keyword === 'additionalProperties') faults.push(`${page}: ${route}: ${e.instancePath}/${String(e.params.additionalProperty)} is not a member it takes`);
+      if (e.keyword === 'required') faults.push(`${page}: ${route}: ${e.instancePath}/${String(e.params.missingProperty)} is required`);
+    }
+  }
+  assert.deepEqual([...new Set(faults)], []);
 });
 
 test('a member no answer declares is found (the check above can fail)', () => {

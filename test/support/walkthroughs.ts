@@ -23,6 +23,12 @@ export interface CurlCall {
   savedIn?: string;
   /** The jq filter piped the answer (`curl … | jq -r .secret`), if any. */
   piped?: string;
+  /**
+   * The body it sends (`-d '…'`, `-d "…"` or `-d "$BODY"` with BODY="…" earlier in the block), as the
+   * shell would pass it but with each variable and command substitution read as `1`, which keeps a
+   * JSON body JSON whether it stood in a string or for a number.
+   */
+  body?: string;
 }
 
 // Each curl up to its URL: the method is -X's, else POST with -d, else GET.
@@ -39,8 +45,48 @@ export function curlCalls(block: string): CurlCall[] {
     const assignedTo = /\b([A-Z_]+)=\$\($/.exec(block.slice(lineStart, m.index))?.[1];
     const savedIn = /^[^|]*>\s*([\w.-]+\.json)\b/.exec(m[3]!)?.[1];
     const piped = JQ_PIPE.exec(m[3]!)?.[1];
-    return { route: `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`, assignedTo, savedIn, piped };
+    return { route: `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`, assignedTo, savedIn, piped, body: dataArgument(block, m.index, m.index + m[0].length) };
   });
+}
+
+/**
+ * The argument of the `-d` that starts between `from` and `to` (a curl up to the end of its URL's
+ * line), read as curlCalls' `body` says; the argument itself may run on over lines.
+ */
+function dataArgument(block: string, from: number, to: number): string | undefined {
+  const m = /(?:^|\s)-d\s+(['"])/.exec(block.slice(from, to));
+  if (!m) return undefined;
+  const start = from + m.index + m[0].length;
+  if (m[1] === "'") return block.slice(start, block.indexOf("'", start));
+  const whole = /^\$([A-Z_]+)"/.exec(block.slice(start));
+  if (whole) {
+    const assigned = new RegExp(`\\b${whole[1]}="`).exec(block);
+    return assigned ? doubleQuoted(block, assigned.index + assigned[0].length) : undefined;
+  }
+  return doubleQuoted(block, start);
+}
+
+/** A double-quoted shell word from `start` (just past its quote) to its closing quote, substitutions read as `1`. */
+function doubleQuoted(text: string, start: number): string {
+  let out = '';
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') break;
+    if (c === '\\' && '"\\$`'.includes(text[i + 1]!)) { out += text[++i]; continue; }
+    if (c === '$' && text[i + 1] === '(') {
+      let depth = 0;
+      for (i++; i < text.length; i++) {
+        if (text[i] === '(') depth++;
+        else if (text[i] === ')' && --depth === 0) break;
+      }
+      out += '1';
+      continue;
+    }
+    const variable = /^\$[A-Za-z_]\w*/.exec(text.slice(i));
+    if (variable) { out += '1'; i += variable[0].length - 1; continue; }
+    out += c;
+  }
+  return out;
 }
 
 /** The jq filters a block applies to a variable (`echo "$NAME" | jq …`) or to a file (`jq … file.json`). */
