@@ -89,6 +89,8 @@ for (const backend of backends()) {
         const fresh = await pay('ok', randomUUID());
         assert.equal(fresh.statusCode, 422);
         assert.equal(fresh.json().code, 'unknown_merchant');
+        // No merchant at all: the server was started without its file, and the answer says where they come from.
+        assert.match(fresh.json().detail, /is configured in this deployment: none is \(a server reads its merchants at start from the file GAVEL_MERCHANTS_FILE names/);
       } finally { (svc.deps as { executions: unknown }).executions = configured; }
       assert.equal(merchant.calls.get(nonce), 1);
     });
@@ -184,6 +186,7 @@ for (const backend of backends()) {
       const m = await pay('ok', randomUUID(), { execution: { merchant: 'nope', operation: 'ok', payload: {}, nonce: randomUUID() } });
       assert.equal(m.statusCode, 422);
       assert.equal(m.json().code, 'unknown_merchant');
+      assert.equal(m.json().detail, 'no merchant named "nope" is configured in this deployment', 'others are: a misspelt name');
       const o = await pay('ok', randomUUID(), { execution: { merchant: 'other', operation: 'refuse', payload: {}, nonce: randomUUID() } });
       assert.equal(o.statusCode, 422);
       assert.equal(o.json().code, 'unknown_operation');

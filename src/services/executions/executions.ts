@@ -64,7 +64,7 @@ export class Executions {
    */
   resolveTarget(exec: ExecutionRequestInput, amount: Money | undefined): { merchant: Merchant; operation: Operation } {
     const merchant = this.#merchants.get(exec.merchant);
-    if (!merchant) throw unknownMerchant(exec.merchant);
+    if (!merchant) throw unknownMerchant(exec.merchant, this.#merchants.size === 0);
     const operation = merchant.operations.get(exec.operation);
     if (!operation) throw unknownOperation(exec.merchant, exec.operation);
     refuseUnboundAmount(exec.merchant, exec.operation, operation, amount, exec.payload);
