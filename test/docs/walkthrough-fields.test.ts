@@ -122,4 +122,8 @@ test('a member no answer declares is found (the check above can fail)', () => {
   assert.equal(declares(doc, { type: 'object', properties: { data: {} } }, ['data', 'anything']), true);
   assert.deepEqual(filterPaths(`'{witnessed, kind: .event.kind}'`), [['event', 'kind'], ['witnessed']]);
   assert.deepEqual(filterPaths(`'.projects[0].id'`), [['projects', 0, 'id']]);
+  // A jq inside the URL's command substitution reads another answer, not this one's.
+  const [call] = curlCalls('curl -s "$G/v1/projects/$P/audit/consistency?from=1&to=$(echo "$LOG" | jq -r .size)" > c.json\n');
+  assert.deepEqual([call!.route, call!.piped, call!.savedIn], ['GET /v1/projects/{}/audit/consistency', undefined, 'c.json']);
+  assert.deepEqual(laterReads('x=$(jq .tree_size proof.json)\necho "$LOG" | jq -r .size'), [{ variable: 'LOG', filter: '.size' }, { file: 'proof.json', filter: '.tree_size' }]);
 });

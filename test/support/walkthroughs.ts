@@ -43,8 +43,11 @@ export function curlCalls(block: string): CurlCall[] {
     const method = /-X (\w+)/.exec(options)?.[1] ?? (/(^|\s)-d /.test(options) ? 'POST' : 'GET');
     const lineStart = block.lastIndexOf('\n', m.index) + 1;
     const assignedTo = /\b([A-Z_]+)=\$\($/.exec(block.slice(lineStart, m.index))?.[1];
-    const savedIn = /^[^|]*>\s*([\w.-]+\.json)\b/.exec(m[3]!)?.[1];
-    const piped = JQ_PIPE.exec(m[3]!)?.[1];
+    // What follows the URL on its line, without the command substitutions of its query string (a jq
+    // there reads another answer, as `to=$(echo "$LOG" | jq …)` does).
+    const after = m[3]!.replace(/\$\([^)]*\)/g, '');
+    const savedIn = /^[^|]*>\s*([\w.-]+\.json)\b/.exec(after)?.[1];
+    const piped = JQ_PIPE.exec(after)?.[1];
     return { route: `${method} ${m[2]!.replace(/\$\([^)]*\)|\$[A-Z_]+/g, '{}')}`, assignedTo, savedIn, piped, body: dataArgument(block, m.index, m.index + m[0].length) };
   });
 }
