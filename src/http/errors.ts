@@ -26,6 +26,12 @@ function allowedValues(e: AjvError): unknown[] | undefined {
   return branches.every((b) => b !== null && typeof b === 'object' && 'const' in b) ? branches.map((b) => b.const) : undefined;
 }
 
+/** `: <the field's description>`, or nothing when it has none. */
+function describedAs(e: AjvError): string {
+  const description = e.parentSchema?.description;
+  return typeof description === 'string' ? `: ${description}` : '';
+}
+
 /** A pattern's or format's own regular expression says little to a caller; the field's description says what is wanted. */
 function formatMessage(e: AjvError): string | undefined {
   const description = e.parentSchema?.description;
@@ -73,6 +79,9 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
     if (e.keyword === 'pattern' || e.keyword === 'format') message = formatMessage(e) ?? message;
     if (repeated.has(e.instancePath)) message = 'is given more than once; give it once';
     if (where === 'body' && pointer === '' && e.keyword === 'type' && e.params.type === 'object') message = wholeBodyNotObject(e.data);
+    // A fraction where a whole number is wanted: for money, most likely major units (30.5 meant as
+    // 30.50 EUR); the field's description says which unit it counts.
+    if (e.keyword === 'type' && e.params.type === 'integer' && typeof e.data === 'number') message = `must be a whole number, not ${e.data}${describedAs(e)}`;
     const key = `${pointer}|${code}`;
     if (seen.has(key)) continue;
     seen.add(key);

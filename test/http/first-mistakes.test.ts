@@ -56,5 +56,16 @@ for (const backend of backends()) {
       const decision = await suite.svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: await suite.svc.keyHeader(['ADMIN']) });
       assert.equal((problem(decision, 400, 'invalid_request').errors as { message: string }[])[0]!.message, MISSING);
     });
+
+    test('an amount written in major units (30.5 for 30.50 EUR): the error says minor units, with an example', async () => {
+      const res = await suite.svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { ...await suite.svc.keyHeader(['ADMIN']), 'content-type': 'application/json' },
+        payload: JSON.stringify({ agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', permit: 'x.y.z', action: 'payments.create', resource: 'resource://payments/eu/1', amount: { minor: 30.5, currency: 'EUR' } }) });
+      assert.deepEqual(problem(res, 400, 'invalid_request').errors, [{ pointer: '/amount/minor', code: 'wrong_type',
+        message: 'must be a whole number, not 30.5: the amount in minor units of the currency (cents for EUR: 3050 is 30.50 EUR)' }]);
+      // Text where a number is wanted keeps the type's own words: it is not a unit mistake.
+      const text = await suite.svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { ...await suite.svc.keyHeader(['ADMIN']), 'content-type': 'application/json' },
+        payload: JSON.stringify({ agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', permit: 'x.y.z', action: 'payments.create', resource: 'resource://payments/eu/1', amount: { minor: '3050', currency: 'EUR' } }) });
+      assert.deepEqual(problem(text, 400, 'invalid_request').errors, [{ pointer: '/amount/minor', code: 'wrong_type', message: 'must be integer' }]);
+    });
   });
 }

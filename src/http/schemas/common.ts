@@ -114,7 +114,7 @@ export const ProjectParams = Type.Object({
 
 export const MAX_SAFE_MINOR = Number.MAX_SAFE_INTEGER;
 export const Money = Type.Object({
-  minor: Type.Integer({ minimum: 0, maximum: MAX_SAFE_MINOR, description: 'Amount in minor units' }),
+  minor: Type.Integer({ minimum: 0, maximum: MAX_SAFE_MINOR, description: 'the amount in minor units of the currency (cents for EUR: 3050 is 30.50 EUR)' }),
   currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'three capital letters, as an ISO 4217 code (the form is checked, not the list)' }),
 }, { additionalProperties: false });
 
