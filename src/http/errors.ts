@@ -7,6 +7,7 @@ import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
 import { repeatedFailureLog } from './repeated-failure-log.ts';
 import { routedPath, type RouteTable } from './route-table.ts';
+import { nearRouteHint } from './near-route.ts';
 
 const KEYWORD_CODES: Record<string, string> = {
   required: 'required', additionalProperties: 'unknown_field', type: 'wrong_type', maxLength: 'too_long',
@@ -195,6 +196,6 @@ export function installErrorHandling(app: FastifyInstance, routeTable: Pick<Rout
       reply.header('allow', allowed.join(', '));
       return sendProblem(reply, request, new Problem(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
     }
-    return sendProblem(reply, request, new Problem(404, 'not_found', `no route ${request.method} ${path}`));
+    return sendProblem(reply, request, new Problem(404, 'not_found', `no route ${request.method} ${path}${nearRouteHint(routeTable, request.method, routedPath(request.url))}`));
   });
 }

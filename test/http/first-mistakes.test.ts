@@ -67,5 +67,25 @@ for (const backend of backends()) {
         payload: JSON.stringify({ agent: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', permit: 'x.y.z', action: 'payments.create', resource: 'resource://payments/eu/1', amount: { minor: '3050', currency: 'EUR' } }) });
       assert.deepEqual(problem(text, 400, 'invalid_request').errors, [{ pointer: '/amount/minor', code: 'wrong_type', message: 'must be integer' }]);
     });
+
+    test('a path a slip away from a route (trailing slash, /v1, the other plane): the 404 names the route', async () => {
+      const P = suite.svc.projectId;
+      const audit = 'aud_01m8gsk8m1tvw5ey1gdxw6p03k';
+      for (const [method, url, hint] of [
+        ['POST', '/v1/authorize/', 'did you mean POST /v1/authorize?'],
+        ['POST', '/authorize', 'did you mean POST /v1/authorize?'],
+        ['POST', '/V1/authorize', 'did you mean POST /v1/authorize?'],
+        ['GET', '/healthz/', 'did you mean GET /healthz?'],
+        ['POST', `/v1/projects/${P}/permits`, `did you mean POST /v1/console/projects/${P}/permits? (a console route: it takes the session cookie of a sign-in, not an API key)`],
+        ['GET', `/v1/console/projects/${P}/audit/${audit}/proof`, `did you mean GET /v1/projects/${P}/audit/${audit}/proof? (a machine route: it takes an API key, authorization: Bearer <API key>)`],
+      ] as const) {
+        const res = await suite.svc.app.inject({ method, url, headers: suite.admin.get });
+        assert.equal(problem(res, 404, 'not_found').detail, `no route ${method} ${url}; ${hint}`);
+      }
+      // Nothing near: the plain answer.
+      assert.equal(problem(await suite.svc.app.inject({ method: 'GET', url: '/v1/nothing' }), 404, 'not_found').detail, 'no route GET /v1/nothing');
+      // A route of the respelt path, but not of this method: nothing suggested.
+      assert.equal(problem(await suite.svc.app.inject({ method: 'DELETE', url: '/authorize' }), 404, 'not_found').detail, 'no route DELETE /authorize');
+    });
   });
 }
