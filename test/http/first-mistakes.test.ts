@@ -87,5 +87,13 @@ for (const backend of backends()) {
       // A route of the respelt path, but not of this method: nothing suggested.
       assert.equal(problem(await suite.svc.app.inject({ method: 'DELETE', url: '/authorize' }), 404, 'not_found').detail, 'no route DELETE /authorize');
     });
+
+    test('a machine route under a project the key is not of (a $PROJECT left null): the 403 names the key\'s project', async () => {
+      const headers = await suite.svc.keyHeader(['ADMIN']);
+      for (const named of ['null', 'prj_01m8gshmygkjfvhz8jhyxx7000']) {
+        const res = await suite.svc.app.inject({ method: 'GET', url: `/v1/projects/${named}/sod`, headers });
+        assert.equal(problem(res, 403, 'forbidden').detail, `this API key belongs to project ${suite.svc.projectId}, not to the one the path names ("${named}")`);
+      }
+    });
   });
 }

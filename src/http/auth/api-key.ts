@@ -124,7 +124,8 @@ function keyContext(row: KeyRow | undefined): AuthContext {
 /** 403 unless the key belongs to `projectId` (when given) and carries one of `roles` (none: any key). */
 function requireKeyRoles(auth: AuthContext, projectId: string | undefined, roles: readonly Role[]): void {
   if (projectId !== undefined && projectId !== auth.projectId) {
-    throw forbidden('this API key belongs to another project');
+    // The key's own project is its holder's to know; naming it shows a $PROJECT left unset (`null`) or stale at once.
+    throw forbidden(`this API key belongs to project ${auth.projectId}, not to the one the path names (${JSON.stringify(projectId.slice(0, 64))})`);
   }
   if (!permits(auth.roles, roles)) {
     throw forbidden(`this route needs one of the roles ${roles.join(', ')}; the key carries ${[...auth.roles].join(', ') || 'none'}`);
