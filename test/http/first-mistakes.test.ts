@@ -1,5 +1,6 @@
 // What a new user following docs/getting-started.md with curl gets wrong first, and what the answer
-// must then say: which plane takes which credential, and that a console mutation needs a JSON body.
+// must then say: which plane takes which credential, that a console mutation needs a JSON body, that
+// money counts minor units, which route a mistyped path meant, and which project a key is of.
 // Each answer is problem+json with the status and code docs/reason-codes.md and docs/identity.md
 // give, and a detail that says what to send instead.
 import { test, describe } from 'node:test';
