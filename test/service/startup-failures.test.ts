@@ -230,7 +230,7 @@ test('gavel up whose witness is killed before it listens names the signal, exit 
     writeFileSync(preload, "if (process.argv[2] === 'witness') process.kill(process.pid, 'SIGKILL');\n");
     const r = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', NODE_OPTIONS: `--import ${preload}` });
     assert.equal(r.status, 2, r.stderr);
-    assert.equal(r.stderr, 'gavel: the local witness did not start: it was killed by SIGKILL\n');
+    assert.equal(r.stderr, "gavel: the local witness did not start: it was killed by SIGKILL (a kill -9, or the kernel's out-of-memory killer: `dmesg` or `journalctl -k` lists its kills; if memory is short, give the host more)\n");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
