@@ -11,6 +11,7 @@ import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, decide, delegate, issue, newAgent, type Agent } from '../support/authorize.ts';
 import { permitCommitment, permitKeyId, signPermitClaims, type PermitClaims } from '../../src/domain/permit/index.ts';
 import { permitKeyName } from '../../src/services/permits/permits.ts';
+import { signUnchecked } from '../domain/permit/helpers.ts';
 
 const PAY = { actions: ['pay', 'read'], resources: ['resource://shop/*', 'resource://docs/*'] };
 const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('~').at(-1)!.split('.')[1]!, 'base64url').toString('utf8')) as PermitClaims;
@@ -45,6 +46,17 @@ for (const backend of backends()) {
       await activatePolicy(svc, ALLOW_PAYMENTS);
     });
     after(async () => { await svc.stop(); });
+
+    test('a link limiting money in two currencies (max_per_request in one, budget in another) is refused as claims, not left to deny each request', async () => {
+      const agent = newAgent();
+      const claims = claimsOf((await issue(svc, agent.did, PAY)).jws);
+      // Issuance refuses it (signPermitClaims): only a holder of the project key signing by hand makes one.
+      const name = permitKeyName(svc.projectId);
+      const permit = await signUnchecked({ ...claims, gavel: { ...claims.gavel, max_per_request: { minor: 500, currency: 'USD' }, budget: eur(5_000) } },
+        permitKeyId(await svc.deps.signer.publicKey(name)), (m) => svc.deps.signer.sign(name, m));
+      const detail = await assertRefused({ agent: agent.did, action: 'read', resource: 'resource://docs/a', permit }, 'claims');
+      assert.equal(detail, 'claims: gavel.max_per_request and gavel.budget must be in one currency (they are in USD and EUR)');
+    });
 
     test('signature, issuer, audience and time: each named', async () => {
       const agent = newAgent();
@@ -120,7 +132,7 @@ for (const backend of backends()) {
         [/action "refund" is not granted/, {}, { actions: ['pay', 'refund'] }],
         [/resource pattern "resource:\/\/\*" is not covered/, {}, { resources: ['resource://*'] }],
         [/max_per_request widened/, {}, { max_per_request: eur(1_001) }],
-        [/max_per_request widened: the child is in USD/, {}, { max_per_request: { minor: 1_000, currency: 'USD' } }],
+        [/max_per_request widened: the child is in USD/, {}, { max_per_request: { minor: 1_000, currency: 'USD' }, budget: { minor: 5_000, currency: 'USD' } }],
         [/budget widened/, {}, { budget: eur(5_001) }],
         [/max_uses widened/, {}, { max_uses: 11 }],
         [/valid before its parent/, { nbf: base.nbf - 60 }, {}],
@@ -141,21 +153,21 @@ for (const backend of backends()) {
       await assertRefused({ ...pay, permit: `${root.jws}~${await dropped(noBudget)}` }, 'delegation_widened');
     });
 
-    test('a delegated limit in a currency its parent limits no money in is delegation_widened, not left to coverage', async () => {
+    test('a delegated limit in a currency its parent limits no money in is refused as claims (the child keeps the parent\'s limit, and a link limits money in one currency), not left to coverage', async () => {
       const parent = newAgent();
       const child = newAgent();
       const root = await issue(svc, parent.did, { actions: ['pay'], resources: ['resource://shop/*'], max_per_request: eur(1_000) });
       const base = claimsOf(root.jws);
       // The root sets no budget; the child adds one.
-      const withBudget = (budget: { minor: number; currency: string }) => signPermitClaims({
+      const withBudget = (budget: { minor: number; currency: string }) => signUnchecked({
         iss: parent.did, sub: child.did, aud: base.aud, jti: crypto.randomUUID(), iat: base.iat, nbf: base.nbf, exp: base.exp,
         gavel: { actions: ['pay'], resources: ['resource://shop/*'], max_per_request: eur(1_000), budget, parent: root.commitment },
       } as PermitClaims, `${parent.did}#x`, parent.sign);
       const pay = { agent: child.did, action: 'pay', resource: 'resource://shop/1' };
       const usd = `${root.jws}~${await withBudget({ minor: 500, currency: 'USD' })}`;
       for (const amount of [eur(100), { minor: 100, currency: 'USD' }]) {
-        const detail = await assertRefused({ ...pay, amount, permit: usd }, 'delegation_widened');
-        assert.equal(detail, 'delegation_widened: budget widened: the child limits USD, a currency the parent does not limit (it limits EUR): not comparable');
+        const detail = await assertRefused({ ...pay, amount, permit: usd }, 'claims');
+        assert.equal(detail, 'claims: gavel.max_per_request and gavel.budget must be in one currency (they are in EUR and USD)');
       }
       assert.equal((await authorize({ ...pay, amount: eur(100), permit: `${root.jws}~${await withBudget(eur(500))}` })).decision, 'ALLOW', 'a budget in the parent\'s currency narrows');
     });

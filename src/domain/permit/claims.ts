@@ -65,6 +65,11 @@ function checkConstraints(g: unknown): Checked<GavelConstraints> {
     if (!isMoney(budget)) return bad('gavel.budget must be Money {minor, currency}');
     out.budget = { minor: budget.minor, currency: budget.currency };
   }
+  // Issuance refuses two currencies in one link; verification must too, or such a link verifies and
+  // then denies every request it makes (coverage: currency_mismatch), with no word of why.
+  if (out.max_per_request && out.budget && out.max_per_request.currency !== out.budget.currency) {
+    return bad(`gavel.max_per_request and gavel.budget must be in one currency (they are in ${out.max_per_request.currency} and ${out.budget.currency})`);
+  }
   if (max_uses !== undefined) {
     if (!Number.isSafeInteger(max_uses) || (max_uses as number) < 1) return bad('gavel.max_uses must be a positive integer');
     out.max_uses = max_uses as number;

@@ -2,6 +2,7 @@
 // tests); verification re-checks everything, so this only fails early and builds the chain.
 import { checkAttenuation } from './attenuation.ts';
 import { permitCommitment } from './commitment.ts';
+import { validateClaims } from './claims.ts';
 import { decodeLink, signPermitClaims } from './compact.ts';
 import { base64urlDecode } from './base64url.ts';
 import { publicKeyFromDidKey } from './did.ts';
@@ -65,7 +66,11 @@ export async function delegatePermit(parentChain: string, child: DelegationInput
     exp: child.exp ?? p.exp,
     gavel: { ...child.gavel, parent: permitCommitment(parentJws) },
   };
-  const widened = checkAttenuation(p, claims, jwss.length);
+  // The link's own shape first, as verification checks it (claims before attenuation): a link with
+  // limits in two currencies is refused as claims, whatever its parent limits.
+  const checked = validateClaims(claims);
+  if (!checked.ok) throw new PermitError(checked.check, checked.detail);
+  const widened = checkAttenuation(p, checked.value, jwss.length);
   if (widened !== null) throw new PermitError(widened.check, widened.detail);
   const jws = await signPermitClaims(claims, delegatedKeyId(p.sub), signWithAgentKey);
   checkSignedByIssuer(jws, p.sub);

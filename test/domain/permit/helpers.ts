@@ -6,6 +6,7 @@ import { didKeyFromPublicKey } from '../../../src/domain/permit/did.ts';
 import { issuePermit } from '../../../src/domain/permit/issue.ts';
 import type { RootPermitInput } from '../../../src/domain/permit/issue.ts';
 import type { SignFunction } from '../../../src/domain/permit/types.ts';
+import { PERMIT_TYP } from '../../../src/domain/permit/compact.ts';
 
 export function rawPublicKey(key: KeyObject): Uint8Array {
   const x = key.export({ format: 'jwk' }).x as string;
@@ -118,6 +119,13 @@ export function tamper(jws: string, edit: { header?: (h: Record<string, unknown>
 export async function tamperSigned(f: Pick<Fixture, 'signer'>, jws: string, edit: Parameters<typeof tamper>[1]): Promise<string> {
   const [h, p] = tamper(jws, edit).split('.') as [string, string];
   return `${h}.${p}.${Buffer.from(await f.signer.sign(KEY, new TextEncoder().encode(`${h}.${p}`))).toString('base64url')}`;
+}
+
+/** A link signed as signPermitClaims signs it, without its checks: what a key's holder signing by hand can make. */
+export async function signUnchecked(claims: unknown, kid: string, sign: SignFunction): Promise<string> {
+  const b64u = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const input = `${b64u({ alg: 'EdDSA', typ: PERMIT_TYP, kid })}.${b64u(claims)}`;
+  return `${input}.${Buffer.from(await sign(new TextEncoder().encode(input))).toString('base64url')}`;
 }
 
 export function decodePayload(jws: string): Record<string, unknown> {

@@ -239,6 +239,8 @@ test('payloads of the wrong shape are refused as claims', async () => {
     { ...base, gavel: { ...g, max_uses: 1.5 } },
     // A member Money does not define may be a restriction this version would not enforce.
     { ...base, gavel: { ...g, budget: { minor: 5, currency: 'EUR', per: 'day' } } },
+    // Limits in two currencies: every request would be denied as currency_mismatch.
+    { ...base, gavel: { ...g, max_per_request: { minor: 5, currency: 'USD' }, budget: { minor: 50, currency: 'EUR' } } },
   ];
   for (const v of variants) {
     // Issuance refuses them ...
@@ -248,6 +250,18 @@ test('payloads of the wrong shape are refused as claims', async () => {
     const forged = `${h}.${Buffer.from(JSON.stringify(v)).toString('base64url')}.${s}`;
     assert.equal(failure(await verifyPermit(forged, f.ctx(f.alice.did))).check, 'claims', JSON.stringify(v).slice(0, 120));
   }
+});
+
+test('a link whose max_per_request and budget are in two currencies is refused as claims, at issuance and at verification, saying so', async () => {
+  const f = await fixture();
+  const base = decodePayload(f.root);
+  const v = { ...base, gavel: { ...(base.gavel as Record<string, unknown>), max_per_request: { minor: 5, currency: 'USD' }, budget: { minor: 50, currency: 'EUR' } } };
+  const detail = 'gavel.max_per_request and gavel.budget must be in one currency (they are in USD and EUR)';
+  await assert.rejects(signPermitClaims(v as never, permitKeyId(f.projectKey), (m) => f.signer.sign(KEY, m)), (e: unknown) => e instanceof PermitError && e.code === 'claims' && e.message.includes(detail));
+  // Hand-signed with the project key, as a holder of it could: verification refuses it, before any request.
+  const forged = await tamperSigned(f, f.root, { payload: (p) => { p.gavel = v.gavel; } });
+  const r = failure(await verifyPermit(forged, f.ctx(f.alice.did)));
+  assert.deepEqual([r.check, r.detail], ['claims', detail]);
 });
 
 test('a root that names a parent is a broken chain', async () => {
