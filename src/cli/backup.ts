@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
-import { loadConfig } from '../config/config.ts';
+import { readConfiguration } from '../config/config.ts';
 import { storeOptions } from '../service.ts';
 import { NO_LINKS, removeStalePartials } from '../lib/key-file.ts';
 import { flush } from '../lib/durable-fs.ts';
@@ -28,7 +28,7 @@ export function runBackup(argv: readonly string[]): string {
   } catch (e) { throw new BackupRefused(`gavel backup: ${(e as Error).message} (${BACKUP_USAGE})`); }
   if (positionals.length === 0) throw new BackupRefused(`gavel backup takes the file to write (${BACKUP_USAGE})`);
   if (positionals.length > 1) throw new BackupRefused(`gavel backup takes one file, got ${positionals.length} (${BACKUP_USAGE})`);
-  const config = loadConfig();
+  const config = readConfiguration();
   const where = storeOptions(config);
   if (where.kind !== 'sqlite') throw new BackupRefused('GAVEL_DATABASE_URL names a PostgreSQL database: back it up with pg_dump (README, "Backups and restores"); gavel backup copies the SQLite database');
   const database = where.file;

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
-import { ConfigError, isLoopbackHost, loadConfig, redactConfig, unknownVariables, unknownVariableWarning } from '../config/config.ts';
+import { type Config, ConfigError, isLoopbackHost, readConfiguration, redactConfig, type UnknownVariable } from '../config/config.ts';
 import { createService, DatabaseMissing, refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
@@ -100,7 +100,7 @@ function fail(message: string): never {
  * that trusts this installation's log key, so checkpoints are witnessed out of the box. It runs in
  * a process of its own (cli/local-witness.ts).
  */
-async function localWitness(config: ReturnType<typeof loadConfig>, say: { warn(msg: string): void; error(msg: string): void }): Promise<LocalWitness> {
+async function localWitness(config: Config, say: { warn(msg: string): void; error(msg: string): void }): Promise<LocalWitness> {
   const store = openStore(storeOptions(config));
   try {
     await migrateToLatest(store);
@@ -124,7 +124,9 @@ function announceAdmin(admin: { name: string; password: string }): void {
 }
 
 async function serve(embedded: boolean): Promise<void> {
-  let config = loadConfig();
+  // Warned about in the service's log, once it has one.
+  const unknown: [string, UnknownVariable][] = [];
+  let config = readConfiguration((message, variable) => unknown.push([message, variable]));
   // Else the witness takes the port first and the service fails on it, after its first start made the administrator.
   if (embedded && !config.witnessUrl && config.port !== 0 && config.port === config.witnessPort) {
     throw new ConfigError('GAVEL_WITNESS_PORT', `is GAVEL_PORT's port too (${config.port}): gavel up runs its local witness on a port of its own`);
@@ -154,9 +156,7 @@ async function serve(embedded: boolean): Promise<void> {
   const { app } = service;
   say = { warn: (msg) => app.log.warn(msg), error: (msg) => app.log.error(msg) };
   app.log.info({ config: redactConfig(config) }, 'configuration');
-  for (const unknown of unknownVariables()) {
-    app.log.warn({ variable: unknown.name, ...(unknown.meant ? { meant: unknown.meant } : {}) }, unknownVariableWarning(unknown));
-  }
+  for (const [message, { name, meant }] of unknown) app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, message);
   warnIfFileLimitBelowCap(app, config.maxConnections);
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -202,7 +202,7 @@ async function serve(embedded: boolean): Promise<void> {
 }
 
 /** The banner, once the start's check of the audit log is done; nothing once a stop has begun. */
-async function announce(service: Awaited<ReturnType<typeof createService>>, config: ReturnType<typeof loadConfig>, witness: LocalWitness | undefined, embedded: boolean, stopping: () => boolean): Promise<void> {
+async function announce(service: Awaited<ReturnType<typeof createService>>, config: Config, witness: LocalWitness | undefined, embedded: boolean, stopping: () => boolean): Promise<void> {
   const { app } = service;
   // What an auditor pins and a witness is configured with (docs/audit-log.md), said where the operator looks first.
   const log = await logIdentity(service.deps.store, service.deps.signer);
@@ -244,9 +244,8 @@ async function announce(service: Awaited<ReturnType<typeof createService>>, conf
 }
 
 async function migrate(): Promise<void> {
-  const config = loadConfig();
-  // As serve does, and before anything is migrated: a misspelt GAVEL_DATABASE_URL leaves the SQLite default to be migrated.
-  for (const unknown of unknownVariables()) process.stderr.write(`gavel: ${unknownVariableWarning(unknown)}\n`);
+  // Warned about before anything is migrated: a misspelt GAVEL_DATABASE_URL leaves the SQLite default to be migrated.
+  const config = readConfiguration();
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
   refuseLostDatabase(storeOptions(config), config.dataDir);

@@ -4,7 +4,7 @@
 // server's other connections do, and takes no serving lock (store/sqlite/serving-lock.ts).
 import { existsSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/config.ts';
+import { readConfiguration } from '../config/config.ts';
 import { refuseLostDatabase, storeOptions } from '../service.ts';
 import { pendingMigrations } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
@@ -22,7 +22,7 @@ export async function runResetPassword(argv: readonly string[]): Promise<void> {
     ({ positionals } = parseArgs({ args: [...argv], options: {}, allowPositionals: true, strict: true }));
   } catch (e) { throw new ResetRefused(`gavel reset-password: ${(e as Error).message} (${RESET_PASSWORD_USAGE})`); }
   if (positionals.length !== 1) throw new ResetRefused(`gavel reset-password takes one name, got ${positionals.length} (${RESET_PASSWORD_USAGE})`);
-  const config = loadConfig();
+  const config = readConfiguration();
   const where = storeOptions(config);
   refuseLostDatabase(where, config.dataDir);
   // Opening a file that is not there would make an empty database.

@@ -283,7 +283,7 @@ const NOT_SETTINGS = /^GAVEL_(?:TEST_|BENCH_|NODE_HOME$)/;
  * while a misspelt key in the file is refused. Warned about, not refused: a deployment may export
  * variables of its own under the prefix.
  */
-export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: string; meant?: string }[] {
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): UnknownVariable[] {
   const known = ['GAVEL_CONFIG', ...Object.values(SPECS).map((s) => s.env)];
   return Object.keys(env).filter((name) => name.startsWith('GAVEL_') && !known.includes(name) && !NOT_SETTINGS.test(name)).sort()
     .map((name) => {
@@ -292,9 +292,28 @@ export function unknownVariables(env: NodeJS.ProcessEnv = process.env): { name: 
     });
 }
 
-/** What is said of one (the server's log at start; `gavel migrate`'s stderr). */
-export const unknownVariableWarning = ({ name, meant }: { name: string; meant?: string }): string =>
+export interface UnknownVariable { name: string; meant?: string }
+
+/** What is said of one. */
+const unknownVariableWarning = ({ name, meant }: UnknownVariable): string =>
   `${name} is set but no setting reads it${meant ? ` (did you mean ${meant}?)` : ''}; it is ignored`;
+
+/** Told of each GAVEL_* variable no setting reads: its warning, and which it is. */
+export type WarnUnknownVariable = (message: string, unknown: UnknownVariable) => void;
+
+/** A command without a log of its own says it on stderr, as it says its other messages. */
+const warnOnStderr: WarnUnknownVariable = (message) => { process.stderr.write(`gavel: ${message}\n`); };
+
+/**
+ * The configuration, as every command that reads it reads it: a misspelt variable (GAVEL_DATABSE_URL)
+ * leaves its setting at the default whichever command runs (a backup of the SQLite default, a reset
+ * of another database's password), so each command warns of it alike, here.
+ */
+export function readConfiguration(warn: WarnUnknownVariable = warnOnStderr): Config {
+  const config = loadConfig();
+  for (const unknown of unknownVariables()) warn(unknownVariableWarning(unknown), unknown);
+  return config;
+}
 
 /** Levenshtein distance: how many single-character edits turn `a` into `b`. */
 function editDistance(a: string, b: string): number {

@@ -74,6 +74,28 @@ test('gavel migrate warns about a GAVEL_* variable no setting reads as serve doe
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('gavel backup and gavel reset-password warn about a GAVEL_* variable no setting reads as migrate does, on stderr, before they act', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-command-vars-'));
+  try {
+    const run = (args: string[]) => spawnSync(process.execPath, [MAIN, ...args], {
+      env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_DATABSE_URL: 'postgres://elsewhere/gavel', GAVEL_TEST_SOMETHING: '1' },
+      encoding: 'utf8', timeout: 60_000,
+    });
+    const warning = 'gavel: GAVEL_DATABSE_URL is set but no setting reads it (did you mean GAVEL_DATABASE_URL?); it is ignored\n';
+    assert.equal(run(['migrate']).stderr, warning);
+    // The typo leaves the SQLite default to be copied, and to have its password reset.
+    const backup = run(['backup', join(dir, 'copy.db')]);
+    assert.equal(backup.status, 0, backup.stderr);
+    assert.equal(backup.stderr, warning);
+    assert.match(backup.stdout, /^backed up /);
+    const reset = run(['reset-password', 'admin']);
+    assert.equal(reset.status, 2, reset.stderr);
+    assert.equal(reset.stderr, `${warning}gavel: this installation has not finished its first start, so it has no administrator yet: start it (gavel serve, or npm start), which creates "admin" and prints its password\n`);
+    // A usage mistake is told before the configuration is read, and alone.
+    assert.equal(run(['backup']).stderr, 'gavel: gavel backup takes the file to write (usage: gavel backup <file> [--force])\n');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 test('serve warns when it listens beyond loopback without TLS, and not when GAVEL_PUBLIC_URL is https', async () => {
   const backend = backends()[0]!;
   for (const [publicUrl, warned] of [[undefined, true], ['https://gavel.example', false], ['HTTPS://gavel.example', false]] as const) {
