@@ -5,7 +5,8 @@
 // have the sizes named; the RFC 9162 consistency proof leads from the older root to the newer. From
 // size 0 (the empty tree, which no checkpoint signs and RFC 9162 gives no proof from) the file is
 // CONSISTENT once the newer checkpoint checks and the proof is empty, and the answer says so.
-// Exit 0 consistent, 1 not, 2 usage error (the command line, a file it cannot read, or an error answer in its place).
+// Exit 0 consistent, 1 not, 2 usage error (the command line, a file it cannot read, an error answer
+// in its place, or sizes asked for that are not checkpoints: the route's null checkpoints).
 import { bytesEqual, fromBase64 } from '../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../domain/auditlog/checkpoint.ts';
 import { verifyCosignatures } from '../domain/auditlog/cosignature.ts';
@@ -16,7 +17,7 @@ import { checkerArgs, DamagedFile, fileObject, readJsonFile, repeatedReason } fr
 import type { Writable } from './audit-verify.ts';
 
 export const AUDIT_CONSISTENCY_USAGE = `usage: gavel audit consistency <consistency.json> --log-key <vkey> [--witness-key <vkey> …]
-exit status: 0 CONSISTENT, 1 NOT CONSISTENT (with the reason; a damaged file too), 2 a wrong command line, a file it cannot read, or the server's error answer saved in its place`;
+exit status: 0 CONSISTENT, 1 NOT CONSISTENT (with the reason; a damaged file too), 2 a wrong command line, a file it cannot read, the server's error answer saved in its place, or a file asked for sizes that are not checkpoints`;
 
 interface ConsistencyFile { from: number; to: number; proof: string[]; from_root?: unknown; to_root?: unknown; from_checkpoint: string | null; to_checkpoint: string | null }
 
@@ -47,8 +48,15 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
   // from a non-empty tree (0 < m < n), and the empty tree is a prefix of every tree. The route answers
   // it with an empty proof and no older checkpoint; that is consistent, with nothing to prove.
   const fromEmpty = file.from === 0 && file.from_checkpoint === null;
+  // The route answers a size no checkpoint signs with a null checkpoint: the question was asked
+  // wrong, and nothing is known of the log (exit 2, not NOT CONSISTENT, which says it was rewritten).
+  const unsigned = [...new Set([...(file.from_checkpoint === null && !fromEmpty ? [file.from] : []), ...(file.to_checkpoint === null ? [file.to] : [])])];
+  if (unsigned.length) {
+    err.write(`gavel audit consistency: ${notCheckpoints(unsigned)}\n`);
+    return 2;
+  }
   if (typeof file.to_checkpoint !== 'string' || (typeof file.from_checkpoint !== 'string' && !fromEmpty)) {
-    return fail('the file holds no signed checkpoint for one of its sizes: ask for two sizes that are checkpoints (or from=0, the empty tree, and a checkpoint size)');
+    return fail('from_checkpoint and to_checkpoint must be signed checkpoint notes');
   }
   const open = (note: string, size: number, which: string) => {
     const cp = openCheckpoint(note, [logKey]).checkpoint;
@@ -88,4 +96,12 @@ export async function runAuditConsistency(argv: readonly string[], out: Writable
   }
   out.write(`CONSISTENT: ${newer.origin} at size ${file.to} extends its tree at size ${file.from}${cosigned}\n`);
   return 0;
+}
+
+/** Which sizes are not checkpoints, and where checkpoint sizes are found (docs/audit-log.md). */
+function notCheckpoints(sizes: number[]): string {
+  const named = sizes.length === 1 ? `size ${sizes[0]} is not a checkpoint size` : `sizes ${sizes.join(' and ')} are not checkpoint sizes`;
+  return `${named} (the file holds no signed checkpoint for ${sizes.length === 1 ? 'it' : 'them'}), so nothing was checked and nothing is known of the log. `
+    + 'Ask for two sizes that are checkpoints: the tree_size of a proof, or the size of a checkpoint kept from GET …/audit/log '
+    + '(the second line of its checkpoint or witnessed_checkpoint); from=0, the empty tree, needs none (docs/audit-log.md)';
 }

@@ -179,6 +179,19 @@ for (const backend of backends()) {
       const cut = sink();
       assert.equal(await runAuditConsistency([join(dir, 'consistency-cut.json'), '--log-key', a.logVkey], cut, sink()), 1);
       assert.match(cut.text, /^NOT CONSISTENT: the consistency file .* is not JSON/);
+      // A size no checkpoint signs: the route answers 200 with no checkpoint for it, and the check
+      // says the question was asked wrong (exit 2), never that the log was rewritten.
+      const between = Array.from({ length: to - from - 1 }, (_, i) => from + 1 + i).find((size) => !sizes.includes(size));
+      assert.ok(between !== undefined, `a size between the checkpoints ${sizes} that is none`);
+      const unsigned = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/consistency?from=${between}&to=${to}`, headers: key });
+      assert.equal(unsigned.statusCode, 200, unsigned.body);
+      assert.equal(unsigned.json().from_checkpoint, null);
+      const fu = join(dir, 'consistency-unsigned.json');
+      writeFileSync(fu, unsigned.body);
+      const [uo, ue] = [sink(), sink()];
+      assert.equal(await runAuditConsistency([fu, ...keys], uo, ue), 2, uo.text + ue.text);
+      assert.equal(uo.text, '', 'no verdict on the log');
+      assert.match(ue.text, new RegExp(`^gavel audit consistency: size ${between} is not a checkpoint size .*nothing is known of the log\\. Ask for two sizes that are checkpoints: the tree_size of a proof`));
       const over = await a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit/consistency?from=0&to=${to + 1000}`, headers: key });
       assert.equal(over.statusCode, 400);
     });

@@ -109,12 +109,33 @@ test('consistency: checkpoints of two logs, a stated root that is not a root, an
     [{ ...consistency, from_root: 5 }, /from_root differs from the root its signed checkpoint states/],
     [{ ...consistency, to_root: null }, /to_root differs/],
     [{ ...consistency, proof: ['not base64!'] }, /the proof holds a value that is not base64/],
-    [{ ...consistency, from_checkpoint: null }, /holds no signed checkpoint for one of its sizes/],
+    [{ ...consistency, from_checkpoint: 5 }, /from_checkpoint and to_checkpoint must be signed checkpoint notes/],
   ] as const) {
     const r = await consistent(c);
     assert.equal(r.code, 1, r.text);
     assert.match(r.text, why);
   }
+});
+
+test('consistency: a file asked for sizes that are not checkpoints (null checkpoints, as the route answers them) is a usage error, exit 2, naming them; from=0 is not one', async () => {
+  const asked = async (c: unknown) => { const [out, err] = [sink(), sink()]; return { code: await runAuditConsistency([file(c), '--log-key', logKey, '--witness-key', keyA], out, err), out: out.text, err: err.text }; };
+  const where = 'Ask for two sizes that are checkpoints: the tree_size of a proof, or the size of a checkpoint kept from GET …/audit/log (the second line of its checkpoint or witnessed_checkpoint); from=0, the empty tree, needs none (docs/audit-log.md)\n';
+  for (const [c, named] of [
+    [{ ...consistency, from_checkpoint: null }, 'size 1 is not a checkpoint size (the file holds no signed checkpoint for it)'],
+    [{ ...consistency, to: 3, to_checkpoint: null }, 'size 3 is not a checkpoint size (the file holds no signed checkpoint for it)'],
+    [{ ...consistency, to: 3, from_checkpoint: null, to_checkpoint: null }, 'sizes 1 and 3 are not checkpoint sizes (the file holds no signed checkpoint for them)'],
+    // to=0: the empty tree is no checkpoint either; from=0 alone needs none.
+    [{ from: 0, to: 0, proof: [], from_root: toBase64(EMPTY_ROOT), to_root: toBase64(EMPTY_ROOT), from_checkpoint: null, to_checkpoint: null }, 'size 0 is not a checkpoint size (the file holds no signed checkpoint for it)'],
+  ] as const) {
+    const r = await asked(c);
+    assert.deepEqual(r, { code: 2, out: '', err: `gavel audit consistency: ${named}, so nothing was checked and nothing is known of the log. ${where}` });
+  }
+  const fromEmpty = await asked({ from: 0, to: 2, from_root: toBase64(EMPTY_ROOT), to_root: toBase64(roots[2]!), proof: [], from_checkpoint: null, to_checkpoint: await checkpoint(2) });
+  assert.equal(fromEmpty.code, 0, fromEmpty.out + fromEmpty.err);
+  // Through the command, as a user runs it.
+  const run = gavel(['consistency', file({ ...consistency, from_checkpoint: null }), '--log-key', logKey]);
+  assert.equal(run.status, 2, run.stdout + run.stderr);
+  assert.match(run.stderr, /^gavel audit consistency: size 1 is not a checkpoint size/);
 });
 
 test('a checkpoint checked with the wrong log key says which keys signed it and which was given (names and key IDs, public)', async () => {
@@ -159,7 +180,6 @@ test('consistency from size 0 (the empty tree, which no checkpoint signs and RFC
     [{ ...fromEmpty, to_checkpoint: await checkpoint(1) }, /the newer checkpoint is of size 1, not 2/],
     [{ ...fromEmpty, from_root: toBase64(roots[1]!) }, /from_root differs from the root the empty tree has/],
     [{ ...fromEmpty, proof: [toBase64(roots[1]!)] }, /a proof from size 0 \(the empty tree\) must be empty/],
-    [{ ...fromEmpty, to: 0, to_root: toBase64(EMPTY_ROOT), to_checkpoint: null }, /holds no signed checkpoint for one of its sizes/],
   ] as const) {
     const bad = await consistent(c);
     assert.equal(bad.code, 1, bad.text);
