@@ -11,7 +11,7 @@ import { LocalSigner } from './signer/local.ts';
 import { PinnedSigner } from './signer/pinned.ts';
 import { ensureLogState, LOG_KEY } from './services/auditlog/log.ts';
 import type { Signer } from './signer/signer.ts';
-import { ForeignDatabase, foreignTables, migrateToLatest } from './store/migrate.ts';
+import { FOREIGN_DATABASE_REMEDY, ForeignDatabase, foreignEvidence, migrateToLatest } from './store/migrate.ts';
 import BetterSqlite3 from 'better-sqlite3';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
@@ -49,21 +49,22 @@ export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
 }
 
 /**
- * Refuses a SQLite file holding another application's tables (store/migrate.ts, ForeignDatabase),
+ * Refuses a SQLite file of another application (store/migrate.ts, ForeignDatabase),
  * read through a read-only connection: opening it as the store does would already write to it
  * (WAL mode, in its header). A file that cannot be read so is left to the store's own open to report.
  */
 export function refuseForeignDatabase(where: StoreOptions): void {
   if (where.kind !== 'sqlite' || where.file === ':memory:' || !existsSync(where.file)) return;
-  let tables: string[];
+  let foreign: string | undefined;
   try {
     const file = new BetterSqlite3(where.file, { readonly: true, fileMustExist: true });
     try {
-      tables = file.prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite\\_%' escape '\\' order by name").pluck().all() as string[];
+      const tables = file.prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite\\_%' escape '\\' order by name").pluck().all() as string[];
+      const recorded = tables.includes('kysely_migration') ? file.prepare('select name from kysely_migration order by name').pluck().all() as string[] : undefined;
+      foreign = foreignEvidence(tables, recorded);
     } finally { file.close(); }
   } catch { return; }
-  const foreign = foreignTables(tables);
-  if (foreign.length) throw new ForeignDatabase(where.file, foreign, 'Point GAVEL_DATA_DIR at a directory of Gavel\'s own (its database, gavel.db, is made at the first start), or move this file aside.');
+  if (foreign) throw new ForeignDatabase(where.file, foreign, FOREIGN_DATABASE_REMEDY.sqlite);
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */

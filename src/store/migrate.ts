@@ -1,6 +1,6 @@
 // Versioned migrations for both engines: every file in ./migrations exporting `up(db, dialect)`,
 // applied in name order. Capabilities own their own files, so adding one touches no registry.
-import { readdir } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { sql } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
 import type { Store } from './store.ts';
@@ -10,6 +10,11 @@ import { databaseUnreachable } from './unreachable.ts';
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
 const MIGRATION_FILE = /^(\d{4}_[a-z0-9_]+)\.[jt]s$/;
+
+/** This build's migration files, in name order, with the names Kysely records them under. */
+function migrationFiles(): { file: string; name: string }[] {
+  return readdirSync(MIGRATIONS_DIR).filter((f) => MIGRATION_FILE.test(f)).sort().map((file) => ({ file, name: MIGRATION_FILE.exec(file)![1]! }));
+}
 
 class FolderProvider implements MigrationProvider {
   readonly #dialect: Store['dialect'];
@@ -21,12 +26,10 @@ class FolderProvider implements MigrationProvider {
   failed: { name: string; error: unknown } | undefined;
   constructor(dialect: Store['dialect']) { this.#dialect = dialect; }
   async getMigrations(): Promise<Record<string, Migration>> {
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => MIGRATION_FILE.test(f)).sort();
     const migrations: Record<string, Migration> = {};
-    for (const file of files) {
+    for (const { file, name } of migrationFiles()) {
       const mod = await import(new URL(file, MIGRATIONS_DIR).href);
       const dialect = this.#dialect;
-      const name = MIGRATION_FILE.exec(file)![1]!;
       migrations[name] = {
         up: async (db) => {
           try { await mod.up(db, dialect); } catch (error) { this.failed ??= { name, error }; throw error; }
@@ -40,20 +43,48 @@ class FolderProvider implements MigrationProvider {
 export class MigrationError extends Error {}
 
 /**
- * A database holding tables but no record of Gavel's migrations: another application's, which a
- * start would otherwise fill with Gavel's tables beside its own. Refused before anything is
- * written (decision 0028). Gavel's own always has the record: the migrator commits
- * `kysely_migration` before it creates any other table.
+ * A database of another application, which a start would otherwise fill with Gavel's tables beside
+ * its own: one holding tables but no record of Gavel's migrations, or whose record
+ * (`kysely_migration`, another application's when it too uses Kysely's migrator) names none of
+ * Gavel's. Refused before anything is written (decision 0028). Gavel's own always has the record,
+ * with its own migrations in it: the migrator commits `kysely_migration` before it creates any other
+ * table, and every run records what it applied in the same transaction.
  */
 export class ForeignDatabase extends MigrationError {
-  constructor(what: string, tables: string[], remedy: string) {
-    const shown = tables.slice(0, 5).join(', ') + (tables.length > 5 ? ` and ${tables.length - 5} more` : '');
-    super(`${what} holds tables of another application (${shown}) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. ${remedy}`);
+  constructor(what: string, evidence: string, remedy: string) {
+    super(`${what} ${evidence}; nothing was written to it. ${remedy}`);
   }
 }
 
-/** The tables that make a database another application's (see ForeignDatabase): none when it is Gavel's, or empty. */
-export const foreignTables = (tables: string[]): string[] => tables.includes('kysely_migration') ? [] : tables;
+/** What to do instead, on each engine. */
+export const FOREIGN_DATABASE_REMEDY = {
+  sqlite: 'Point GAVEL_DATA_DIR at a directory of Gavel\'s own (its database, gavel.db, is made at the first start), or move this file aside.',
+  postgres: 'Point GAVEL_DATABASE_URL at a database of Gavel\'s own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.',
+} as const;
+
+const someOf = (names: string[]): string => names.slice(0, 5).join(', ') + (names.length > 5 ? ` and ${names.length - 5} more` : '');
+
+/**
+ * What makes a database another application's (see ForeignDatabase), or undefined when it is Gavel's
+ * or empty. `tables`: its tables and views; `recorded`: the names in its `kysely_migration`, when it has
+ * one and they were read (else the record is taken for Gavel's, and migrateToLatest tells).
+ */
+export function foreignEvidence(tables: string[], recorded: string[] | undefined): string | undefined {
+  if (!tables.includes('kysely_migration')) {
+    return tables.length ? `holds tables of another application (${someOf(tables)}) and no record of Gavel's migrations (no kysely_migration table)` : undefined;
+  }
+  return recorded ? foreignRecord(recorded) : undefined;
+}
+
+/**
+ * A migration record that names migrations but none of Gavel's: another application's, and not a
+ * newer Gavel's (whose record holds this build's older migrations too). Undefined otherwise.
+ */
+function foreignRecord(recorded: string[]): string | undefined {
+  const ours = new Set(migrationFiles().map((m) => m.name));
+  if (!recorded.length || recorded.some((name) => ours.has(name))) return undefined;
+  return `records the migrations of another application in its kysely_migration table (${someOf(recorded)}), none of them Gavel's`;
+}
 
 /** A failed run, on either engine: all its migrations and their records are one transaction (SQLite's adapter: store/sqlite/dialect.ts). */
 const NOTHING_APPLIED = 'nothing was applied: the pending migrations run in one transaction, which did not commit; `gavel migrate`, or a start, applies them once the cause is dealt with';
@@ -75,7 +106,14 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     const failed = cause?.name ?? results?.find((r) => r.status === 'Error')?.migrationName;
     // After a rollback to an older build, Kysely calls the newer build's migrations "corrupted":
     // say what happened and what to do instead. Nothing was applied (it checks before running any).
-    const unknown = failed ? [] : await unknownMigrations(store, provider).catch(() => []);
+    const recorded = failed ? [] : await recordedMigrations(store).catch(() => []);
+    const ours = new Set(migrationFiles().map((m) => m.name));
+    const unknown = recorded.filter((name) => !ours.has(name));
+    // Kysely refuses a record of migrations it has no file for before it runs any: when none of them
+    // is Gavel's, the database is another application's (SQLite's is caught before the store opens
+    // it, service.ts, refuseForeignDatabase, but for a store given ready-made).
+    const foreign = foreignRecord(recorded);
+    if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
     if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
     if (!cause) throw new MigrationError(`${failed ? `migration ${failed}` : 'migrating'} failed: ${messageOf(error)}${databaseUnreachable(error) ? ` (${CONNECTION_LOST})` : ''}`);
     // The error the migration failed with is what went wrong. One raised after it (by the ROLLBACK
@@ -112,12 +150,17 @@ export async function pendingMigrations(store: Store): Promise<string[]> {
   return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
-/** Migrations the database records as applied that this build has no file for (a newer build's). */
-async function unknownMigrations(store: Store, provider: MigrationProvider): Promise<string[]> {
-  const known = await provider.getMigrations();
-  // The migration table lives in the current schema (migrationTableSchema above).
+/** The migrations the database records as applied (in the current schema: migrationTableSchema above), in name order. */
+async function recordedMigrations(store: Store): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(store.db);
-  return rows.map((r) => r.name).filter((name) => !(name in known));
+  return rows.map((r) => r.name);
+}
+
+/** The database as an operator names it: SQLite's file, PostgreSQL's database and schema. */
+async function databaseNamed(store: Store): Promise<string> {
+  if (store.dialect === 'sqlite') return store.file ?? 'the SQLite database';
+  const { rows } = await sql<{ database: string; schema: string }>`select current_database() as database, current_schema() as schema`.execute(store.db);
+  return `the PostgreSQL database "${rows[0]!.database}" (schema "${rows[0]!.schema}")`;
 }
 
 /**
@@ -133,8 +176,8 @@ async function refuseForeignSchema(store: Store): Promise<void> {
       and not exists (select 1 from pg_catalog.pg_depend d
         where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
     order by c.relname`.execute(store.db);
-  const foreign = foreignTables(rows.map((r) => r.name));
-  if (!foreign.length) return;
-  throw new ForeignDatabase(`the PostgreSQL database "${rows[0]!.database}" (schema "${rows[0]!.schema}")`, foreign,
-    'Point GAVEL_DATABASE_URL at a database of Gavel\'s own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.');
+  // A record of another application's migrations is told once Kysely has refused it, having
+  // written nothing (migrateToLatest): read here, it would be one more read to fail on its own.
+  const foreign = foreignEvidence(rows.map((r) => r.name), undefined);
+  if (foreign) throw new ForeignDatabase(`the PostgreSQL database "${rows[0]!.database}" (schema "${rows[0]!.schema}")`, foreign, FOREIGN_DATABASE_REMEDY.postgres);
 }

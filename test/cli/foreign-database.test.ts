@@ -37,6 +37,29 @@ test('a SQLite file of another application is refused by serve, up and migrate, 
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('a SQLite file of another application that also uses Kysely\'s migrator is refused as another application\'s, not as a newer Gavel\'s, and not written to', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+  const file = join(dir, 'gavel.db');
+  try {
+    // As Kysely's migrator leaves it for that application: its record, its lock, its tables.
+    const other = new BetterSqlite3(file);
+    other.exec(`create table kysely_migration (name varchar(255) not null primary key, timestamp varchar(255) not null);
+      create table kysely_migration_lock (id varchar(255) not null primary key, is_locked integer default 0 not null);
+      insert into kysely_migration_lock values ('migration_lock', 0);
+      insert into kysely_migration values ('2024_01_create_customers', '2024-01-01T00:00:00.000Z'), ('2024_02_create_orders', '2024-02-01T00:00:00.000Z');
+      create table customers (id integer primary key); create table orders (id integer primary key)`);
+    other.close();
+    const before = sha256(file);
+    for (const args of [['serve'], ['up'], ['migrate']]) {
+      const r = gavel(args, { GAVEL_DATA_DIR: dir });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: ${file} records the migrations of another application in its kysely_migration table (2024_01_create_customers, 2024_02_create_orders), none of them Gavel's; nothing was written to it. Point GAVEL_DATA_DIR at a directory of Gavel's own (its database, gavel.db, is made at the first start), or move this file aside.\n`);
+    }
+    assert.equal(sha256(file), before, 'the file is as it was');
+    assert.deepEqual(readdirSync(dir), ['gavel.db'], 'nothing was made beside it (no journal, no keys)');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 test('an empty SQLite file, and one that Gavel migrated, are migrated as before', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
   try {
@@ -70,5 +93,27 @@ test('PostgreSQL: a schema of another application is refused by migrate and serv
     const r = gavel(['migrate'], { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^applied: 0001_core, /);
+  } finally { await ts.cleanup(); }
+});
+
+test('PostgreSQL: a schema of another application that also uses Kysely\'s migrator is refused as another application\'s by migrate and serve, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  const ts = await postgres!.open({ migrate: false });
+  const { schema } = ts.options as { schema: string };
+  try {
+    await sql`create table kysely_migration (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(ts.store.db);
+    await sql`create table kysely_migration_lock (id varchar(255) not null primary key, is_locked integer default 0 not null)`.execute(ts.store.db);
+    await sql`insert into kysely_migration_lock values ('migration_lock', 0)`.execute(ts.store.db);
+    await sql`insert into kysely_migration values ('2024_01_create_invoices', '2024-01-01T00:00:00.000Z')`.execute(ts.store.db);
+    await sql`create table invoices (id int)`.execute(ts.store.db);
+    const database = (await sql<{ d: string }>`select current_database() as d`.execute(ts.store.db)).rows[0]!.d;
+    for (const args of [['migrate'], ['serve']]) {
+      const r = gavel(args, { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: the PostgreSQL database "${database}" (schema "${schema}") records the migrations of another application in its kysely_migration table (2024_01_create_invoices), none of them Gavel's; nothing was written to it. Point GAVEL_DATABASE_URL at a database of Gavel's own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.\n`);
+    }
+    const tables = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = ${schema} order by table_name`.execute(ts.store.db);
+    assert.deepEqual(tables.rows.map((r) => r.name), ['invoices', 'kysely_migration', 'kysely_migration_lock']);
+    const recorded = await sql<{ name: string }>`select name from kysely_migration`.execute(ts.store.db);
+    assert.deepEqual(recorded.rows.map((r) => r.name), ['2024_01_create_invoices']);
   } finally { await ts.cleanup(); }
 });

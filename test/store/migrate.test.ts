@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { backends, type TestStore } from '../support/backends.ts';
-import { migrateToLatest, MigrationError } from '../../src/store/migrate.ts';
+import { ForeignDatabase, migrateToLatest, MigrationError } from '../../src/store/migrate.ts';
 
 const MIGRATIONS = readdirSync(new URL('../../src/store/migrations/', import.meta.url)).filter((f) => /^\d{4}_[a-z0-9_]+\.ts$/.test(f)).map((f) => f.slice(0, -3)).sort();
 
@@ -40,6 +40,18 @@ for (const backend of backends()) {
           && e.message === 'the database was migrated by a newer version of Gavel (migrations this version does not know: 9998_from_a_newer_version): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")');
         const applied = await sql<{ name: string }>`select name from kysely_migration where name = '0301_decisions'`.execute(ts.store.db);
         assert.equal(applied.rows.length, 0);
+      } finally { await ts.cleanup(); }
+    });
+
+    test('a database whose migration record names none of Gavel\'s (another application using Kysely\'s migrator) is refused as another application\'s, not a newer Gavel\'s', async () => {
+      const ts = await backend.open({ migrate: false });
+      try {
+        await sql`create table kysely_migration (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(ts.store.db);
+        await sql`insert into kysely_migration (name, timestamp) values ('2024_01_create_customers', ${new Date().toISOString()})`.execute(ts.store.db);
+        await assert.rejects(migrateToLatest(ts.store), (e: unknown) => e instanceof ForeignDatabase
+          && / records the migrations of another application in its kysely_migration table \(2024_01_create_customers\), none of them Gavel's; nothing was written to it\. Point GAVEL_/.test(e.message));
+        const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(ts.store.db);
+        assert.deepEqual(applied.rows.map((r) => r.name), ['2024_01_create_customers']);
       } finally { await ts.cleanup(); }
     });
 
