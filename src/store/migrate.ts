@@ -144,10 +144,22 @@ async function migratorOf(store: Store): Promise<{ migrator: Migrator; provider:
   return { migrator, provider };
 }
 
-/** This build's migrations the database has not applied (all of them on an empty one); reads only. */
+/**
+ * This build's migrations the database has not applied (all of them on an empty one); reads only.
+ * Another application's database is refused as migrateToLatest refuses it (ForeignDatabase), not
+ * told to be migrated.
+ */
 export async function pendingMigrations(store: Store): Promise<string[]> {
+  if (store.dialect === 'postgres') await refuseForeignSchema(store);
   const { migrator } = await migratorOf(store);
-  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
+  const migrations = await migrator.getMigrations();
+  const pending = migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
+  // None of Gavel's applied: a record there may be another Kysely application's (no record, none to read).
+  if (pending.length === migrations.length) {
+    const foreign = foreignRecord(await recordedMigrations(store).catch(() => []));
+    if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
+  }
+  return pending;
 }
 
 /** The migrations the database records as applied (in the current schema: migrationTableSchema above), in name order. */

@@ -1,6 +1,6 @@
 // A database of another application (tables, but no record of Gavel's migrations) is refused by
-// serve, up and migrate in one line naming it, exit 2, and left exactly as it was; an empty one and
-// Gavel's own still start (decision 0028).
+// serve, up, migrate, reset-password and backup in one line naming it, exit 2, and left exactly as it
+// was, with nothing made beside it; an empty one and Gavel's own still start (decision 0028).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -18,7 +18,10 @@ const gavel = (args: string[], env: Record<string, string | undefined>) =>
 
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
-test('a SQLite file of another application is refused by serve, up and migrate, exit 2, and not written to', () => {
+/** Every command that opens the SQLite database (backup writes its copy outside the data directory). */
+const sqliteCommands = [['serve'], ['up'], ['migrate'], ['reset-password', 'admin'], ['backup', join(tmpdir(), `gavel-foreign-copy-${process.pid}.db`)]];
+
+test('a SQLite file of another application is refused by serve, up, migrate, reset-password and backup, exit 2, and not written to', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
   const file = join(dir, 'gavel.db');
   try {
@@ -26,7 +29,7 @@ test('a SQLite file of another application is refused by serve, up and migrate, 
     other.exec('create table customers (id integer primary key, name text); create table orders (id integer primary key)');
     other.close();
     const before = sha256(file);
-    for (const args of [['serve'], ['up'], ['migrate']]) {
+    for (const args of sqliteCommands) {
       const r = gavel(args, { GAVEL_DATA_DIR: dir });
       assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
       assert.equal(r.stderr, `gavel: ${file} holds tables of another application (customers, orders) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. Point GAVEL_DATA_DIR at a directory of Gavel's own (its database, gavel.db, is made at the first start), or move this file aside.\n`);
@@ -37,7 +40,7 @@ test('a SQLite file of another application is refused by serve, up and migrate, 
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
-test('a SQLite file of another application that also uses Kysely\'s migrator is refused as another application\'s, not as a newer Gavel\'s, and not written to', () => {
+test('a SQLite file of another application that also uses Kysely\'s migrator is refused as another application\'s (not as a newer Gavel\'s) by every command, and not written to', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
   const file = join(dir, 'gavel.db');
   try {
@@ -50,13 +53,35 @@ test('a SQLite file of another application that also uses Kysely\'s migrator is 
       create table customers (id integer primary key); create table orders (id integer primary key)`);
     other.close();
     const before = sha256(file);
-    for (const args of [['serve'], ['up'], ['migrate']]) {
+    for (const args of sqliteCommands) {
       const r = gavel(args, { GAVEL_DATA_DIR: dir });
       assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
       assert.equal(r.stderr, `gavel: ${file} records the migrations of another application in its kysely_migration table (2024_01_create_customers, 2024_02_create_orders), none of them Gavel's; nothing was written to it. Point GAVEL_DATA_DIR at a directory of Gavel's own (its database, gavel.db, is made at the first start), or move this file aside.\n`);
     }
     assert.equal(sha256(file), before, 'the file is as it was');
     assert.deepEqual(readdirSync(dir), ['gavel.db'], 'nothing was made beside it (no journal, no keys)');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a SQLite file of another application in WAL mode is refused by every command with nothing made beside it (no -wal, no -shm)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+  const file = join(dir, 'gavel.db');
+  try {
+    // Its application closed it cleanly: WAL mode in its header, no -wal or -shm beside it. A read-only
+    // connection would make both, and leave them.
+    const other = new BetterSqlite3(file);
+    other.pragma('journal_mode = WAL');
+    other.exec('create table customers (id integer primary key)');
+    other.close();
+    assert.deepEqual(readdirSync(dir), ['gavel.db']);
+    const before = sha256(file);
+    for (const args of sqliteCommands) {
+      const r = gavel(args, { GAVEL_DATA_DIR: dir });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /^gavel: .*gavel\.db holds tables of another application \(customers\)/);
+      assert.deepEqual(readdirSync(dir), ['gavel.db'], `${args[0]}: nothing was made beside it`);
+    }
+    assert.equal(sha256(file), before, 'the file is as it was');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
@@ -75,13 +100,13 @@ test('an empty SQLite file, and one that Gavel migrated, are migrated as before'
 
 const postgres = backends().find((b) => b.name === 'postgres');
 
-test('PostgreSQL: a schema of another application is refused by migrate and serve, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+test('PostgreSQL: a schema of another application is refused by migrate, serve and reset-password, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
   const ts = await postgres!.open({ migrate: false });
   const { schema } = ts.options as { schema: string };
   try {
     await sql`create table invoices (id int)`.execute(ts.store.db);
     const database = (await sql<{ d: string }>`select current_database() as d`.execute(ts.store.db)).rows[0]!.d;
-    for (const args of [['migrate'], ['serve']]) {
+    for (const args of [['migrate'], ['serve'], ['reset-password', 'admin']]) {
       const r = gavel(args, { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
       assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
       assert.equal(r.stderr, `gavel: the PostgreSQL database "${database}" (schema "${schema}") holds tables of another application (invoices) and no record of Gavel's migrations (no kysely_migration table); nothing was written to it. Point GAVEL_DATABASE_URL at a database of Gavel's own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.\n`);
@@ -96,7 +121,7 @@ test('PostgreSQL: a schema of another application is refused by migrate and serv
   } finally { await ts.cleanup(); }
 });
 
-test('PostgreSQL: a schema of another application that also uses Kysely\'s migrator is refused as another application\'s by migrate and serve, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+test('PostgreSQL: a schema of another application that also uses Kysely\'s migrator is refused as another application\'s by migrate, serve and reset-password, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
   const ts = await postgres!.open({ migrate: false });
   const { schema } = ts.options as { schema: string };
   try {
@@ -106,7 +131,7 @@ test('PostgreSQL: a schema of another application that also uses Kysely\'s migra
     await sql`insert into kysely_migration values ('2024_01_create_invoices', '2024-01-01T00:00:00.000Z')`.execute(ts.store.db);
     await sql`create table invoices (id int)`.execute(ts.store.db);
     const database = (await sql<{ d: string }>`select current_database() as d`.execute(ts.store.db)).rows[0]!.d;
-    for (const args of [['migrate'], ['serve']]) {
+    for (const args of [['migrate'], ['serve'], ['reset-password', 'admin']]) {
       const r = gavel(args, { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(ts.options) });
       assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
       assert.equal(r.stderr, `gavel: the PostgreSQL database "${database}" (schema "${schema}") records the migrations of another application in its kysely_migration table (2024_01_create_invoices), none of them Gavel's; nothing was written to it. Point GAVEL_DATABASE_URL at a database of Gavel's own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.\n`);
