@@ -124,9 +124,21 @@ function announceAdmin(admin: { name: string; password: string }): void {
 }
 
 async function serve(embedded: boolean): Promise<void> {
-  // Warned about in the service's log, once it has one.
-  const unknown: [string, UnknownVariable][] = [];
-  let config = readConfiguration((message, variable) => unknown.push([message, variable]));
+  // Warned about in the service's log, once it has one; on stderr if the start fails before that,
+  // since a misspelt variable is often why it failed.
+  const unknown: UnknownVariables = { variables: [], logged: false };
+  try {
+    await start(embedded, unknown);
+  } catch (e) {
+    if (!unknown.logged) for (const [message] of unknown.variables) process.stderr.write(`gavel: ${message}\n`);
+    throw e;
+  }
+}
+
+interface UnknownVariables { variables: [string, UnknownVariable][]; logged: boolean }
+
+async function start(embedded: boolean, unknown: UnknownVariables): Promise<void> {
+  let config = readConfiguration((message, variable) => unknown.variables.push([message, variable]));
   // Else the witness takes the port first and the service fails on it, after its first start made the administrator.
   if (embedded && !config.witnessUrl && config.port !== 0 && config.port === config.witnessPort) {
     throw new ConfigError('GAVEL_WITNESS_PORT', `is GAVEL_PORT's port too (${config.port}): gavel up runs its local witness on a port of its own`);
@@ -156,7 +168,8 @@ async function serve(embedded: boolean): Promise<void> {
   const { app } = service;
   say = { warn: (msg) => app.log.warn(msg), error: (msg) => app.log.error(msg) };
   app.log.info({ config: redactConfig(config) }, 'configuration');
-  for (const [message, { name, meant }] of unknown) app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, message);
+  for (const [message, { name, meant }] of unknown.variables) app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, message);
+  unknown.logged = true;
   warnIfFileLimitBelowCap(app, config.maxConnections);
   try {
     await app.listen({ host: config.host, port: config.port });

@@ -310,9 +310,9 @@ const warnOnStderr: WarnUnknownVariable = (message) => { process.stderr.write(`g
  * of another database's password), so each command warns of it alike, here.
  */
 export function readConfiguration(warn: WarnUnknownVariable = warnOnStderr): Config {
-  const config = loadConfig();
+  // Before the settings are checked: a refused one (GAVEL_PORT=abc) is often set beside a misspelt one.
   for (const unknown of unknownVariables()) warn(unknownVariableWarning(unknown), unknown);
-  return config;
+  return loadConfig();
 }
 
 /** Levenshtein distance: how many single-character edits turn `a` into `b`. */

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import BetterSqlite3 from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { databaseUrl, MAIN, spawnGavel } from '../support/process.ts';
@@ -93,6 +94,34 @@ test('gavel backup and gavel reset-password warn about a GAVEL_* variable no set
     assert.equal(reset.stderr, `${warning}gavel: this installation has not finished its first start, so it has no administrator yet: start it (gavel serve, or npm start), which creates "admin" and prints its password\n`);
     // A usage mistake is told before the configuration is read, and alone.
     assert.equal(run(['backup']).stderr, 'gavel: gavel backup takes the file to write (usage: gavel backup <file> [--force])\n');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a command that fails before it acts (a bad setting, a foreign database) still warns of a GAVEL_* variable no setting reads, first, on stderr', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-failed-vars-'));
+  try {
+    // The misspelling is often why it failed: here it left the SQLite default in place of the database meant.
+    const run = (args: string[], env: Record<string, string>) => spawnSync(process.execPath, [MAIN, ...args], {
+      env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_DATBASE_URL: 'postgres://elsewhere/gavel', GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0', ...env },
+      encoding: 'utf8', timeout: 60_000,
+    });
+    const warning = 'gavel: GAVEL_DATBASE_URL is set but no setting reads it (did you mean GAVEL_DATABASE_URL?); it is ignored\n';
+    for (const args of [['serve'], ['up'], ['migrate'], ['backup', join(dir, 'copy.db')], ['reset-password', 'admin']]) {
+      const r = run(args, { GAVEL_PORT: 'abc' });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `${warning}gavel: configuration GAVEL_PORT: must be an integer between 0 and 65535, got "abc"\n`, args[0]);
+    }
+    // A start refused after the configuration is read, before the service's log exists.
+    const other = join(dir, 'other');
+    mkdirSync(other);
+    const file = new BetterSqlite3(join(other, 'gavel.db'));
+    file.exec('create table customers (id integer primary key)');
+    file.close();
+    for (const args of [['serve'], ['up']]) {
+      const r = run(args, { GAVEL_DATA_DIR: other });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^${warning.replace(/[?()]/g, '\\$&')}gavel: .*gavel\\.db holds tables of another application \\(customers\\)`), args[0]);
+    }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
