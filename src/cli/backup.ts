@@ -68,18 +68,23 @@ export function runBackup(argv: readonly string[]): string {
       }
     }
     flush(dirname(target));
-    return `backed up ${database} to ${target} (${statSync(target).size} bytes, an audit log of ${events} events); keep it with ${join(config.dataDir, 'keys')} (README, "Backups and restores")`;
+    const log = events === undefined ? 'no audit log yet: a database of an older version, which gavel migrate brings up to date' : `an audit log of ${events} events`;
+    return `backed up ${database} to ${target} (${statSync(target).size} bytes, ${log}); keep it with ${join(config.dataDir, 'keys')} (README, "Backups and restores")`;
   } finally {
     rmSync(partial, { force: true });
   }
 }
 
-/** The copy opens and is intact; the size of its audit log. */
-function checkCopy(file: string): number {
+/**
+ * The copy opens and is intact; the size of its audit log, undefined when an older version made
+ * the database without one (a backup taken before `gavel migrate` is run on an upgrade).
+ */
+function checkCopy(file: string): number | undefined {
   const copy = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
   try {
     const check = copy.pragma('integrity_check', { simple: true });
     if (check !== 'ok') throw new Error(`the copy failed PRAGMA integrity_check (${String(check)}); the database may be damaged`);
+    if (copy.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_log_state'").get() === undefined) return undefined;
     return (copy.prepare('SELECT size FROM audit_log_state WHERE id = 1').pluck().get() as number | undefined) ?? 0;
   } finally { copy.close(); }
 }

@@ -8,6 +8,8 @@ import { copyFileSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync, utime
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import { backends } from '../support/backends.ts';
 import { MAIN, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { logIdentity } from '../../src/services/auditlog/log.ts';
@@ -47,6 +49,24 @@ test('gavel backup refuses bad input in one line, exit 2: no file, two files, an
       assert.match(r.stderr, stderr);
       assert.equal(r.stdout, '');
     }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('gavel backup copies a database an older version made, before it had an audit log (a backup before an upgrade)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
+  try {
+    // As a version with only the first migration left it.
+    const store = openStore({ kind: 'sqlite', file: join(dir, 'gavel.db') });
+    const core = await import('../../src/store/migrations/0001_core.ts') as { up(db: Kysely<unknown>, dialect: 'sqlite'): Promise<void> };
+    const run = await new Migrator({ db: store.db, provider: { getMigrations: async () => ({ '0001_core': { up: (db) => core.up(db, 'sqlite') } }) } }).migrateToLatest();
+    await store.close();
+    assert.equal(run.error, undefined);
+    const r = backup([join(dir, 'copy.db')], { GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: '' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.match(r.stdout, /^backed up .*gavel\.db to .*copy\.db \(\d+ bytes, no audit log yet: a database of an older version, which gavel migrate brings up to date\); keep it with /);
+    const copy = new BetterSqlite3(join(dir, 'copy.db'), { readonly: true });
+    try { assert.deepEqual(copy.prepare('select name from kysely_migration').pluck().all(), ['0001_core']); } finally { copy.close(); }
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
