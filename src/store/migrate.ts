@@ -114,7 +114,7 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     // it, service.ts, refuseForeignDatabase, but for a store given ready-made).
     const foreign = foreignRecord(recorded);
     if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
-    if (unknown.length) throw new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
+    if (unknown.length) throw newerVersion(unknown);
     if (!cause) throw new MigrationError(`${failed ? `migration ${failed}` : 'migrating'} failed: ${messageOf(error)}${databaseUnreachable(error) ? ` (${CONNECTION_LOST})` : ''}`);
     // The error the migration failed with is what went wrong. One raised after it (by the ROLLBACK
     // or the lock release) is its consequence when the connection was lost; otherwise it is a fault
@@ -144,21 +144,27 @@ async function migratorOf(store: Store): Promise<{ migrator: Migrator; provider:
   return { migrator, provider };
 }
 
+/** A database a newer Gavel migrated, which this version must not write: its schema may mean otherwise. */
+const newerVersion = (unknown: string[]): MigrationError =>
+  new MigrationError(`the database was migrated by a newer version of Gavel (migrations this version does not know: ${unknown.join(', ')}): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")`);
+
 /**
  * This build's migrations the database has not applied (all of them on an empty one); reads only.
- * Another application's database is refused as migrateToLatest refuses it (ForeignDatabase), not
- * told to be migrated.
+ * A database this version must not write is refused as migrateToLatest refuses it, not told to be
+ * migrated: another application's (ForeignDatabase), or one a newer version migrated.
  */
 export async function pendingMigrations(store: Store): Promise<string[]> {
   if (store.dialect === 'postgres') await refuseForeignSchema(store);
   const { migrator } = await migratorOf(store);
   const migrations = await migrator.getMigrations();
   const pending = migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
-  // None of Gavel's applied: a record there may be another Kysely application's (no record, none to read).
-  if (pending.length === migrations.length) {
-    const foreign = foreignRecord(await recordedMigrations(store).catch(() => []));
-    if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
-  }
+  // With none of Gavel's applied there may be no record to read.
+  const recorded = await recordedMigrations(store).catch((e: unknown) => { if (pending.length === migrations.length) return []; throw e; });
+  const foreign = foreignRecord(recorded);
+  if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
+  const ours = new Set(migrations.map((m) => m.name));
+  const unknown = recorded.filter((name) => !ours.has(name));
+  if (unknown.length) throw newerVersion(unknown);
   return pending;
 }
 

@@ -64,6 +64,21 @@ for (const backend of backends()) {
     } finally { await svc.close(); await svc.ts.cleanup(); }
   });
 
+  test(`${backend.name}: gavel reset-password refuses a database a newer version of Gavel migrated, changing nothing`, async () => {
+    const svc = await startService(backend);
+    try {
+      await consoleMember(svc, ['AUDITOR'], { name: 'carol' });
+      // As a newer version leaves it: this version's migrations, and one it does not know.
+      await svc.ts.store.db.insertInto('kysely_migration' as never).values({ name: '9999_from_a_newer_version', timestamp: new Date().toISOString() } as never).execute();
+      const before = await svc.ts.store.db.selectFrom('principals').select(['name', 'password_hash']).orderBy('name').execute();
+      const r = resetPassword(['carol'], { GAVEL_DATA_DIR: svc.ts.dataDir, GAVEL_DATABASE_URL: databaseUrl(svc.ts.options) });
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stderr, 'gavel: the database was migrated by a newer version of Gavel (migrations this version does not know: 9999_from_a_newer_version): run that version or a later one, or restore a backup taken before the upgrade (README, "Upgrades and rollbacks")\n');
+      assert.equal(r.stdout, '');
+      assert.deepEqual(await svc.ts.store.db.selectFrom('principals').select(['name', 'password_hash']).orderBy('name').execute(), before);
+    } finally { await svc.close(); await svc.ts.cleanup(); }
+  });
+
   test(`${backend.name}: gavel reset-password beside a running server: new password in, old out, sessions ended, lock cleared, audited, printed once`, async () => {
     const svc = await startService(backend);
     const person = await consoleMember(svc, ['AUDITOR'], { name: 'carol' });
