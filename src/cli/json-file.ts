@@ -51,6 +51,11 @@ function inexactNumbers(text: string): string[] {
   return found;
 }
 
+/** The usual reasons a file named on the command line cannot be read, in words. */
+const READ_FAILURES: Record<string, string> = {
+  ENOENT: 'no such file', EISDIR: 'it is a directory', EACCES: 'permission denied', EPERM: 'permission denied', ENOTDIR: 'a part of its path is not a directory', ELOOP: 'too many symbolic links',
+};
+
 export function readJsonFile(file: string, what: string): { value: unknown; repeated: string[] } {
   let bytes: Buffer;
   try {
@@ -58,7 +63,8 @@ export function readJsonFile(file: string, what: string): { value: unknown; repe
     bytes = readFileSync(file);
   } catch (e) {
     if (e instanceof DamagedFile) throw e;
-    throw new Error(`cannot read the ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new Error(`cannot read the ${what} ${file}: ${code ? `${READ_FAILURES[code] ?? 'error'} (${code})` : (e as Error).message}`);
   }
   // JSON is UTF-8 without a byte order mark (RFC 8259 §8.1): a lenient decoder would turn a damaged
   // byte into U+FFFD, and what another reader shows need not be what was checked.

@@ -25,7 +25,9 @@ test('the checkers read only exact UTF-8 JSON of a plausible size', () => {
     writeFileSync(huge, '{}');
     truncateSync(huge, MAX_FILE_BYTES + 1);
     assert.throws(() => readJsonFile(huge, 'proof file'), (e: unknown) => e instanceof DamagedFile && /larger than/.test(e.message));
-    assert.throws(() => readJsonFile(join(dir, 'absent.json'), 'proof file'), (e: unknown) => !(e instanceof DamagedFile) && /ENOENT/.test((e as Error).message));
+    // A file it cannot read is a usage error, said in words an auditor reads, with the code after.
+    assert.throws(() => readJsonFile(join(dir, 'absent.json'), 'proof file'), (e: unknown) => !(e instanceof DamagedFile) && (e as Error).message === `cannot read the proof file ${join(dir, 'absent.json')}: no such file (ENOENT)`);
+    assert.throws(() => readJsonFile(dir, 'proof file'), (e: unknown) => !(e instanceof DamagedFile) && (e as Error).message === `cannot read the proof file ${dir}: it is a directory (EISDIR)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
