@@ -55,9 +55,10 @@ function startupProblem(e: unknown): string | undefined {
   const at = err.address ? `${err.address}${err.port ? `:${err.port}` : ''}` : '';
   // `gavel witness` is set by its flags, not by the service's variables.
   const dataDir = command === 'witness' ? '--data-dir' : 'GAVEL_DATA_DIR';
+  const host = command === 'witness' ? '--host' : 'GAVEL_HOST';
   switch (err.code) {
     case 'EADDRINUSE': return `cannot listen on ${at}: the port is in use (${command === 'witness' ? '--port' : "GAVEL_PORT, or GAVEL_WITNESS_PORT for gavel up's witness"})`;
-    case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (GAVEL_HOST)`;
+    case 'EADDRNOTAVAIL': return `cannot listen on ${at}: no such address on this machine (${host})`;
     case 'EEXIST': case 'ENOTDIR': return `cannot create the directory ${err.path ?? ''}: a file of that name is in the way (${dataDir} must be a directory, or a path where one can be made)`;
     // mkdir -p names the directory it was asked for when a component of its path is a symlink to
     // nothing (a volume not mounted) or, on a read-only file system, one not there.
@@ -65,7 +66,7 @@ function startupProblem(e: unknown): string | undefined {
       return `cannot create the directory ${err.path ?? ''}: a directory on its path leads nowhere or cannot be written (a symlink to nothing, a read-only file system; ${dataDir} must be a directory, or a path where one can be made)`;
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
       : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (${dataDir} must be writable by this user)`;
-    case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (GAVEL_HOST or GAVEL_DATABASE_URL)`;
+    case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (${command === 'witness' ? '--host' : 'GAVEL_HOST or GAVEL_DATABASE_URL'})`;
     case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
     case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): ${dataDir} must be a writable directory`;

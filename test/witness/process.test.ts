@@ -63,7 +63,7 @@ test('gavel witness: --help prints the usage; a wrong command line is one line a
   }
 });
 
-test('gavel witness: a damaged key file, a data directory blocked by a file, and a port in use, are one line each naming what to fix, exit 2', async () => {
+test('gavel witness: a damaged key file, a data directory blocked by a file, a port in use and a host it cannot listen on, are one line each naming what to fix, exit 2', async () => {
   const vkey = formatVkey(ORIGIN, SIG_TYPE_ED25519, new Uint8Array(32).fill(9));
   const damaged = mkdtempSync(join(dir, 'damaged-'));
   writeFileSync(join(damaged, 'witness-key.pem'), '');
@@ -85,6 +85,14 @@ test('gavel witness: a damaged key file, a data directory blocked by a file, and
     assert.equal(p.status, 2, p.stderr);
     assert.match(p.stderr, /^gavel: cannot listen on 127\.0\.0\.1:\d+: the port is in use \(--port\)\n$/);
   } finally { busy.close(); }
+  // A host it cannot listen on names the flag too, not the service's GAVEL_HOST.
+  const host = (h: string) => spawnSync(process.execPath, [MAIN, 'witness', '--data-dir', mkdtempSync(join(dir, 'host-')), '--host', h, '--port', '0', '--log', `${ORIGIN}=${vkey}`], { encoding: 'utf8', timeout: 30_000 });
+  const absent = host('192.0.2.1');
+  assert.equal(absent.status, 2, absent.stderr);
+  assert.match(absent.stderr, /^gavel: cannot listen on 192\.0\.2\.1: no such address on this machine \(--host\)\n$/);
+  const unresolved = host('no-such-host.invalid');
+  assert.equal(unresolved.status, 2, unresolved.stderr);
+  assert.match(unresolved.stderr, /^gavel: cannot resolve the host name "no-such-host\.invalid" \(--host\)\n$/);
 });
 
 test('gavel audit: --help prints each checker\'s usage and exit statuses (bare `gavel audit`, a usage error: test/service/startup-failures.test.ts)', () => {
