@@ -39,6 +39,8 @@ export function runBackup(argv: readonly string[]): string {
   // --force renames over the target: never over the live database or a file SQLite keeps beside it.
   const live = [database, `${database}-wal`, `${database}-shm`, `${database}-serving.lock`];
   if (live.some((f) => sameFile(f, target))) throw new BackupRefused(`${target} is the database itself or one of its files: name a file elsewhere`);
+  // --force would rename the copy onto it, and fail.
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new BackupRefused(`${target} is a directory: name a file to write the copy to, such as ${join(target, 'gavel-backup.db')}`);
   if (existsSync(target) && !values.force) throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
   if (!existsSync(dirname(target))) throw new BackupRefused(`cannot write ${target}: its directory does not exist`);
   // The copy holds password, key and session hashes: its owner's alone, as the data directory is.

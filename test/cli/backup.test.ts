@@ -167,7 +167,7 @@ test('gavel backup copies a served SQLite database consistently under decision l
   }
 });
 
-test('gavel backup --force replaces a file that exists, and never the database itself; a copy it cannot write is named', async () => {
+test('gavel backup --force replaces a file that exists, and never the database itself or a directory; a copy it cannot write is named', async () => {
   const p = await prepareForChildren(sqlite);
   const out = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
   try {
@@ -184,6 +184,13 @@ test('gavel backup --force replaces a file that exists, and never the database i
     const nowhere = backup(['/proc/gavel-backup.db'], p.env);
     assert.equal(nowhere.status, 2, nowhere.stderr);
     assert.match(nowhere.stderr, /^gavel: cannot write \/proc\/gavel-backup\.db \(unable to open database.*\)\n$/);
+    // A directory is no file to write, --force or not (an empty name is the current directory).
+    for (const args of [[out], [out, '--force'], ['', '--force']]) {
+      const dir = backup(args, p.env);
+      assert.equal(dir.status, 2, `${args.join(' ')}: ${dir.stderr}`);
+      assert.match(dir.stderr, /^gavel: \/.* is a directory: name a file to write the copy to, such as \/.*\/gavel-backup\.db\n$/, args.join(' '));
+    }
+    assert.deepEqual(readdirSync(out), ['old.db'], 'nothing was written in it');
   } finally {
     await p.svc.stop();
     rmSync(out, { recursive: true, force: true });
