@@ -1,5 +1,5 @@
 // Assembles one running Gavel: store (migrated), signer, bootstrap, HTTP server.
-import { closeSync, existsSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.ts';
@@ -40,9 +40,13 @@ export class DatabaseMissing extends Error {}
 /**
  * Refuses a SQLite data directory holding the log key but no database: one moved aside for a
  * restore and not put back. A first start there would make a new database, project and
- * administrator beside the old keys, as if nothing had been there.
+ * administrator beside the old keys, as if nothing had been there. A directory in the database's
+ * place is refused too: SQLite says only that it cannot open it (or, read-only, a disk I/O error).
  */
 export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
+  if (where.kind === 'sqlite' && statSync(where.file, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new DatabaseMissing(`${where.file} is a directory, not a SQLite database: move it aside (GAVEL_DATA_DIR's database is the file gavel.db in it)`);
+  }
   const keys = join(dataDir, 'keys');
   if (where.kind !== 'sqlite' || existsSync(where.file) || !existsSync(join(keys, `${LOG_KEY}.pem`))) return;
   throw new DatabaseMissing(`no database at ${where.file}, but ${keys} holds the signing keys of one: put the database back (README, "Backups and restores"), or move the keys aside too to start afresh`);

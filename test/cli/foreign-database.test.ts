@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -82,6 +82,19 @@ test('a SQLite file of another application in WAL mode is refused by every comma
       assert.deepEqual(readdirSync(dir), ['gavel.db'], `${args[0]}: nothing was made beside it`);
     }
     assert.equal(sha256(file), before, 'the file is as it was');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a directory where the SQLite database should be is refused by every command in one line, exit 2', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-'));
+  try {
+    mkdirSync(join(dir, 'gavel.db'));
+    for (const args of sqliteCommands) {
+      const r = gavel(args, { GAVEL_DATA_DIR: dir });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: ${join(dir, 'gavel.db')} is a directory, not a SQLite database: move it aside (GAVEL_DATA_DIR's database is the file gavel.db in it)\n`, args[0]);
+    }
+    assert.deepEqual(readdirSync(join(dir, 'gavel.db')), [], 'left as it was');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
