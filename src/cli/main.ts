@@ -80,6 +80,9 @@ function startupProblem(e: unknown): string | undefined {
       if (/CERT|SIGNED|ISSUER|UNABLE_TO_VERIFY/.test(err.code ?? '')) return `cannot verify the database's TLS certificate (${err.code}: ${err.message.split(';')[0]}): name the CA that signed it with sslrootcert in GAVEL_DATABASE_URL`;
       if (err.message === 'The server does not support SSL connections') return 'the database does not accept TLS connections, which GAVEL_DATABASE_URL asks for (sslmode): enable TLS on the server, or set sslmode=disable';
       if (/^timeout exceeded when trying to connect/.test(err.message ?? '')) return 'cannot connect to the database: it did not answer in time (GAVEL_DATABASE_URL)';
+      // node-postgres's words for a server that hung up: at connect, a server other than PostgreSQL
+      // (an HTTP port) or one turning the client away without a reason; later, one that stopped.
+      if (err.message === 'Connection terminated unexpectedly') return "the database server closed the connection (is GAVEL_DATABASE_URL's host and port a PostgreSQL server that accepts this client? it may also have stopped)";
       return undefined;
   }
 }

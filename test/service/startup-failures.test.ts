@@ -327,6 +327,35 @@ for (const backend of backends()) {
   });
 }
 
+test('a server at GAVEL_DATABASE_URL that closes the connection unanswered (not PostgreSQL, a pooler turning it away) is one line for every command that connects, exit 2', async () => {
+  // One that answers as an HTTP server does (the API's port named by mistake), one that hangs up at once.
+  const http = createServer((socket) => { socket.on('error', () => {}); socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n')); });
+  const hangUp = createServer((socket) => { socket.on('error', () => {}); socket.destroy(); });
+  const ports: number[] = [];
+  for (const server of [http, hangUp]) {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    ports.push((server.address() as AddressInfo).port);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-not-pg-'));
+  try {
+    for (const port of ports) {
+      for (const args of [['migrate'], ['serve'], ['reset-password', 'admin']]) {
+        // Not spawnSync: the servers above answer from this process's event loop.
+        const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_DATABASE_URL: `postgres://u@127.0.0.1:${port}/x`, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'warn' } });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+        const status = await new Promise<number | null>((r) => child.on('close', r));
+        assert.equal(status, 2, `${args[0]} ${port}: ${stderr}`);
+        assert.equal(stderr, 'gavel: the database server closed the connection (is GAVEL_DATABASE_URL\'s host and port a PostgreSQL server that accepts this client? it may also have stopped)\n', `${args[0]} ${port}`);
+      }
+    }
+  } finally {
+    http.close();
+    hangUp.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('TLS asked of PostgreSQL by GAVEL_DATABASE_URL and not to be had is one line naming the setting, exit 2, not a stack trace', async () => {
   // A server that declines TLS, as PostgreSQL without ssl=on does: 'N' to the SSLRequest.
   const server = createServer((socket) => { socket.once('data', () => socket.write('N')); socket.on('error', () => {}); });
