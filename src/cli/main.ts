@@ -89,6 +89,15 @@ function startupProblem(e: unknown): string | undefined {
 
 const HELP = ['--help', '-h', 'help'];
 
+/**
+ * A command's usage asked for: `help` as its first argument, or --help or -h among its options
+ * (before any `--`, after which every argument is a name or a file).
+ */
+function asksHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return HELP.includes(args[0] ?? '') || (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
 /** package.json's version: two directories up from src/cli and from dist/cli alike. */
 function version(): string {
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -285,26 +294,26 @@ try {
     // Configuration comes from GAVEL_* and GAVEL_CONFIG alone: an argument (`--port 7448`, `--help`)
     // would otherwise be dropped and the server start on the defaults, perhaps on another database.
     case 'up': case 'serve':
-      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(USAGE + '\n'); break; }
       if (process.argv[3] !== undefined) fail(`gavel ${command} takes no arguments (got "${process.argv.slice(3).join(' ')}"): configure it with GAVEL_* variables or a GAVEL_CONFIG file\n\n${USAGE}`);
       await serve(command === 'up');
       break;
     case 'migrate':
-      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(USAGE + '\n'); break; }
       // Migrations only go up, all of them: any other argument is a mistake, not an option.
       if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);
       await migrate();
       break;
     case 'backup':
-      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(BACKUP_USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(BACKUP_USAGE + '\n'); break; }
       process.stdout.write(runBackup(process.argv.slice(3)) + '\n');
       break;
     case 'reset-password':
-      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(RESET_PASSWORD_USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(RESET_PASSWORD_USAGE + '\n'); break; }
       await runResetPassword(process.argv.slice(3));
       break;
     case 'witness':
-      if (HELP.includes(process.argv[3] ?? '')) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(WITNESS_USAGE + '\n'); break; }
       // As serve does: its database and key are its owner's alone, however it is started.
       process.umask(0o077);
       await runWitnessCommand(process.argv.slice(3));

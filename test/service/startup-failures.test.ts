@@ -89,13 +89,21 @@ test('serve and up take no arguments: one line and exit 2, nothing started, rath
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
-test('every command answers --help with its usage and exit 0, making nothing (migrate refused it as an argument)', () => {
+test('every command answers --help (or -h), first or after its arguments, with its usage and exit 0, making nothing (migrate refused it as an argument)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-help-'));
   try {
     for (const args of [['serve'], ['up'], ['migrate'], ['backup'], ['reset-password'], ['witness'], ['audit'], ['audit', 'verify'], ['audit', 'consistency']]) {
       const r = gavel([...args, '--help'], { GAVEL_DATA_DIR: join(dir, 'data') });
       assert.equal(r.status, 0, `${args.join(' ')} --help: ${r.stderr}`);
       assert.match(r.stdout, /^usage: gavel /, args.join(' '));
+    }
+    // Asked for after other arguments too, as the audit checkers answer it, not refused as an unknown option.
+    for (const args of [['serve', '--port', '7648'], ['migrate', 'now'], ['backup', 'copy.db'], ['reset-password', 'admin'], ['witness', '--port', '0'], ['audit', 'verify', 'proof.json']]) {
+      for (const flag of ['--help', '-h']) {
+        const r = gavel([...args, flag], { GAVEL_DATA_DIR: join(dir, 'data') });
+        assert.equal(r.status, 0, `${args.join(' ')} ${flag}: ${r.stderr}`);
+        assert.match(r.stdout, /^usage: gavel /, `${args.join(' ')} ${flag}`);
+      }
     }
     assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
   } finally { rmSync(dir, { recursive: true, force: true }); }
