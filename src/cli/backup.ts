@@ -52,7 +52,16 @@ export function runBackup(argv: readonly string[]): string {
   const partial = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.partial`;
   try {
     const source = new BetterSqlite3(database, { readonly: true, fileMustExist: true, timeout: 10_000 });
-    try { source.prepare('VACUUM INTO ?').run(partial); } catch (e) {
+    try {
+      // Read first, so that a database it cannot read is not taken for a copy it cannot write. In
+      // WAL mode SQLite reads only where it can make the -shm file, if it is not there yet.
+      try { source.pragma('schema_version'); } catch (e) {
+        if (/^SQLITE_(CANTOPEN|PERM|READONLY)/.test((e as { code?: string }).code ?? '')) throw new BackupRefused(`cannot read ${database} (${(e as Error).message}): GAVEL_DATA_DIR must be readable, and writable too while SQLite's -wal and -shm files are not beside the database`);
+        throw e;
+      }
+      source.prepare('VACUUM INTO ?').run(partial);
+    } catch (e) {
+      if (e instanceof BackupRefused) throw e;
       // The database is open: what failed is writing the copy (a directory not writable, a full disk).
       if (/^SQLITE_(CANTOPEN|FULL|READONLY|PERM|IOERR_WRITE|IOERR_FSYNC)/.test((e as { code?: string }).code ?? '')) throw new BackupRefused(`cannot write ${target} (${(e as Error).message})`);
       throw e;

@@ -70,6 +70,23 @@ test('gavel backup copies a database an older version made, before it had an aud
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('gavel backup of a database it cannot read says so, naming the database, not the copy', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-backup-'));
+  const data = join(dir, 'data');
+  try {
+    assert.equal(spawnSync(process.execPath, [MAIN, 'migrate'], { env: { ...process.env, GAVEL_DATA_DIR: data, GAVEL_DATABASE_URL: '' } }).status, 0);
+    // A data directory nothing can be made in (a read-only mount, here an immutable directory) and a
+    // database in WAL mode closed cleanly: SQLite cannot read it without making its -shm file.
+    if (spawnSync('chattr', ['+i', data]).status !== 0) { t.skip('chattr +i is not available here (root, on a file system that has it)'); return; }
+    try {
+      const r = backup([join(dir, 'copy.db')], { GAVEL_DATA_DIR: data, GAVEL_DATABASE_URL: '' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stderr, `gavel: cannot read ${join(data, 'gavel.db')} (unable to open database file): GAVEL_DATA_DIR must be readable, and writable too while SQLite's -wal and -shm files are not beside the database\n`);
+    } finally { spawnSync('chattr', ['-i', data]); }
+    assert.deepEqual(readdirSync(dir).sort(), ['data'], 'no copy, no partial copy');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 test('gavel backup copies a served SQLite database consistently under decision load; the copy, restored with the keys, serves and is found rolled back', async () => {
   const p = await prepareForChildren(sqlite);
   const dataDir = p.svc.ts.dataDir;
