@@ -76,5 +76,5 @@ export async function approvedCallsFixture(backend: Backend) {
     const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: key, payload: { approval_request_id: id, key_id: approver.keyId, signature: approver.sign((await obligation(id)).statement) } });
     if (res.statusCode !== 201) throw new Error(`approving ${id}: ${res.body}`);
   };
-  return { svc, merchant, req, authorize, obligation, approve, stop };
+  return { svc, merchant, key, req, authorize, obligation, approve, stop };
 }
