@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { approvedCallsFixture } from '../support/approvals.ts';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
+import { startService } from '../support/service.ts';
 
 const page = readFileSync('docs/approvals.md', 'utf8');
 /** The member names of the statement the page shows, in the order it writes them. */
@@ -27,8 +28,15 @@ function inShownOrder(value: unknown, order: string[]): unknown {
   return Object.fromEntries(keys.map((k) => [k, inShownOrder((value as Record<string, unknown>)[k], order)]));
 }
 
-test('docs/approvals.md says which id key_id is', () => {
+test('docs/approvals.md and the OpenAPI document say which id key_id is', async () => {
   assert.ok(/`key_id` is the `id` \(`apk_…`\) the key's registration answered/.test(page), 'the page says key_id is the registration\'s id');
+  const svc = await startService(backends()[0]!);
+  try {
+    const doc = (await svc.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const body = doc.paths['/v1/projects/{projectId}/approvals'].post.requestBody.content['application/json'].schema;
+    const schema = body.$ref ? doc.components.schemas[body.$ref.split('/').at(-1)] : body;
+    assert.match(schema.properties.key_id.description, /registration answered: not its public key/);
+  } finally { await svc.stop(); }
 });
 
 for (const backend of backends()) {

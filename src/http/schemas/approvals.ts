@@ -4,7 +4,8 @@ import { AgentDid } from './agents.ts';
 import { PageCursor, PageLimit, Money, Nullable, ProjectParams, Reason, Timestamp } from './common.ts';
 
 export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'Approval request (obligation) id' });
-export const ApprovalKeyId = Type.String({ pattern: '^apk_[0-9a-z]{26}$', description: 'Approval key id' });
+const APPROVAL_KEY_ID = '^apk_[0-9a-z]{26}$';
+export const ApprovalKeyId = Type.String({ pattern: APPROVAL_KEY_ID, description: 'Approval key id' });
 const PrincipalId = Type.String({ pattern: '^prn_[0-9a-z]{26}$' });
 
 export const ApprovalStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('consumed'), Type.Literal('withdrawn'), Type.Literal('expired'), Type.Literal('lapsed')],
@@ -39,7 +40,7 @@ export const ObligationView = Type.Object({
   requested_by: Nullable(Type.String(), { description: 'The API key whose request opened the obligation; the person holding it cannot approve it (422 `self_approval`). Null for obligations recorded before the service kept it' }),
   created_at: Timestamp,
   expires_at: Timestamp,
-  statement: Type.String({ description: 'The exact bytes (UTF-8) an approver signs: RFC 8785 JSON of type gavel-approval/v1' }),
+  statement: Type.String({ description: 'The exact bytes (UTF-8) an approver signs: RFC 8785 JSON of type gavel-approval/v1, members sorted by name at every depth, no white space. Sign it as it is' }),
   approval: Nullable(ApprovalView),
 });
 
@@ -54,7 +55,7 @@ export const ObligationListQuery = Type.Object({
 
 export const RecordApprovalBody = Type.Object({
   approval_request_id: ApprovalRequestId,
-  key_id: ApprovalKeyId,
+  key_id: Type.String({ pattern: APPROVAL_KEY_ID, description: "The approval key's `id` (`apk_…`), as its registration answered: not its public key" }),
   signature: Type.String({ minLength: 1, maxLength: 256, description: 'Ed25519 signature over `statement`, base64url (64 bytes)' }),
 }, { additionalProperties: false });
 
