@@ -13,7 +13,7 @@ export async function consoleAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: consoleAuth(['ADMIN', 'AUDITOR']),
     schema: {
       operationId: 'consoleListAuditEvents',
-      tags: ['console'], summary: 'Audit events of the project, newest first, with their leaf index',
+      tags: ['console'], summary: 'Audit events of the project, newest first by id, with their leaf index; following next_cursor to the end lists every event committed before the first page',
       params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'session' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {

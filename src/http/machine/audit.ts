@@ -57,7 +57,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     preValidation: machineAuth(['ADMIN', 'AUDITOR']),
     schema: {
       operationId: 'listAuditEvents',
-      tags: ['audit'], summary: 'Audit events of the project, newest first',
+      tags: ['audit'], summary: 'Audit events of the project, newest first by id; following next_cursor to the end lists every event committed before the first page',
       security: [{ apiKey: [] }], params: ProjectParams, querystring: PageQuery, response: { 200: AuditPage, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
   }, async (request) => {

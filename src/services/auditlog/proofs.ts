@@ -251,7 +251,11 @@ export function storedEventData(id: string, text: string): unknown {
   }
 }
 
-/** Events of a project, newest first by id, paged with limit+1. */
+/**
+ * Events of a project, newest first by id, paged with limit+1. A walk to the end holds every event
+ * committed before its first page, and a later commit whose id sorts below its cursor; by leaf
+ * index it would miss every later commit (decision 0653).
+ */
 export async function listAuditEvents(db: Db, projectId: string, before: string | undefined, limit: number): Promise<AuditEventView[]> {
   let q = db.selectFrom('audit_events').select(['id', 'kind', 'actor', 'created_at', 'data', 'leaf_index'])
     .where('project_id', '=', projectId).orderBy('id', 'desc').limit(limit + 1);
