@@ -460,6 +460,20 @@ for (const backend of backends()) {
       for (const e of worded as { pointer: string; message: string }[]) assert.doesNotMatch(e.message, /\^|pattern/, e.pointer);
       assert.match(worded.find((e: { pointer: string }) => e.pointer === '/resource').message, /resource:\/\/<path>/);
       assert.match(worded.find((e: { pointer: string }) => e.pointer === '/agent').message, /did:<method>/);
+      // So is every other patterned member of the body: the message says what form is wanted, not a
+      // regular expression nor what the member is for.
+      const forms = (await authorize({ ...base, approval_request_id: 'apr_1', execution: { merchant: 'shop!', operation: 'pay now', payload: {}, nonce: 'order 17' } })).json().errors as { pointer: string; code: string; message: string }[];
+      const wanted: Record<string, RegExp> = {
+        '/approval_request_id': /apr_ followed by 26 lowercase letters and digits/,
+        '/execution/merchant': /1 to 64 letters, digits, "_", "\." or "-"/,
+        '/execution/operation': /1 to 64 letters, digits, "_", "\." or "-"/,
+        '/execution/nonce': /1 to 128 printable ASCII characters, no spaces/,
+      };
+      assert.deepEqual(forms.map((e) => `${e.pointer} ${e.code}`).sort(), Object.keys(wanted).map((p) => `${p} bad_format`).sort(), JSON.stringify(forms));
+      for (const e of forms) {
+        assert.doesNotMatch(e.message, /\^|pattern/, e.pointer);
+        assert.match(e.message, wanted[e.pointer]!, e.pointer);
+      }
       assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'no decision was recorded');
       // The shortest DIDs and percent escapes are DIDs: decided (here DENY: the permit is no permit), not refused.
       for (const did of ['did:x:y', 'did:web:example.com%3A8443', 'did:x::y']) {

@@ -14,11 +14,15 @@ import { REQUEST_RESOURCE_FORMAT } from '../validation.ts';
 import { POLICY_REASONS } from '../../domain/policy/index.ts';
 import { DECISION_REASONS } from '../../domain/decision/combine.ts';
 
+const NAME_PATTERN = '^[A-Za-z0-9_.-]+$';
+const NAME_FORM = '1 to 64 letters, digits, "_", "." or "-"';
+
 export const ExecutionRequest = Type.Object({
-  merchant: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
-  operation: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }),
+  // A refusal's message is the description (http/errors.ts), so each patterned member's says its form first.
+  merchant: Type.String({ minLength: 1, maxLength: 64, pattern: NAME_PATTERN, description: `${NAME_FORM}: a configured merchant` }),
+  operation: Type.String({ minLength: 1, maxLength: 64, pattern: NAME_PATTERN, description: `${NAME_FORM}: an operation of that merchant` }),
   payload: Type.Object({}, { additionalProperties: true, description: 'Operation payload, sent to the merchant as JSON. Where the operation is configured with the place of its amount, the payload must carry the request\'s `amount` there, else 400 invalid_request before any decision (docs/executions.md)' }),
-  nonce: Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$', description: 'Chosen by the caller, unique per action' }),
+  nonce: Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$', description: '1 to 128 printable ASCII characters, no spaces: chosen by the caller, unique per action' }),
 }, { additionalProperties: false, description: 'There is no url field: merchants are deployment configuration' });
 
 export const AuthorizeBody = Type.Object({
@@ -30,7 +34,7 @@ export const AuthorizeBody = Type.Object({
   resource: Type.String({ minLength: 12, maxLength: 512, format: REQUEST_RESOURCE_FORMAT, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments (also percent-encoded, or with parameters as in "..;"), escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), escapes that decode as UTF-8 in NFC, a first segment in lowercase without "@" or ":", no ";", no query or fragment (docs/policy-language.md)' }),
   amount: Type.Optional(Money),
   intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Intent id, chosen by the caller; an approval covers a request only with the intent its obligation states (the request names the obligation by approval_request_id, docs/approvals.md)' })),
-  approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'An approved obligation this exact request discharges (docs/approvals.md)' })),
+  approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'apr_ followed by 26 lowercase letters and digits: an approved obligation this exact request discharges (docs/approvals.md)' })),
   execution: Type.Optional(ExecutionRequest),
   chain_authorization: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Chain-authorization alternative (deployments that sign for a chain)' })),
 }, { additionalProperties: false });
