@@ -1,4 +1,4 @@
-// A freeze or a revocation that commits after a decision was planned (permit verified, policy
+// A freeze (of the agent or of one that delegated its permit) or a revocation that commits after a decision was planned (permit verified, policy
 // evaluated, plan handed to the writer) and before the writer commits it must still deny that
 // decision: the frozen state and every commitment of the chain are read inside the decision's own
 // commit (services/authorize/recheck.ts, commit.ts, the one-statement form), not at planning. On
@@ -7,7 +7,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
-import { activatePolicy, ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
+import { activatePolicy, ALLOW_PAYMENTS, decide, delegate, issue, newAgent } from '../support/authorize.ts';
 import { freezeAgent } from '../../src/services/agents/agents.ts';
 import { revokePermit } from '../../src/services/permits/permits.ts';
 
@@ -65,6 +65,23 @@ for (const backend of backends()) {
           assert.deepEqual([usage.spent_minor, usage.uses], [100, 1], 'only the warm-up spent');
         }
       });
+
+      if (path === 'transaction') {
+        test('a freeze of the agent that delegated the permit denies its delegate\'s decision in flight, and it spends nothing', async () => {
+          const { agent, permit } = await setUp();
+          const delegate_ = newAgent();
+          const chain = await delegate(permit.jws, agent, delegate_.did, { ...PAY, budget: { minor: 1_000, currency: 'EUR' } });
+          const payload = { agent: delegate_.did, permit: chain, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } };
+          assert.equal((await authorize(payload)).decision, 'ALLOW');
+          const decided = await decideAcross(() => svc.ts.store.transaction((trx) =>
+            freezeAgent(trx, { projectId: svc.projectId, did: agent.did, actor: 'system', reason: 'race', at: new Date().toISOString() })), payload);
+          assert.equal(decided.decision, 'DENY', JSON.stringify(decided));
+          assert.equal(decided.reason_code, 'agent_frozen');
+          assert.match(decided.detail ?? '', new RegExp(`delegated by ${agent.did}`));
+          const usage = await svc.ts.store.db.selectFrom('permit_usage').selectAll().where('commitment', '=', permit.commitment).executeTakeFirstOrThrow();
+          assert.deepEqual([usage.spent_minor, usage.uses], [200, 2], 'only the two warm-ups spent');
+        });
+      }
 
       test(`${path}: a revocation denies the decision in flight`, async () => {
         const { permit, payload } = await setUp();
