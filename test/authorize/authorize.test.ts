@@ -419,6 +419,10 @@ for (const backend of backends()) {
         [{ ...base, amount: { minor: 1, currency: 'euro' } }, 400, 'invalid_request', '/amount/currency'],
         [{ ...base, intent: 'i'.repeat(129) }, 400, 'invalid_request', '/intent'],
         [{ ...base, intent: '' }, 400, 'invalid_request', '/intent'],
+        // An intent is an id a person reads in the approval statement: no blank one, and nothing that
+        // moves or hides text on the approver's screen (a line break, a bidi override, a zero-width space).
+        ...['   ', 'order-17\nAPPROVED', 'order \u202e71 RUE', 'order\u200b17', 'order\u202817', 'order\t17']
+          .map((intent): [Record<string, unknown>, number, string, string] => [{ ...base, intent }, 400, 'invalid_request', '/intent']),
         // This deployment signs for no chain: refused, not decided as if the alternative were absent.
         [{ ...base, chain_authorization: {} }, 422, 'chain_authorization_unavailable'],
         [{ ...base, extra: 1 }, 400, 'invalid_request', '/extra'],
@@ -476,6 +480,11 @@ for (const backend of backends()) {
       }
       assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'no decision was recorded');
       // The shortest DIDs and percent escapes are DIDs: decided (here DENY: the permit is no permit), not refused.
+      // An intent in any script, with spaces inside, is an intent: decided.
+      for (const intent of ['commande é 17', 'заказ 17', '注文-17']) {
+        const res = await authorize({ ...base, intent });
+        assert.equal(res.statusCode, 200, `${intent}: ${res.body}`);
+      }
       for (const did of ['did:x:y', 'did:web:example.com%3A8443', 'did:x::y']) {
         const res = await authorize({ ...base, agent: did });
         assert.equal(res.statusCode, 200, `${did}: ${res.body}`);

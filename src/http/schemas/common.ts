@@ -143,6 +143,8 @@ export const Timestamp = Type.String({ format: 'date-time' });
  * the record, where white space, invisible format characters (U+200B…) or the blank letters and
  * symbols (Hangul fillers, the Braille blank) would record nothing.
  */
+/** One line of text a person reads: not blank, and no control, format (bidi overrides, zero-width) or line-separating character. */
+export const ONE_LINE_TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*$';
 export const VISIBLE_TEXT_PATTERN = '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N}\\p{P}\\p{S}]';
 /** An optional reason a person gives for an act (a freeze, a release, a withdrawal), kept in its audit event. */
 export const Reason = Type.String({ minLength: 1, maxLength: 500, pattern: VISIBLE_TEXT_PATTERN, description: 'Why, in words (at least one visible character); kept in the audit event' });
