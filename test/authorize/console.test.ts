@@ -177,6 +177,10 @@ for (const backend of backends()) {
         const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: [never], expires_at: soon } });
         assert.equal(res.statusCode, 400, `${never.slice(0, 40)}: ${res.body}`);
       }
+      // The one refused for its length says so, rather than that its form is wrong.
+      const exact = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: ['resource://a', `resource://${'a'.repeat(502)}`], expires_at: soon } });
+      assert.deepEqual(exact.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/resources/1 invalid_pattern'], exact.body);
+      assert.match(exact.json().errors[0].message, /513 characters.*at most 512/, exact.body);
       for (const fine of ['resource://*', 'resource://a/.well-known/*', 'resource://a/..x', 'resource://shop/%2A*', 'resource://docs/%C3%A4/*']) {
         const res = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: { agent, actions: ['read'], resources: [fine], expires_at: soon } });
         assert.equal(res.statusCode, 201, `${fine}: ${res.body}`);

@@ -15,6 +15,7 @@ import { listPermitRows } from '../../services/permits/list.ts';
 import type { Static } from 'typebox';
 import { lockAsHolderOf } from '../../services/identity/members.ts';
 import { didKeyIsUsable, isAction, isIssuablePattern, MAX_PRESENTED_LENGTH } from '../../domain/permit/index.ts';
+import { MAX_RESOURCE_LENGTH } from '../../domain/policy/formats.ts';
 
 const ISSUERS = ['PERMIT_ISSUER'] as const;
 
@@ -29,6 +30,11 @@ const RevokeBody = Type.Object({
     description: 'A delegated permit chain holding the link to revoke (`root~…~leaf`), for a link no decision has presented yet: it must verify for this project (time aside) and is recorded, then revoked. Not needed for a root permit or a link already seen.' })),
 }, { additionalProperties: false });
 const CommitmentParams = Type.Object({ projectId: ProjectParams.properties.projectId, commitment: Commitment }, { additionalProperties: false });
+
+/** An exact resource (no "*") past a request's bound can match nothing: said as such, not as a wrong form. */
+const exactTooLong = (pattern: string): string | undefined => (!pattern.endsWith('*') && pattern.length > MAX_RESOURCE_LENGTH
+  ? `an exact resource of ${pattern.length} characters names none a request may (a requested resource is at most ${MAX_RESOURCE_LENGTH}); end it in "*" to cover resources starting with its first ${MAX_RESOURCE_LENGTH}`
+  : undefined);
 
 export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['permits'];
@@ -71,7 +77,7 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const items = (member: string) => (Array.isArray(raw[member]) ? (raw[member] as unknown[]) : [])
       .flatMap((item, i) => (typeof item === 'string' && !errors.some((e) => e.pointer === `/${member}/${i}` || e.pointer.startsWith(`/${member}/${i}/`)) ? [[item, i] as const] : []));
     for (const [a, i] of items('actions')) if (!isAction(a)) errors.push({ pointer: `/actions/${i}`, code: 'invalid_action', message: 'an action is a name without "*", or "*" alone for any action' });
-    for (const [r, i] of items('resources')) if (!isIssuablePattern(r)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: 'a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)' });
+    for (const [r, i] of items('resources')) if (!isIssuablePattern(r)) errors.push({ pointer: `/resources/${i}`, code: 'invalid_pattern', message: exactTooLong(r) ?? 'a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)' });
     if (errors.length) throw new Problem(400, 'invalid_request', 'the permit request is not valid; see errors', { errors });
     if (!expiresAt) throw new Error('unreachable: expires_at is required and was found well formed');
     const input = {
