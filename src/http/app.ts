@@ -145,7 +145,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // routes refuse the ones they do not know: a misspelt filter must not answer as if obeyed, nor a
     // secret sent in the URL (`/v1/console/login?password=…`) be taken, and logged with the URL.
     // HEAD routes are Fastify's copies of the GETs, made before this hook sees them. POST
-    // /v1/authorize, the hot path, is left as it was.
+    // /v1/authorize, the hot path, refuses them in its handler instead (machine/authorize.ts).
     if (route.schema && !route.schema.querystring && route.url.startsWith('/v1/') && route.url !== '/v1/authorize') {
       const response = route.schema.response as Record<number, unknown>;
       route.schema = { ...route.schema, querystring: NO_QUERY, response: { [400]: errorResponses({ auth: 'none' }, { 400: ['invalid_request'] })[400], ...response } };

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { consoleMember } from '../support/console.ts';
+import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
+import { recordedDecisions } from '../support/decisions.ts';
 
 const backend = backends()[0]!;
 describe('query strings: on GETs that take none, and repeated', () => {
@@ -37,6 +39,25 @@ describe('query strings: on GETs that take none, and repeated', () => {
     const login = await svc.app.inject({ method: 'POST', url: '/v1/console/login?password=hunter2', payload: { name: 'x', password: 'y' } });
     assert.equal(login.statusCode, 400, login.body);
     assert.ok(login.json().errors.some((e: { code: string; pointer: string }) => e.code === 'unknown_field' && e.pointer.endsWith('password')));
+  });
+
+  test('POST /v1/authorize takes no query parameter either: `?dry_run=true` is refused, not decided (and spent) as if obeyed', async () => {
+    await activatePolicy(svc, ALLOW_PAYMENTS);
+    const key = await svc.keyHeader([]);
+    const agent = newAgent();
+    const { jws } = await issue(svc, agent.did, { actions: ['read'], resources: ['resource://docs/*'], max_uses: 1 });
+    const payload = { agent: agent.did, permit: jws, action: 'read', resource: 'resource://docs/a' };
+    const before = (await recordedDecisions(svc.ts.store.db)).length;
+    for (const query of ['dry_run=true', 'permit=x&simulate=1']) {
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/authorize?${query}`, headers: key, payload });
+      assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
+      assert.equal(res.json().code, 'invalid_request');
+      assert.deepEqual(res.json().errors, query.split('&').map((p) => ({ pointer: `/${p.split('=')[0]}`, code: 'unknown_field', message: 'is not a known field', in: 'query' })), res.body);
+    }
+    assert.equal((await recordedDecisions(svc.ts.store.db)).length, before, 'nothing was decided');
+    // An empty query is no parameter, as on every route.
+    const ok = await svc.app.inject({ method: 'POST', url: '/v1/authorize?', headers: key, payload });
+    assert.equal(ok.json().decision, 'ALLOW', ok.body);
   });
 
   test('a parameter given more than once is refused as that, naming it, whatever its type', async () => {

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { authenticateApiKey, cachedApiKeyContext } from '../auth/api-key.ts';
-import { bearerUnauthorized, listedErrors, MAX_FIELD_ERRORS, Problem, retryLater, type FieldError } from '../problem.ts';
+import { bearerUnauthorized, escapePointer, listedErrors, MAX_FIELD_ERRORS, Problem, retryLater, type FieldError } from '../problem.ts';
 import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
@@ -112,6 +112,18 @@ function urlPointers(value: unknown, at: string, depth: number, out: string[]): 
   }
 }
 
+const NO_PARAMETERS: string[] = [];
+
+/**
+ * The route takes no query parameter, as no /v1 route takes one it does not declare (http/app.ts):
+ * `?dry_run=true` must not be answered with a decision, spent and perhaps executed, as if obeyed.
+ * Checked here rather than by a querystring schema, so a plain decision does no more than look for a "?".
+ */
+function refuseQuery(names: readonly string[]): void {
+  const errors = names.map((name) => ({ pointer: `/${escapePointer(name)}`, code: 'unknown_field', message: 'is not a known field', in: 'query' as const }));
+  throw new Problem(400, 'invalid_request', 'the query string is not valid; see errors', { errors: listedErrors(errors) });
+}
+
 /** A decision planned under a stale read epoch is redone at most this many times in all. */
 const MAX_STALE_ATTEMPTS = 5;
 
@@ -185,11 +197,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     // checked afresh first: a revoked key gets 401 whatever its body.
     attachValidation: true,
   }, async (request) => {
-    const refused = request.validationError !== undefined || ambiguity(request.body) !== null;
+    const query = request.url.includes('?') ? Object.keys(request.query as object) : NO_PARAMETERS;
+    const refused = request.validationError !== undefined || ambiguity(request.body) !== null || query.length > 0;
     if (refused) {
       if (request.authFromCache) request.auth = await authenticateApiKey(app.gavel.store, request.headers.authorization);
       refuseAmbiguousRequest(request.body, attachedErrors(request));
-      throw request.validationError;
+      if (request.validationError) throw request.validationError;
+      refuseQuery(query);
     }
     const body = request.body as AuthorizeBodyT;
     if (body.chain_authorization !== undefined) throw new Problem(422, 'chain_authorization_unavailable', 'this deployment does not sign for a chain');
