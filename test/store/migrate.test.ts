@@ -89,8 +89,10 @@ async function migrateTerminatedWaitingOn(table: string, prepare: (ts: TestStore
     const migrating = migrateToLatest(ts.store).then(() => null, (e: unknown) => e);
     let terminated = 0;
     while (!terminated) {
+      // Waiting on the held table ('relation'), not on the migration's advisory lock, which
+      // another test's migration can hold for a moment in a busy suite.
       const { rows } = await holder.query(`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
-        where application_name = $1 and wait_event_type = 'Lock'`, [`gavel/${schema}`]);
+        where application_name = $1 and wait_event_type = 'Lock' and wait_event = 'relation'`, [`gavel/${schema}`]);
       terminated = rows[0].n;
     }
     const error = await migrating;
