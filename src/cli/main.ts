@@ -67,6 +67,10 @@ function startupProblem(e: unknown): string | undefined {
     case 'EACCES': case 'EROFS': return err.syscall === 'listen' ? `cannot listen on ${at}: permission denied (ports below 1024 need privileges)`
       : `cannot write ${err.path ?? 'the data directory'}: ${err.code === 'EROFS' ? 'read-only file system' : 'permission denied'} (${dataDir} must be writable by this user)`;
     case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot resolve the host name "${err.hostname ?? ''}" (${command === 'witness' ? '--host' : 'GAVEL_HOST or GAVEL_DATABASE_URL'})`;
+    // A server that resets rather than closes (one that hung up while our startup packet was in
+    // flight, a pooler or firewall turning us away): the same as a close. Only commands that reach
+    // the database get here; the witness has none.
+    case 'ECONNRESET': return command === 'witness' ? undefined : HUNG_UP;
     case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
     case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): ${dataDir} must be a writable directory`;
@@ -82,10 +86,12 @@ function startupProblem(e: unknown): string | undefined {
       if (/^timeout exceeded when trying to connect/.test(err.message ?? '')) return 'cannot connect to the database: it did not answer in time (GAVEL_DATABASE_URL)';
       // node-postgres's words for a server that hung up: at connect, a server other than PostgreSQL
       // (an HTTP port) or one turning the client away without a reason; later, one that stopped.
-      if (err.message === 'Connection terminated unexpectedly') return "the database server closed the connection (is GAVEL_DATABASE_URL's host and port a PostgreSQL server that accepts this client? it may also have stopped)";
+      if (err.message === 'Connection terminated unexpectedly') return HUNG_UP;
       return undefined;
   }
 }
+
+const HUNG_UP = "the database server closed the connection (is GAVEL_DATABASE_URL's host and port a PostgreSQL server that accepts this client? it may also have stopped)";
 
 const HELP = ['--help', '-h', 'help'];
 

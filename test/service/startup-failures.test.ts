@@ -339,8 +339,10 @@ test('a server at GAVEL_DATABASE_URL that closes the connection unanswered (not 
   // One that answers as an HTTP server does (the API's port named by mistake), one that hangs up at once.
   const http = createServer((socket) => { socket.on('error', () => {}); socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n')); });
   const hangUp = createServer((socket) => { socket.on('error', () => {}); socket.destroy(); });
+  // One that resets once the startup packet has come (the client reads ECONNRESET, not a close).
+  const reset = createServer((socket) => { socket.on('error', () => {}); socket.once('data', () => socket.resetAndDestroy()); });
   const ports: number[] = [];
-  for (const server of [http, hangUp]) {
+  for (const server of [http, hangUp, reset]) {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     ports.push((server.address() as AddressInfo).port);
   }
@@ -360,6 +362,7 @@ test('a server at GAVEL_DATABASE_URL that closes the connection unanswered (not 
   } finally {
     http.close();
     hangUp.close();
+    reset.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
