@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { untilWaiting } from '../support/hold-table.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
 
@@ -20,18 +21,17 @@ describe('a member created while a registration of its name commits', { skip: !p
     const key = await svc.keyHeader(['ADMIN']);
     const name = 'raced-name';
     // The registration, inserted and not yet committed, from a session of its own.
-    const other = new pg.Client({ connectionString: process.env.GAVEL_TEST_DATABASE_URL, options: `-c search_path=${(svc.ts.options as { schema: string }).schema}` });
+    const schema = (svc.ts.options as { schema: string }).schema;
+    const other = new pg.Client({ connectionString: process.env.GAVEL_TEST_DATABASE_URL, options: `-c search_path=${schema}` });
     await other.connect();
     try {
       await other.query('begin');
       await other.query(`insert into principals (id, kind, name, password_hash, created_at, disabled_at) values ('prn_01m8000000000000000000race', 'service', $1, null, $2, null)`, [name, new Date().toISOString()]);
       const created = svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/principals`, headers: key, payload: { kind: 'service', name } });
-      // Its read saw no such name; its insert waits on the uncommitted one's index entry.
-      for (let i = 0; i < 250; i++) {
-        const { rows } = await other.query(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'insert into%principals%'`);
-        if (rows[0].n > 0) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // Its read saw no such name; its insert waits on the uncommitted one's index entry. Its own
+      // insert, seen afresh (untilWaiting): another file's, or the activity as first read in this
+      // transaction, would let the registration commit before the read, and the race go untried.
+      assert.ok(await untilWaiting(other, schema, 'insert into%principals%'), 'the member route\'s insert waits on the registration');
       await other.query('commit');
       const res = await created;
       assert.equal(res.statusCode, 409, res.body);

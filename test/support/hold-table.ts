@@ -10,7 +10,7 @@ interface ReachedOptions { statements?: number; unless?: Promise<unknown> }
 export interface HeldTable {
   /**
    * Resolves once `statements` (default 1) statements of the schema's service (`like`, a LIKE
-   * pattern of their text) wait on a lock, any lock, or once `unless` settles; fails after 5 s.
+   * pattern of their text) wait on a lock, any lock, or once `unless` settles; fails after 30 s.
    */
   reached(like: string, options?: ReachedOptions): Promise<void>;
   release(): Promise<void>;
@@ -66,18 +66,35 @@ function releaser(client: pg.Client): () => Promise<void> {
 }
 
 async function reached(client: pg.Client, schema: string, table: string, like: string, release: () => Promise<void>, { statements = 1, unless }: ReachedOptions = {}): Promise<void> {
-  let settled = false;
-  unless?.then(() => { settled = true; }, () => { settled = true; });
-  for (let i = 0; i < 250 && !settled; i++) {
-    // A transaction reads one snapshot of the activity unless told to drop it.
-    const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
-      where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
-    if (rows[0].n >= statements) return;
-    await sleep(20);
-  }
-  if (settled) return;
+  if (await untilWaiting(client, schema, like, { statements, unless })) return;
   await release();
   assert.fail(`no ${statements} statements like ${like} waited on ${table}`);
+}
+
+/**
+ * How many statements (`like`, a LIKE pattern of their text) of the service of `schema` wait on a
+ * lock now. Its own sessions only (named by the schema): another test file's, in the same database
+ * or another, wait on locks of their own. Cleared first: inside a transaction PostgreSQL would
+ * otherwise show the activity as first read there, statements that came since unseen.
+ */
+export async function waitingStatements(client: pg.Client, schema: string, like = '%'): Promise<number> {
+  const { rows } = await client.query(`select pg_stat_clear_snapshot(), (select count(*)::int from pg_stat_activity
+    where application_name = $1 and wait_event_type = 'Lock' and query like $2) as n`, [`gavel/${schema}`, like]);
+  return rows[0].n;
+}
+
+/**
+ * True once `statements` such statements wait, or once `unless` settles; false after 30 s, a bound
+ * for a statement that will not come, not for a slow one (on a loaded machine a start alone has
+ * taken over 30 s: process.ts).
+ */
+export async function untilWaiting(client: pg.Client, schema: string, like: string, { statements = 1, unless }: ReachedOptions = {}): Promise<boolean> {
+  let settled = false;
+  unless?.then(() => { settled = true; }, () => { settled = true; });
+  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(20)) {
+    if (settled || await waitingStatements(client, schema, like) >= statements) return true;
+  }
+  return settled;
 }
 
 /**
