@@ -10,11 +10,11 @@
 // orders, under the same check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { backends } from '../support/backends.ts';
 import { consoleMember } from '../support/console.ts';
 import { raceSuites, type Answer, type App } from '../support/interleave.ts';
+import { untilWaiting } from '../support/hold-table.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 interface Race {
@@ -98,9 +98,11 @@ for (const backend of backends().filter((b) => b.name === 'postgres')) {
         await client.query('begin');
         await client.query('select pg_advisory_xact_lock(hashtext($1))', [`policy:${svc.projectId}`]);
         const activated = activate(svc.app);
-        const waiting = async () => (await client.query(`select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`)).rows.length > 0;
-        for (let i = 0; i < 3_000 && !(await waiting()); i++) await sleep(10);
-        assert.ok(await waiting(), 'the activation waits for the policy lock');
+        // This service's session waiting: any advisory lock not granted in the database may be another
+        // file's (Kysely's migration lock, another project's policy lock), and the change would then
+        // be sent before this activation was authorized, the race untried.
+        const schema = (svc.ts.options as { schema: string }).schema;
+        assert.ok(await untilWaiting(client, schema, '%pg_advisory_xact_lock%'), 'the activation waits for the policy lock');
         const url = loss === 'key revoked' ? `${P}/api-keys/${author.keyId}/revoke` : `${P}/members/${author.principalId}/roles/POLICY_AUTHOR/revoke`;
         const changed = await svc.app.inject({ method: 'POST', url, headers: admin.post, payload: {} });
         assert.equal(changed.statusCode, 200, changed.body);
