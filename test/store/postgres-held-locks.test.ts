@@ -9,6 +9,7 @@ import pg from 'pg';
 import { backends, type Backend } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { relayed } from '../support/tcp-proxy.ts';
+import { untilWaiting, waitingStatements } from '../support/hold-table.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 
 const postgres = backends().find((b) => b.name === 'postgres');
@@ -36,8 +37,9 @@ async function held(backend: Backend) {
     svc, key, locked, other, outside, decide,
     lockRow: async (agent: string) => { await outside.query('begin'); await outside.query('select 1 from agents where did = $1 for update', [agent]); },
     /** This service's sessions waiting for a lock, as the server sees them. */
-    waitingSessions: async () => (await outside.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity
-      where application_name = $1 and wait_event_type = 'Lock'`, [`gavel/${schema}`])).rows[0]!.n,
+    waitingSessions: () => waitingStatements(outside, schema),
+    /** True once this service's `like` statement waits for a lock. */
+    waitsFor: (like: string) => untilWaiting(outside, schema, like),
     eventsNaming: async (text: string) => (await direct.db.selectFrom('audit_events').select('kind')
       .where('project_id', '=', svc.projectId).where('data', 'like', `%${text}%`).execute()).map((e) => e.kind).sort(),
     async stop() { await outside.end(); await svc.stop(); },
@@ -77,14 +79,15 @@ test('a decision given up after the reply timeout behind a held row lock leaves 
 
 test('a freeze waiting behind a held row lock is 503 within a bound, changes nothing, and holds up other agents\' decisions only that long', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
   // The default reply timeout (30 s): the freeze's own bound is shorter.
-  const { svc, key, locked, other, outside, decide, lockRow, eventsNaming, stop } = await held(postgres!);
+  const { svc, key, locked, other, outside, decide, lockRow, waitsFor, eventsNaming, stop } = await held(postgres!);
   const freeze = () => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: other, reason: 'held' } });
   try {
     await lockRow(locked);
     try {
       // Any agent's freeze: its table lock waits for the row's holder, every decision after it in line.
       const freezing = timed(freeze());
-      await sleep(200);
+      // Waiting indeed (a fixed pause may end first on a loaded machine): the decision then meets it.
+      assert.ok(await waitsFor('lock table agents%'), 'the freeze waits for the held row');
       const decided = await timed(decide(other, 'resource://docs/while-freezing'));
       const frozen = await freezing;
       assert.notEqual(frozen, 'waiting', 'the freeze was still waiting after 12 s');
