@@ -90,7 +90,10 @@ async function migrateTerminatedWaitingOn(table: string, prepare: (ts: TestStore
     let terminated = 0;
     while (!terminated) {
       // Waiting on the held table ('relation'), not on the migration's advisory lock, which
-      // another test's migration can hold for a moment in a busy suite.
+      // another test's migration can hold for a moment in a busy suite. The activity read afresh:
+      // this transaction would otherwise go on seeing the sessions as they were at its first read,
+      // and a connection the run opened since never.
+      await holder.query('select pg_stat_clear_snapshot()');
       const { rows } = await holder.query(`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
         where application_name = $1 and wait_event_type = 'Lock' and wait_event = 'relation'`, [`gavel/${schema}`]);
       terminated = rows[0].n;
