@@ -132,13 +132,13 @@ export async function restartAuditService(a: AuditService, overrides: Partial<Co
   return { ...svc, stop: () => svc.close() };
 }
 
-/** A loopback URL nothing listens on: a witness that is down. */
+/**
+ * A loopback URL nothing listens on: a witness that is down. Port 1, below the ephemeral range: a
+ * port this process freed could be taken by another test file's server meanwhile, or by the
+ * client's own connection to it (a TCP self-connect), and then answer.
+ */
 export async function deadWitnessUrl(): Promise<string> {
-  const down = createServer();
-  await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(down.address() as AddressInfo).port}`;
-  await new Promise((resolve) => down.close(resolve));
-  return url;
+  return 'http://127.0.0.1:1';
 }
 
 /**

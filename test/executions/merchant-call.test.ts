@@ -36,10 +36,8 @@ function call(baseUrl: string, path: string, nonce = 'n-1', { method = 'POST', t
 }
 
 test('a connection refused before anything was sent is FAILED, not delivered', async () => {
-  const server = createServer();
-  const url = await listen(server);
-  await close(server); // nothing listens on that port any more
-  const outcome = await call(url, '/pay');
+  // Port 1, where nothing listens: not a port just freed, which another test file's server could take.
+  const outcome = await call('http://127.0.0.1:1', '/pay');
   assert.equal(outcome.status, 'FAILED');
   assert.equal(outcome.httpStatus, null);
   assert.match(outcome.note, /not delivered: ECONNREFUSED/);
