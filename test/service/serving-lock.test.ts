@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../support/backends.ts';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { MAIN, prepareForChildren, spawnGavel } from '../support/process.ts';
 import { merchantsFile, startMerchant } from '../support/merchant.ts';
 import { stopBoth } from '../support/payments.ts';
@@ -25,7 +25,14 @@ test('a second server on the same SQLite database is refused before it touches t
     await merchant.waitForCalls(1);
     await assert.rejects(spawnGavel(env), /another Gavel process is serving/);
     // `gavel up` too, before it starts a local witness on the same files: one line, no stack trace.
-    const up = spawnSync(process.execPath, [MAIN, 'up'], { env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' }, encoding: 'utf8', timeout: 30_000 });
+    // Not spawnSync: the merchant answers the first server's call from this process's event loop;
+    // blocked while a loaded machine's start is slow to refuse, it let that call reach its timeout, UNKNOWN.
+    const up = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, 'up'], { env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
     assert.equal(up.status, 2, up.stderr);
     assert.match(up.stderr, /^gavel: another Gavel process is serving .*\n$/);
     assert.equal((await call).execution?.status, 'SUCCEEDED', 'the first server\'s call was left alone');
