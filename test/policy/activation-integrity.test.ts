@@ -3,10 +3,10 @@
 // goes on deciding. Before, it was activated and every decision after it failed closed.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { backends } from '../support/backends.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { untilWaiting, waitingStatements } from '../support/hold-table.ts';
 import { ALLOW_PAYMENTS, decide, issue, newAgent } from '../support/authorize.ts';
 import { policyLock } from '../../src/services/policy/save.ts';
 
@@ -108,13 +108,8 @@ for (const backend of backends()) {
       try {
         await holder.query('select pg_advisory_lock(hashtext($1))', [policyLock(svc.projectId)]);
         const pending = activate(v);
-        let waiting = 0;
-        for (let i = 0; i < 250 && waiting === 0; i++) {
-          if (i > 0) await sleep(20);
-          waiting = (await holder.query(`select count(*)::int as n from pg_stat_activity where application_name = $1
-            and wait_event_type = 'Lock' and query like '%pg_advisory_xact_lock%'`, [`gavel/${schema}`])).rows[0].n;
-        }
-        assert.equal(waiting, 1, 'the activation waits on the policy lock');
+        assert.ok(await untilWaiting(holder, schema, '%pg_advisory_xact_lock%'), 'the activation waits on the policy lock');
+        assert.equal(await waitingStatements(holder, schema, '%pg_advisory_xact_lock%'), 1, 'the activation alone');
         await holder.query('update policy_versions set hash = $1 where project_id = $2 and version = $3', ['d'.repeat(64), svc.projectId, v]);
         await holder.query('select pg_advisory_unlock(hashtext($1))', [policyLock(svc.projectId)]);
         const res = await pending;
