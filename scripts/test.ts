@@ -1,5 +1,8 @@
 // npm test: type-check, then every test file on SQLite and, when configured, PostgreSQL.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { checkPostgres } from '../test/support/backends.ts';
 
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'inherit', env: process.env });
@@ -25,9 +28,19 @@ const tsc = run(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit'
 if (tsc.status !== 0) { process.stderr.write('type check failed\n'); process.exit(tsc.status ?? 1); }
 
 const files = process.argv.slice(2);
+// The run's temporary files (data directories, key and merchant files the tests make) go in one
+// directory of its own, removed when the run ends, so a test that does not clean up, or one killed
+// by its timeout, leaves nothing behind on the machine.
+const scratch = mkdtempSync(join(tmpdir(), 'gavel-suite-'));
+process.env.TMPDIR = scratch;
 const result = run(process.execPath, [
   '--test', '--test-concurrency=2', '--test-timeout=300000',
   ...(files.length ? files : ['test/**/*.test.ts']),
 ]);
+try {
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
+} catch (e) {
+  process.stderr.write(`could not remove the run's temporary directory ${scratch}: ${(e as Error).message}\n`);
+}
 if (pg === 'skipped') process.stderr.write('\n*** reminder: PostgreSQL tests were SKIPPED ***\n');
 process.exit(result.status ?? 1);
