@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import { consoleAuth } from '../auth/session.ts';
 import { Problem, notFound } from '../problem.ts';
 import { decodeKeyCursor, encodeKeyCursor } from '../paging.ts';
-import { errorResponses, Nullable, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
+import { errorResponses, Nullable, oneLineText, PageQuery, pageLimit, ProjectParams, Timestamp } from '../schemas/common.ts';
 import { AgentDid, AgentDidSegment, AgentState, FREEZE_CONFLICT, FreezeBody, QUEUE_AHEAD_BUSY, ReleaseBody } from '../schemas/agents.ts';
 import { agentState, freezeAgent, releaseAgent, type AgentStateRow } from '../../services/agents/agents.ts';
 import { listAgentRows } from '../../services/agents/list.ts';
@@ -29,7 +29,7 @@ const AgentView = Type.Object({
 type Row = AgentStateRow & { did: string; name: string | null; created_at: string; created_by: string; registered_at: string | null; registered_by: string | null };
 const toView = (r: Row) => ({ did: r.did, name: r.name, created_at: r.created_at, created_by: r.created_by, registered_at: r.registered_at, registered_by: r.registered_by, ...agentState(r.did, r) });
 
-const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false });
+const CreateAgentBody = Type.Object({ did: AgentDid, name: Type.Optional(oneLineText(200, 'A name for the agent, shown in lists')) }, { additionalProperties: false });
 
 export async function consoleAgentRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['agents'];

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { ROLES } from '../../domain/access/roles.ts';
 import { MAX_NAME_LENGTH } from '../../domain/access/names.ts';
-import { ONE_LINE_TEXT_PATTERN } from '../schemas/common.ts';
+import { oneLineText } from '../schemas/common.ts';
 
 export const RoleSchema = Type.Union(ROLES.map((r) => Type.Literal(r)), { description: 'A role of the project' });
 export const RoleList = Type.Array(RoleSchema, { maxItems: 5, uniqueItems: true });
@@ -14,7 +14,7 @@ export const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, desc
  * blank, and without control or format characters (a newline, or a bidi override that shows a
  * label's end before its start).
  */
-export const Label = Type.String({ minLength: 1, maxLength: 128, pattern: ONE_LINE_TEXT_PATTERN, description: 'Free text, not blank, without control, format or line-separating characters' });
+export const Label = oneLineText(128, 'Free text');
 /** Bounded well above the 256-character rule, so a huge password is refused before any hashing. */
 export const Password = Type.String({ minLength: 1, maxLength: 1024 });
 

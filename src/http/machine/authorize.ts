@@ -7,7 +7,7 @@ import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
-import { errorResponses, Money, ONE_LINE_TEXT_PATTERN } from '../schemas/common.ts';
+import { errorResponses, Money, oneLineText } from '../schemas/common.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { ACTION_PATTERN } from '../../domain/policy/formats.ts';
 import { REQUEST_RESOURCE_FORMAT } from '../validation.ts';
@@ -33,7 +33,7 @@ export const AuthorizeBody = Type.Object({
   action: Type.String({ minLength: 1, maxLength: 64, pattern: ACTION_PATTERN, description: '1 to 64 printable ASCII characters, no spaces' }),
   resource: Type.String({ minLength: 12, maxLength: 512, format: REQUEST_RESOURCE_FORMAT, description: 'resource://<path>: non-empty segments of RFC 3986 path characters, no "*", no dot segments (also percent-encoded, or with parameters as in "..;"), escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), escapes that decode as UTF-8 in NFC, a first segment in lowercase without "@" or ":", no ";", no query or fragment (docs/policy-language.md)' }),
   amount: Type.Optional(Money),
-  intent: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: ONE_LINE_TEXT_PATTERN, description: 'One line of text, not blank, without control, format (such as bidi overrides) or line-separating characters: an intent id, chosen by the caller, which an approver reads in the statement they sign; an approval covers a request only with the intent its obligation states (the request names the obligation by approval_request_id, docs/approvals.md)' })),
+  intent: Type.Optional(oneLineText(128, 'An intent id, chosen by the caller, which an approver reads in the statement they sign; an approval covers a request only with the intent its obligation states (the request names the obligation by approval_request_id, docs/approvals.md)')),
   approval_request_id: Type.Optional(Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'apr_ followed by 26 lowercase letters and digits: an approved obligation this exact request discharges (docs/approvals.md)' })),
   execution: Type.Optional(ExecutionRequest),
   chain_authorization: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Chain-authorization alternative (deployments that sign for a chain)' })),

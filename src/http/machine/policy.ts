@@ -10,7 +10,7 @@ import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { invalidCursor } from '../paging.ts';
 import { attachedErrors } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
-import { PageCursor, PageLimit, errorResponses, Money, ProjectParams, type RouteShape } from '../schemas/common.ts';
+import { PageCursor, PageLimit, errorResponses, Money, multiLineText, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
 import { activeVersionJson, listVersions, readActiveVersion } from '../../services/policy/read.ts';
@@ -44,7 +44,7 @@ const VersionSummary = Type.Object({
 const BIG_BODY = { additionalProperties: false, description: `Body limit: ${POLICY_BODY_LIMIT} bytes.` };
 const SaveBody = Type.Object({
   policy: PolicyDocumentSchema,
-  note: Type.String({ minLength: 1, maxLength: 2000, description: 'why this version exists' }),
+  note: multiLineText(2000, 'Why this version exists'),
 }, BIG_BODY);
 const Saved = Type.Object({ version: Type.Integer(), id: Type.String(), state: Type.Literal('saved'), hash: Sha256, note: Type.String(), created_by: Type.String(), created_at: Time }, CLOSED);
 

@@ -1,7 +1,7 @@
 // Wire shapes of obligations, approvals and approval keys (docs/approvals.md).
 import { Type } from 'typebox';
 import { AgentDid } from './agents.ts';
-import { PageCursor, PageLimit, Money, Nullable, ProjectParams, Reason, Timestamp } from './common.ts';
+import { PageCursor, PageLimit, Money, Nullable, oneLineText, ProjectParams, Reason, Timestamp } from './common.ts';
 
 export const ApprovalRequestId = Type.String({ pattern: '^apr_[0-9a-z]{26}$', description: 'Approval request (obligation) id' });
 const APPROVAL_KEY_ID = '^apk_[0-9a-z]{26}$';
@@ -84,7 +84,7 @@ export const Jwk = Type.Object({
 
 export const RegisterApprovalKeyBody = Type.Object({
   public_key: Type.Union([Type.String({ minLength: 1, maxLength: 128, description: 'Raw 32 bytes, base64url' }), Jwk]),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  name: Type.Optional(oneLineText(100, 'A name for the key, shown in lists')),
 }, { additionalProperties: false });
 
 export const PrincipalParams = Type.Object({ projectId: ProjectParams.properties.projectId, principalId: PrincipalId }, { additionalProperties: false });

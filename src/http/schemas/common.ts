@@ -143,9 +143,30 @@ export const Timestamp = Type.String({ format: 'date-time' });
  * the record, where white space, invisible format characters (U+200B…) or the blank letters and
  * symbols (Hangul fillers, the Braille blank) would record nothing.
  */
-/** One line of text a person reads: not blank, and no control, format (bidi overrides, zero-width) or line-separating character. */
-export const ONE_LINE_TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*$';
-export const VISIBLE_TEXT_PATTERN = '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N}\\p{P}\\p{S}]';
+const VISIBLE_CHARACTER = '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N}\\p{P}\\p{S}]';
+/**
+ * What text a person reads may not hold, since it hides text or shows it in another order than it
+ * was written: format characters (Cf: the bidi embeddings, overrides and isolates U+202A–U+202E and
+ * U+2066–U+2069, zero-width characters, the byte order mark) and the line and paragraph separators
+ * (U+2028, U+2029), which some viewers break a line at and others do not.
+ */
+const HIDING = '\\p{Cf}\\p{Zl}\\p{Zp}';
+/** One line of text a person reads: a visible character, and no control (Cc) or hiding character. */
+const ONE_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})[^\\p{Cc}${HIDING}]*$`;
+/**
+ * Text a person writes, of one line or more: a visible character, and no hiding character nor any
+ * control (Cc: U+0000–U+001F, U+007F–U+009F) but tab, line feed and carriage return.
+ */
+const MULTI_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})[^\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F-\\x9F${HIDING}]*$`;
+/** What MULTI_LINE_TEXT_PATTERN refuses, in the words of a field's description (a refusal quotes it: http/errors.ts). */
+const MULTI_LINE_TEXT_RULE = 'at least one visible character; lines may break and tabs are kept, but no other control character and no format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
+/** What ONE_LINE_TEXT_PATTERN refuses, in the words of a field's description. */
+const ONE_LINE_TEXT_RULE = 'one line with at least one visible character, and no control character (a line break, a tab), format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
+/** Free text on one line that a person reads (a label, a name), up to `maxLength` characters. */
+export const oneLineText = (maxLength: number, what: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: ONE_LINE_TEXT_PATTERN, description: `${what}: ${ONE_LINE_TEXT_RULE}` });
+/** Free text a person writes into the record (a reason, a note), lines and all, up to `maxLength` characters. */
+export const multiLineText = (maxLength: number, what: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: MULTI_LINE_TEXT_PATTERN, description: `${what}: ${MULTI_LINE_TEXT_RULE}` });
 /** An optional reason a person gives for an act (a freeze, a release, a withdrawal), kept in its audit event. */
-export const Reason = Type.String({ minLength: 1, maxLength: 500, pattern: VISIBLE_TEXT_PATTERN, description: 'Why, in words (at least one visible character); kept in the audit event' });
-
+export const Reason = multiLineText(500, 'Why, in words, kept in the audit event');

@@ -1,6 +1,6 @@
 // Wire shapes of executions (spec 2.5, 2.6).
 import { Type } from 'typebox';
-import { PageCursor, PageLimit, pageLimit, VISIBLE_TEXT_PATTERN } from './common.ts';
+import { multiLineText, PageCursor, PageLimit, pageLimit } from './common.ts';
 
 export const ExecutionStatus = Type.Union([Type.Literal('IN_FLIGHT'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED'), Type.Literal('UNKNOWN')],
   { description: 'IN_FLIGHT while the merchant call is under way; UNKNOWN means it may or may not have happened' });
@@ -19,8 +19,8 @@ export const ExecutionList = Type.Object({
 });
 
 export const Outcome = Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]);
-// The note is the record of what a person checked: at least one visible character (VISIBLE_TEXT_PATTERN).
-export const Note = Type.String({ minLength: 1, maxLength: 2000, pattern: VISIBLE_TEXT_PATTERN, description: 'What was checked to settle the outcome: at least one visible character' });
+// The note is the record of what a person checked, read by whoever audits the resolution.
+export const Note = multiLineText(2000, 'What was checked to settle the outcome');
 export const ExecutionId = Type.String({ pattern: '^exe_[0-9a-z]{26}$' });
 
 export const MachineResolveBody = Type.Object({ execution_id: ExecutionId, outcome: Outcome, note: Note }, { additionalProperties: false });
