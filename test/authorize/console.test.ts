@@ -212,8 +212,23 @@ for (const backend of backends()) {
         agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], budget: { minor: 1000, currency: 'EUR' }, max_uses: 5, expires_at: new Date(Date.now() + 3_600_000).toISOString(),
       } });
       const permit = res.json();
-      assert.deepEqual(permit.usage, { uses: 0, spent_minor: 0, currency: null });
+      // The claims fix the currency from issuance on, in the single view and the list alike.
+      assert.deepEqual(permit.usage, { uses: 0, spent_minor: 0, currency: 'EUR' });
+      const unspent = await svc.app.inject({ method: 'GET', url: `${base()}/permits/${permit.commitment}`, headers: auditor.get });
+      assert.deepEqual(unspent.json().usage, { uses: 0, spent_minor: 0, currency: 'EUR' });
+      const listed = (await svc.app.inject({ method: 'GET', url: `${base()}/permits?agent=${encodeURIComponent(agent.did)}`, headers: auditor.get })).json();
+      assert.deepEqual(Object.fromEntries(listed.permits.map((p: { commitment: string; usage: unknown }) => [p.commitment, p.usage])),
+        { [permit.commitment]: { uses: 0, spent_minor: 0, currency: 'EUR' }, [later.json().commitment]: { uses: 0, spent_minor: 0, currency: null } }, 'a permit with no money limit has no currency');
+      // A per-request limit alone fixes it too, though no budget counter spends in it.
+      const perRequest = await svc.app.inject({ method: 'POST', url: `${base()}/permits`, headers: issuer.post, payload: {
+        agent: agent.did, actions: ['pay'], resources: ['resource://shop/*'], max_per_request: { minor: 1000, currency: 'EUR' }, max_uses: 5, expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      } });
+      assert.deepEqual(perRequest.json().usage, { uses: 0, spent_minor: 0, currency: 'EUR' });
       const key = await svc.keyHeader([]);
+      const payCapped = await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit: perRequest.json().permit, action: 'pay', resource: 'resource://shop/1', amount: { minor: 100, currency: 'EUR' } } });
+      assert.equal(payCapped.json().decision, 'ALLOW', payCapped.body);
+      const counted = await svc.app.inject({ method: 'GET', url: `${base()}/permits/${perRequest.json().commitment}`, headers: auditor.get });
+      assert.deepEqual(counted.json().usage, { uses: 1, spent_minor: 0, currency: 'EUR' });
       const pay = (minor: number) => svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: key, payload: { agent: agent.did, permit: permit.permit, action: 'pay', resource: 'resource://shop/1', amount: { minor, currency: 'EUR' } } });
       assert.equal((await pay(300)).json().decision, 'ALLOW');
       assert.equal((await pay(200)).json().decision, 'ALLOW');

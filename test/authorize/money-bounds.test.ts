@@ -123,7 +123,7 @@ for (const backend of backends()) {
       const link = `${signingInput}.${Buffer.from(await holder.sign(new TextEncoder().encode(signingInput))).toString('base64url')}`;
       const d = await decide(svc, key, { agent: child.did, permit: `${root.jws}~${link}`, action: 'pay', resource: 'resource://shop/1', amount: eur(5000) });
       assert.deepEqual([d.decision, d.detail?.split(':')[0]], ['DENY', 'claims'], JSON.stringify(d));
-      assert.deepEqual(await usage(root.commitment), { uses: 0, spent_minor: 0, currency: null });
+      assert.deepEqual(await usage(root.commitment), { uses: 0, spent_minor: 0, currency: 'EUR' });
     });
 
     test('issuance refuses limits in two currencies, which no amount could satisfy both of, and signs nothing', async () => {
@@ -143,7 +143,7 @@ for (const backend of backends()) {
       const req = { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: eur(MAX) };
       const asked = await decide(svc, key, req) as Awaited<ReturnType<typeof decide>> & { approval_request_id: string };
       assert.equal(asked.decision, 'REQUIRE_APPROVAL');
-      assert.deepEqual(await usage(permit.commitment), { uses: 0, spent_minor: 0, currency: null }, 'asking a person spent nothing');
+      assert.deepEqual(await usage(permit.commitment), { uses: 0, spent_minor: 0, currency: 'EUR' }, 'asking a person spent nothing');
       const approver = await newApprover(svc);
       const listed = await svc.app.inject({ method: 'GET', url: `/v1/projects/${svc.projectId}/approvals`, headers: { authorization: `Bearer ${approver.key}` } });
       const obligation = listed.json().approvals.find((o: { id: string }) => o.id === asked.approval_request_id);

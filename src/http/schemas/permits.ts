@@ -32,6 +32,6 @@ export const PermitView = Type.Object({
   usage: Type.Object({
     uses: Type.Integer({ minimum: 0, description: 'Decisions that allowed through this link (a delegate\'s count on its ancestors too)' }),
     spent_minor: Type.Integer({ minimum: 0, description: 'Amount spent so far, in minor units of `currency`' }),
-    currency: Type.Union([Type.String(), Type.Null()], { description: 'Null until something is spent' }),
+    currency: Type.Union([Type.String(), Type.Null()], { description: 'The currency of the permit\'s money limits (claims.gavel.budget, max_per_request), from its issuance on; null for a permit that limits no money' }),
   }, { description: 'What allowed decisions have spent, counted where the chain carries a budget or a use count (else zero); the limits themselves are in claims.gavel' }),
 });

@@ -185,8 +185,11 @@ export interface AncestorRevocation { commitment: string; revoked_at: string; re
  * A permit as the console shows it. A link whose ancestor is revoked is revoked too (every decision
  * refuses it), so it reads `revoked`, with the ancestor's time, actor and commitment.
  */
-export function view(row: Row, now: Date, ancestor?: AncestorRevocation, usage: PermitUsage = NOTHING_SPENT): PermitView {
-  const claims = parseJsonExactly(row.claims) as { nbf?: number };
+export function view(row: Row, now: Date, ancestor?: AncestorRevocation, spent: PermitUsage = NOTHING_SPENT): PermitView {
+  const claims = parseJsonExactly(row.claims) as { nbf?: number; gavel?: Pick<GavelConstraints, 'budget' | 'max_per_request'> };
+  // The claims fix the currency of a permit with a money limit (one currency: domain/permit/claims.ts),
+  // before anything is spent and on a link whose counter has no budget (services/authorize/spend.ts).
+  const usage = { ...spent, currency: (claims.gavel?.budget ?? claims.gavel?.max_per_request)?.currency ?? null };
   if (row.revoked_at) return { ...row, claims, revoked_via: null, status: 'revoked', usage };
   if (ancestor) return { ...row, claims, revoked_at: ancestor.revoked_at, revoked_by: ancestor.revoked_by, revoked_via: ancestor.commitment, status: 'revoked', usage };
   const status = row.expires_at <= now.toISOString() ? 'expired' : typeof claims.nbf === 'number' && claims.nbf * 1000 > now.getTime() ? 'not_yet_valid' : 'active';
