@@ -340,6 +340,39 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).approval.key_id, approver.keyId);
     });
 
+    test('an obligation already decided answers its state (409) before the signature or the key is judged: the caller may read that state anyway', async () => {
+      const other = await newApprover(svc);
+      const retiring = await newApprover(svc);
+      const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', heldAdmin: true }, new Date());
+      const approved = await opened();
+      await approve(approved.id);
+      const consumed = await opened();
+      await approve(consumed.id);
+      assert.equal((await authorize({ ...consumed.req, approval_request_id: consumed.id })).json().reason_code, 'approval_granted');
+      const withdrawn = await opened();
+      await approve(withdrawn.id);
+      assert.equal((await revoke({ approval_request_id: withdrawn.id })).statusCode, 200);
+      const expired = await opened();
+      await svc.ts.store.db.updateTable('approval_requests').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', expired.id).execute();
+      const audits = await auditCount();
+      for (const [id, code] of [[approved.id, 'already_approved'], [consumed.id, 'approval_consumed'], [withdrawn.id, 'approval_withdrawn'], [expired.id, 'approval_request_expired']] as const) {
+        const { statement } = await obligation(id);
+        for (const [keyId, signature] of [
+          [approver.keyId, other.sign(statement)], // another key's signature: would be signature_invalid
+          [retiring.keyId, retiring.sign(statement)], // a retired key: would be approval_key_retired
+          ['apk_00000000000000000000000000', approver.sign(statement)], // unknown: would be approval_key_unknown
+        ]) {
+          const res = await record({ approval_request_id: id, key_id: keyId, signature });
+          assert.equal(res.statusCode, 409, `${code}: ${res.body}`);
+          assert.equal(res.json().code, code);
+        }
+      }
+      // The same key reads each state from the list anyway: the 409 tells it nothing it may not know.
+      assert.deepEqual(await Promise.all([approved, consumed, withdrawn, expired].map(async (o) => (await obligation(o.id)).status)), ['approved', 'consumed', 'withdrawn', 'expired']);
+      assert.equal(await auditCount(), audits, 'no refusal writes anything');
+    });
+
     test('a signature counts for its own obligation\'s exact bytes only: not a twin obligation, not replayed after use, not S + L, not the statement re-serialized', async () => {
       // An intent outside ASCII, so Unicode normalization and JSON escapes change the bytes.
       const first = await opened({ intent: 'caf\u00e9' });

@@ -21,6 +21,7 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
 
   app.post('/v1/projects/:projectId/approvals', {
     schema: { operationId: 'recordApproval', tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
+      description: 'Refusals come in this order: the body (400), the obligation (404), its state (409, which any key may read from the list), the key and its owner (422), the signature (422 `signature_invalid`); decision 0502.',
       params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'],
         409: ['already_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],

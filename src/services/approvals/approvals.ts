@@ -158,6 +158,11 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
   const at = now.toISOString();
   return store.transaction(async (trx) => {
     const { row } = await load(trx, input.projectId, input.approvalRequestId);
+    // The state first: no signature or key can change it, and every caller of this route may read it
+    // (GET …/approvals takes any key of the project), so a 409 tells it nothing it may not know
+    // (decision 0502, last addendum).
+    const status = effectiveStatus(row, now);
+    if (status !== 'pending') throw stateConflict(status, row.id);
     const eligible = await approverEligibility(trx, input.projectId, input.keyId, undefined, store.dialect === 'postgres');
     if (!eligible.ok) throw new Problem(422, eligible.code, eligible.detail);
     // Four eyes: whoever holds the API key that asked cannot be the person who approves. Two hold a
@@ -173,8 +178,6 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
     if (!verifyApproval(publicKey, obligationFacts(row), signature)) {
       throw new Problem(422, 'signature_invalid', 'the signature does not verify over this obligation\'s statement with this key (GET the approval request for the exact statement)');
     }
-    const status = effectiveStatus(row, now);
-    if (status !== 'pending') throw stateConflict(status, row.id);
     const updated = await trx.updateTable('approval_requests').set({ status: 'approved' })
       .where('id', '=', row.id).where('status', '=', 'pending').where('expires_at', '>', at).executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) throw conflict(`approval request ${row.id} is already approved`, 'already_approved');
