@@ -79,4 +79,22 @@ describe(`free text a person types, on ${backend.name}`, () => {
     assert.equal(saved.statusCode, 201, saved.body);
     assert.equal(saved.json().note, TWO_LINES);
   });
+
+  // U+200C in a Persian word (می‌خواهم), U+200D in an emoji sequence (a family) and a Devanagari conjunct.
+  const JOINED = ['می\u200cخواهم', '\u{1F468}\u200d\u{1F469}\u200d\u{1F467}', 'क्\u200dष'];
+
+  test('the zero-width joiner and non-joiner, which scripts and emoji need, are kept in every such field', async () => {
+    for (const [method, url, headers, body, pointer] of await fields()) {
+      for (const text of JOINED) {
+        const res = await svc.app.inject({ method, url, headers, payload: body(text) });
+        // The field is accepted: whatever the route answers next, it is not this field's refusal.
+        const refused = res.statusCode === 400 ? res.json().errors?.some((e: { pointer: string }) => e.pointer === pointer) : false;
+        assert.equal(refused, false, `${url} ${JSON.stringify(text)}: ${res.body}`);
+      }
+    }
+    const key = await svc.keyHeader(['ADMIN']);
+    const frozen = await svc.app.inject({ method: 'POST', url: `${P()}/agents/freeze`, headers: key, payload: { agent: newAgent().did, reason: JOINED.join('\n') } });
+    assert.equal(frozen.statusCode, 200, frozen.body);
+    assert.equal(frozen.json().reason, JOINED.join('\n'));
+  });
 });

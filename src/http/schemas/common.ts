@@ -151,17 +151,22 @@ const VISIBLE_CHARACTER = '(?![\\u115F\\u1160\\u3164\\uFFA0\\u2800])[\\p{L}\\p{N
  * (U+2028, U+2029), which some viewers break a line at and others do not.
  */
 const HIDING = '\\p{Cf}\\p{Zl}\\p{Zp}';
+/**
+ * The two format characters writing needs: the zero-width non-joiner (U+200C, Persian and Indic
+ * words) and joiner (U+200D, emoji sequences, Indic conjuncts). Neither moves text nor hides a letter.
+ */
+const JOINERS = '[\\u200C\\u200D]';
 /** One line of text a person reads: a visible character, and no control (Cc) or hiding character. */
-const ONE_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})[^\\p{Cc}${HIDING}]*$`;
+const ONE_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})(?:${JOINERS}|[^\\p{Cc}${HIDING}])*$`;
 /**
  * Text a person writes, of one line or more: a visible character, and no hiding character nor any
  * control (Cc: U+0000–U+001F, U+007F–U+009F) but tab, line feed and carriage return.
  */
-const MULTI_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})[^\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F-\\x9F${HIDING}]*$`;
+const MULTI_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})(?:${JOINERS}|[^\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F-\\x9F${HIDING}])*$`;
 /** What MULTI_LINE_TEXT_PATTERN refuses, in the words of a field's description (a refusal quotes it: http/errors.ts). */
-const MULTI_LINE_TEXT_RULE = 'at least one visible character; lines may break and tabs are kept, but no other control character and no format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
+const MULTI_LINE_TEXT_RULE = 'at least one visible character; lines may break and tabs are kept, but no other control character and no format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space; the joiners U+200C and U+200D are kept) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
 /** What ONE_LINE_TEXT_PATTERN refuses, in the words of a field's description. */
-const ONE_LINE_TEXT_RULE = 'one line with at least one visible character, and no control character (a line break, a tab), format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
+const ONE_LINE_TEXT_RULE = 'one line with at least one visible character, and no control character (a line break, a tab), format character (such as the bidi overrides and isolates U+202A–U+202E, U+2066–U+2069, or a zero-width space; the joiners U+200C and U+200D are kept) or line separator (U+2028, U+2029), which could show the text in another order than it was written';
 /** Free text on one line that a person reads (a label, a name), up to `maxLength` characters. */
 export const oneLineText = (maxLength: number, what: string) =>
   Type.String({ minLength: 1, maxLength, pattern: ONE_LINE_TEXT_PATTERN, description: `${what}: ${ONE_LINE_TEXT_RULE}` });
