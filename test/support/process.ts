@@ -29,6 +29,9 @@ export async function spawnGavel(env: Record<string, string | undefined>, { main
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
+  // 'close', not 'exit': the child's output is read to its end, so `lines` holds its last lines
+  // (a test that looks for a secret in them must see all of them).
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   child.unref();
   for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
   let stderr = '';
@@ -49,11 +52,10 @@ export async function spawnGavel(env: Record<string, string | undefined>, { main
   });
   return {
     url, child, lines,
-    kill: (signal = 'SIGTERM') => new Promise((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill(signal);
-    }),
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return closed;
+    },
   };
 }
 
