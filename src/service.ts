@@ -1,6 +1,7 @@
 // Assembles one running Gavel: store (migrated), signer, bootstrap, HTTP server.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.ts';
 import { buildApp, type BuildOptions } from './http/app.ts';
@@ -50,6 +51,29 @@ export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
   const keys = join(dataDir, 'keys');
   if (where.kind !== 'sqlite' || existsSync(where.file) || !existsSync(join(keys, `${LOG_KEY}.pem`))) return;
   throw new DatabaseMissing(`no database at ${where.file}, but ${keys} holds the signing keys of one: put the database back (README, "Backups and restores"), or move the keys aside too to start afresh`);
+}
+
+/** A SQLite database this user may not open as its command needs, said before SQLite says only "unable to open database file". */
+export class DatabaseInaccessible extends Error {}
+
+/**
+ * Refuses a SQLite database (or its -wal or -shm file) that this user's permissions keep it from
+ * reading, or from writing as well when `need` is 'write': one restored or made by another user
+ * (root, say), or a mode changed. SQLite's open says only "unable to open database file", which was
+ * reported as a data directory that cannot be written. Other failures are left to the open.
+ */
+export function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | 'write', command: string): void {
+  if (where.kind !== 'sqlite' || where.file === ':memory:') return;
+  for (const file of [where.file, `${where.file}-wal`, `${where.file}-shm`]) {
+    try { closeSync(openSync(file, need === 'read' ? 'r' : 'r+')); } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EACCES') continue;
+      throw new DatabaseInaccessible(`cannot ${need === 'read' ? 'read' : 'open for reading and writing'} ${file}: permission denied to this user (${thisUser()}): run ${command} as the user that runs gavel serve and owns the file (ls -l shows it), or give this user access to it (chown, chmod 600)`);
+    }
+  }
+}
+
+function thisUser(): string {
+  try { return userInfo().username; } catch { return `uid ${process.getuid?.()}`; }
 }
 
 /**
@@ -154,7 +178,7 @@ export interface ServiceOptions extends BuildOptions {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
-  if (!options.store) { refuseLostDatabase(where, config.dataDir); refuseForeignDatabase(where); }
+  if (!options.store) { refuseLostDatabase(where, config.dataDir); refuseInaccessibleDatabase(where, 'write', 'gavel'); refuseForeignDatabase(where); }
   const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
     return await assemble(config, options, where, servingLock);

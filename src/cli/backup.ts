@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { readConfiguration } from '../config/config.ts';
-import { refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { NO_LINKS, removeStalePartials } from '../lib/key-file.ts';
 import { flush } from '../lib/durable-fs.ts';
 
@@ -34,6 +34,8 @@ export function runBackup(argv: readonly string[]): string {
   const database = where.file;
   refuseLostDatabase(where, config.dataDir);
   if (!existsSync(database)) throw new BackupRefused(`no SQLite database at ${database}: nothing to back up (GAVEL_DATA_DIR)`);
+  // Else SQLite's open says only that it cannot open a file, taken for the copy's.
+  refuseInaccessibleDatabase(where, 'read', 'gavel backup');
   // Another application's file is no Gavel backup; its read-only open below could leave files beside it (decision 0028).
   refuseForeignDatabase(where);
   const target = resolve(positionals[0]!);

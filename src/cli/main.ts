@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { type Config, ConfigError, isLoopbackHost, readConfiguration, redactConfig, type UnknownVariable } from '../config/config.ts';
-import { createService, DatabaseMissing, refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { createService, DatabaseInaccessible, DatabaseMissing, refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { join } from 'node:path';
@@ -169,6 +169,7 @@ async function start(embedded: boolean, unknown: UnknownVariables): Promise<void
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
   refuseLostDatabase(where, config.dataDir);
+  refuseInaccessibleDatabase(where, 'write', `gavel ${embedded ? 'up' : 'serve'}`);
   refuseForeignDatabase(where);
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
   let witness: LocalWitness | undefined;
@@ -281,6 +282,7 @@ async function migrate(): Promise<void> {
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
   refuseLostDatabase(storeOptions(config), config.dataDir);
+  refuseInaccessibleDatabase(storeOptions(config), 'write', 'gavel migrate');
   refuseForeignDatabase(storeOptions(config));
   const store = openStore(storeOptions(config));
   try {
@@ -347,7 +349,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing || e instanceof DatabaseInaccessible) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

@@ -5,7 +5,7 @@
 import { existsSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readConfiguration } from '../config/config.ts';
-import { refuseForeignDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { pendingMigrations } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { resetPassword, ResetRefused } from '../services/identity/password-reset.ts';
@@ -25,6 +25,7 @@ export async function runResetPassword(argv: readonly string[]): Promise<void> {
   const config = readConfiguration();
   const where = storeOptions(config);
   refuseLostDatabase(where, config.dataDir);
+  refuseInaccessibleDatabase(where, 'write', 'gavel reset-password');
   // Before the store opens it, which writes (decision 0028); PostgreSQL's is told by pendingMigrations.
   refuseForeignDatabase(where);
   // Opening a file that is not there would make an empty database.

@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -154,6 +154,40 @@ test('a data directory blocked by a file is one line and exit 2, not a stack tra
     const up = gavel(['up'], { GAVEL_DATA_DIR: data, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' });
     assert.equal(up.status, 2, up.stderr);
     assert.match(up.stderr, /^gavel: the local witness did not start: cannot create the directory .*data\/witness: a file of that name is in the way \(GAVEL_DATA_DIR must be a directory/);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+/**
+ * `gavel <args>` as a user whom file modes bind: root bypasses them, so as root without the
+ * capabilities that do it (setpriv); undefined where that cannot be had.
+ */
+function gavelBoundByModes(args: string[], env: Record<string, string | undefined>) {
+  const options = { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, encoding: 'utf8' as const, timeout: 60_000 };
+  if (process.getuid?.() !== 0) return spawnSync(process.execPath, [MAIN, ...args], options);
+  const r = spawnSync('setpriv', ['--bounding-set=-dac_override,-dac_read_search', process.execPath, MAIN, ...args], options);
+  return r.error ? undefined : r;
+}
+
+test('a SQLite database this user may not read is one line naming the file and what to do, exit 2, from backup and from every command that writes it (backup said the copy could not be written)', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-unreadable-'));
+  const data = join(dir, 'data');
+  const db = join(data, 'gavel.db');
+  try {
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: data }).status, 0);
+    chmodSync(db, 0o000);
+    const env = { GAVEL_DATA_DIR: data, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' };
+    const backup = gavelBoundByModes(['backup', join(dir, 'copy.db')], env);
+    if (!backup) { t.skip('setpriv is not available to run gavel without root\'s bypass of file modes'); return; }
+    const user = userInfo().username;
+    assert.equal(backup.status, 2, backup.stderr);
+    assert.equal(backup.stderr, `gavel: cannot read ${db}: permission denied to this user (${user}): run gavel backup as the user that runs gavel serve and owns the file (ls -l shows it), or give this user access to it (chown, chmod 600)\n`);
+    for (const [args, name] of [[['migrate'], 'gavel migrate'], [['serve'], 'gavel serve'], [['up'], 'gavel up'], [['reset-password', 'admin'], 'gavel reset-password']] as const) {
+      const r = gavelBoundByModes([...args], env)!;
+      assert.equal(r.status, 2, `${name}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: cannot open for reading and writing ${db}: permission denied to this user (${user}): run ${name} as the user that runs gavel serve and owns the file (ls -l shows it), or give this user access to it (chown, chmod 600)\n`);
+    }
+    assert.deepEqual(readdirSync(dir).sort(), ['data'], 'no copy, no partial copy');
+    assert.deepEqual(readdirSync(data), ['gavel.db'], 'nothing made beside the database');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
