@@ -4,6 +4,7 @@ import { type Config, ConfigError, isLoopbackHost, readConfiguration, redactConf
 import { createService, DatabaseInaccessible, DatabaseMissing, refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
+import { writeLockHeld } from '../store/sqlite/dialect.ts';
 import { join } from 'node:path';
 import { readFileSync, writeSync } from 'node:fs';
 import { LocalSigner, SigningKeyDamaged } from '../signer/local.ts';
@@ -74,6 +75,8 @@ function startupProblem(e: unknown): string | undefined {
     case 'ECONNREFUSED': return `cannot connect to the database${at ? ` at ${at}` : ''}: connection refused (is PostgreSQL running? GAVEL_DATABASE_URL)`;
     case '3D000': case '28P01': case '28000': case '42501': return `the database refused the connection: ${err.message} (GAVEL_DATABASE_URL)`;
     case 'SQLITE_CANTOPEN': case 'SQLITE_READONLY': case 'SQLITE_PERM': return `cannot open the SQLite database for writing (${err.message}): ${dataDir} must be a writable directory`;
+    // Past the retries of store/sqlite/dialect.ts: a write outside the migrations (the first start's, a reset's).
+    case 'SQLITE_BUSY': return writeLockHeld(`the SQLite database in ${dataDir}`);
     case 'SQLITE_NOTADB': case 'SQLITE_CORRUPT': return `the SQLite database in ${dataDir} is not a Gavel database or is damaged (${err.message})`;
     default:
       // Any other refusal by the server at connect time (55000 the database does not allow

@@ -6,6 +6,7 @@ import { Migrator, type Migration, type MigrationProvider, type MigrationResultS
 import type { Store } from './store.ts';
 import { withoutReplyTimeout } from './postgres/dialect.ts';
 import { databaseUnreachable } from './unreachable.ts';
+import { writeLockHeld } from './sqlite/dialect.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
@@ -115,6 +116,9 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     const foreign = foreignRecord(recorded);
     if (foreign) throw new ForeignDatabase(await databaseNamed(store), foreign, FOREIGN_DATABASE_REMEDY[store.dialect]);
     if (unknown.length) throw newerVersion(unknown);
+    if (store.dialect === 'sqlite' && [error, cause?.error].some((e) => (e as { code?: string } | undefined)?.code === 'SQLITE_BUSY')) {
+      throw new MigrationError(`${writeLockHeld(store.file ?? 'the SQLite database')} (nothing was applied)`);
+    }
     if (!cause) throw new MigrationError(`${failed ? `migration ${failed}` : 'migrating'} failed: ${messageOf(error)}${databaseUnreachable(error) ? ` (${CONNECTION_LOST})` : ''}`);
     // The error the migration failed with is what went wrong. One raised after it (by the ROLLBACK
     // or the lock release) is its consequence when the connection was lost; otherwise it is a fault

@@ -12,6 +12,8 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { MAIN, databaseUrl, spawnGavel } from '../support/process.ts';
 import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
+import BetterSqlite3 from 'better-sqlite3';
 import { LOG_KEY } from '../../src/services/auditlog/log.ts';
 import { SELF_SIGNED } from '../support/tls.ts';
 import { TLSSocket } from 'node:tls';
@@ -189,6 +191,60 @@ test('a SQLite database this user may not read is one line naming the file and w
     assert.deepEqual(readdirSync(dir).sort(), ['data'], 'no copy, no partial copy');
     assert.deepEqual(readdirSync(data), ['gavel.db'], 'nothing made beside the database');
   } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+/** `gavel <args>` without blocking this process's event loop, so that several run at once. */
+const gavelAsync = (args: string[], env: Record<string, string | undefined>) => new Promise<{ status: number | null; stderr: string }>((resolve) => {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.once('exit', (status) => resolve({ status, stderr }));
+});
+
+test('a SQLite write lock another process holds (an open BEGIN IMMEDIATE) stops migrate, serve, up and reset-password with one line saying so, exit 2, changing nothing (it said "database is locked")', async () => {
+  const sqlite = backends().find((b) => b.name === 'sqlite')!;
+  // A database that finished its first start (reset-password has someone to reset), and one that
+  // is only migrated, for gavel up: a second server on the first would be refused its serving lock.
+  const svc = await startService(sqlite);
+  await svc.close();
+  await svc.ts.store.close();
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-locked-'));
+  const held: BetterSqlite3.Database[] = [];
+  try {
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: dir }).status, 0);
+    const served = join(svc.ts.dataDir, 'gavel.db');
+    const migrated = join(dir, 'gavel.db');
+    const migrations = (file: string) => {
+      const db = new BetterSqlite3(file, { readonly: true });
+      try { return db.prepare('select name from kysely_migration order by name').pluck().all(); } finally { db.close(); }
+    };
+    const before = [migrations(served), migrations(migrated)];
+    for (const file of [served, migrated]) {
+      const holder = new BetterSqlite3(file);
+      holder.exec('begin immediate');
+      held.push(holder);
+    }
+    const env = { GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' };
+    const [migrate, serve, reset, up] = await Promise.all([
+      gavelAsync(['migrate'], { ...env, GAVEL_DATA_DIR: svc.ts.dataDir }),
+      gavelAsync(['serve'], { ...env, GAVEL_DATA_DIR: svc.ts.dataDir }),
+      gavelAsync(['reset-password', 'admin'], { ...env, GAVEL_DATA_DIR: svc.ts.dataDir }),
+      gavelAsync(['up'], { ...env, GAVEL_DATA_DIR: dir }),
+    ]);
+    const held10s = "it has held the database's write lock for over 10 s (a gavel serve, up or migrate applying migrations? an sqlite3 shell or another tool with a transaction open?): let it finish, or end its transaction, then run this again";
+    for (const [name, r, file] of [['migrate', migrate, served], ['serve', serve, served], ['up', up, migrated]] as const) {
+      assert.equal(r.status, 2, `${name}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: another process is writing to ${file}: ${held10s} (nothing was applied)\n`, name);
+    }
+    assert.equal(reset.status, 2, reset.stderr);
+    assert.equal(reset.stderr, `gavel: another process is writing to the SQLite database in GAVEL_DATA_DIR: ${held10s}\n`);
+    for (const holder of held.splice(0)) { holder.exec('rollback'); holder.close(); }
+    assert.deepEqual([migrations(served), migrations(migrated)], before);
+  } finally {
+    for (const holder of held) holder.close();
+    await svc.ts.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a bad configuration value stops serve and migrate with one line naming its key, exit 2, before anything is made', () => {

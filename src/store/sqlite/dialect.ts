@@ -16,6 +16,15 @@ import { CompiledQuery, SqliteAdapter, SqliteDialect, SqliteDriver, type Databas
 const BUSY_DEADLINE_MS = 10_000;
 
 /**
+ * What SQLITE_BUSY means once BUSY_DEADLINE_MS has run out, said to an operator: Gavel's own
+ * transactions hold the write lock for milliseconds, so another process has kept a transaction open
+ * (decision 0028, addendum). SQLite says only "database is locked".
+ */
+export function writeLockHeld(database: string): string {
+  return `another process is writing to ${database}: it has held the database's write lock for over ${BUSY_DEADLINE_MS / 1000} s (a gavel serve, up or migrate applying migrations? an sqlite3 shell or another tool with a transaction open?): let it finish, or end its transaction, then run this again`;
+}
+
+/**
  * Runs `fn`; while SQLite refuses it with SQLITE_BUSY (another connection holds the lock it needs),
  * tries again after a timer (0.25 ms doubling to 8 ms) for up to `deadlineMs`.
  */
