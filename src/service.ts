@@ -1,5 +1,5 @@
 // Assembles one running Gavel: store (migrated), signer, bootstrap, HTTP server.
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import type { FastifyInstance } from 'fastify';
@@ -13,7 +13,7 @@ import { PinnedSigner } from './signer/pinned.ts';
 import { ensureLogState, LOG_KEY } from './services/auditlog/log.ts';
 import type { Signer } from './signer/signer.ts';
 import { FOREIGN_DATABASE_REMEDY, ForeignDatabase, foreignEvidence, migrateToLatest } from './store/migrate.ts';
-import BetterSqlite3 from 'better-sqlite3';
+import { readUntouched, tablesOf } from './store/sqlite/read-untouched.ts';
 import { openStore, type Store, type StoreOptions } from './store/store.ts';
 import { createCommitter } from './store/group-commit.ts';
 import { localWriter } from './services/writer/writer.ts';
@@ -85,26 +85,13 @@ export function refuseForeignDatabase(where: StoreOptions): void {
   if (where.kind !== 'sqlite' || where.file === ':memory:' || !existsSync(where.file)) return;
   let foreign: string | undefined;
   try {
-    // A file in WAL mode with no -wal or -shm beside it (its application closed it cleanly): a
-    // read-only connection would make both and leave them, since only a writer removes them at its
-    // close. A query_only one makes them too, but as the last to close, removes them, writing nothing.
-    const closedWal = walMode(where.file) && !existsSync(`${where.file}-wal`) && !existsSync(`${where.file}-shm`);
-    const file = new BetterSqlite3(where.file, { readonly: !closedWal, fileMustExist: true });
-    try {
-      if (closedWal) file.pragma('query_only = true');
-      const tables = file.prepare("select name from sqlite_master where type in ('table', 'view') and name not like 'sqlite\\_%' escape '\\' order by name").pluck().all() as string[];
+    foreign = readUntouched(where.file, (file) => {
+      const tables = tablesOf(file);
       const recorded = tables.includes('kysely_migration') ? file.prepare('select name from kysely_migration order by name').pluck().all() as string[] : undefined;
-      foreign = foreignEvidence(tables, recorded);
-    } finally { file.close(); }
+      return foreignEvidence(tables, recorded);
+    });
   } catch { return; }
   if (foreign) throw new ForeignDatabase(where.file, foreign, FOREIGN_DATABASE_REMEDY.sqlite);
-}
-
-/** The SQLite header's read and write versions (bytes 18 and 19) are 2 in WAL mode. */
-function walMode(file: string): boolean {
-  const header = Buffer.alloc(20);
-  const fd = openSync(file, 'r');
-  try { return readSync(fd, header, 0, 20, 0) === 20 && header[18] === 2 && header[19] === 2; } finally { closeSync(fd); }
 }
 
 /** SQLite on a file: the writer thread owns the hot path's writes. Otherwise units run here. */

@@ -7,6 +7,7 @@ import type { Store } from './store.ts';
 import { withoutReplyTimeout } from './postgres/dialect.ts';
 import { databaseUnreachable } from './unreachable.ts';
 import { writeLockHeld } from './sqlite/dialect.ts';
+import { someOf } from './sqlite/read-untouched.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** A migration module: `.ts` in src, `.js` in the build (scripts/build.ts); its name has no extension. */
@@ -63,7 +64,6 @@ export const FOREIGN_DATABASE_REMEDY = {
   postgres: 'Point GAVEL_DATABASE_URL at a database of Gavel\'s own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.',
 } as const;
 
-const someOf = (names: string[]): string => names.slice(0, 5).join(', ') + (names.length > 5 ? ` and ${names.length - 5} more` : '');
 
 /**
  * What makes a database another application's (see ForeignDatabase), or undefined when it is Gavel's

@@ -12,7 +12,7 @@ import { cosignatureMessage, formatCosignatureLine } from '../domain/auditlog/co
 import { formatVkey, parseVkey, SIG_TYPE_COSIGNATURE_V1, SIG_TYPE_ED25519, checkKeyName, type VerifierKey } from '../domain/auditlog/note.ts';
 import { checkAddCheckpoint, decideCheckpoint, decisionStatus, type WitnessDecision } from '../domain/auditlog/witness.ts';
 import { loadOrCreateWitnessKey } from './key.ts';
-import { WitnessStore } from './store.ts';
+import { refuseForeignWitnessDatabase, WitnessStore } from './store.ts';
 
 export interface WitnessLogConfig {
   /** The checkpoint origin line of the log. */
@@ -57,6 +57,8 @@ export async function startWitness(opts: WitnessOptions): Promise<RunningWitness
     if (keys.some((k) => k.type !== SIG_TYPE_ED25519)) throw new Error(`log ${l.origin}: vkeys must be Ed25519 (type 0x01)`);
     logs.set(l.origin, [...(logs.get(l.origin) ?? []), ...keys]);
   }
+  // Before the key is made: a directory holding another database is left as it was.
+  refuseForeignWitnessDatabase(opts.dataDir);
   const key = loadOrCreateWitnessKey(opts.dataDir);
   const store = new WitnessStore(opts.dataDir);
   const publicKeyVkey = formatVkey(name, SIG_TYPE_COSIGNATURE_V1, key.publicKey);

@@ -1,11 +1,36 @@
 // The witness's own durable state, in its own SQLite file (never Gavel's main store):
 // the latest cosigned checkpoint per origin, and every checkpoint it cosigned, by root.
 import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WitnessedState } from '../domain/auditlog/witness.ts';
 import { makeDirectory } from '../lib/durable-fs.ts';
+import { readUntouched, someOf, tablesOf } from '../store/sqlite/read-untouched.ts';
 
 export const WITNESS_DB_FILE = 'witness.sqlite';
+
+/** A witness.sqlite that is some other database: said in one line, exit 2, nothing written. */
+export class ForeignWitnessDatabase extends Error {}
+
+/** The tables WitnessStore makes. */
+const WITNESS_TABLES = new Set(['latest', 'cosigned']);
+
+/**
+ * Refuses a witness.sqlite holding tables a witness never makes (a Gavel service's database copied
+ * or renamed there, another application's), as the service refuses a foreign database (decision
+ * 0028): opened as the witness opens it, it would be switched to WAL and given the witness's tables
+ * beside its own. Read through a connection that writes nothing, before the witness's key is made.
+ * A file SQLite cannot read (not a database at all) is left to the open to report.
+ */
+export function refuseForeignWitnessDatabase(dataDir: string): void {
+  const file = join(dataDir, WITNESS_DB_FILE);
+  if (!existsSync(file)) return;
+  let others: string[];
+  try { others = readUntouched(file, tablesOf).filter((t) => !WITNESS_TABLES.has(t)); } catch { return; }
+  if (!others.length) return;
+  const whose = others.includes('kysely_migration') ? "a Gavel service's database, not its witness's" : "another application's";
+  throw new ForeignWitnessDatabase(`${file} is not a witness database: it holds tables a witness never makes (${someOf(others)}), ${whose}; nothing was written to it. Point --data-dir at a directory of the witness's own (its ${WITNESS_DB_FILE} is made at the first start), or move this file aside`);
+}
 
 export interface CosignedRecord {
   readonly origin: string;

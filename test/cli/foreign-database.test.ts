@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -154,4 +154,46 @@ test('PostgreSQL: a schema of another application that also uses Kysely\'s migra
     const recorded = await sql<{ name: string }>`select name from kysely_migration`.execute(ts.store.db);
     assert.deepEqual(recorded.rows.map((r) => r.name), ['2024_01_create_invoices']);
   } finally { await ts.cleanup(); }
+});
+
+test('gavel witness refuses a witness.sqlite that is another database (a Gavel service\'s copied there, another application\'s), exit 2, writing nothing and making no key; gavel up\'s local witness too', () => {
+  const vkey = 'TEST+7997405c+AQcC+FTVKf0jlTdHDY3rbevmnKxxPjigCXlVtGe6RIr6';
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-foreign-witness-'));
+  try {
+    // A Gavel service's database (WAL mode, closed cleanly), renamed to the witness's file name.
+    const service = join(dir, 'service');
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: service }).status, 0);
+    const gavelDb = join(dir, 'gavel-db');
+    mkdirSync(gavelDb);
+    renameSync(join(service, 'gavel.db'), join(gavelDb, 'witness.sqlite'));
+    const otherApp = join(dir, 'other-app');
+    mkdirSync(otherApp);
+    const other = new BetterSqlite3(join(otherApp, 'witness.sqlite'));
+    other.exec('create table customers (id integer primary key); create table latest (origin text)');
+    other.close();
+    const cases = [
+      [gavelDb, /^agents, api_keys, .* and \d+ more$/, "a Gavel service's database, not its witness's"],
+      [otherApp, /^customers$/, "another application's"],
+    ] as const;
+    for (const [dataDir, tables, whose] of cases) {
+      const file = join(dataDir, 'witness.sqlite');
+      const before = sha256(file);
+      const r = gavel(['witness', '--data-dir', dataDir, '--port', '0', '--log', vkey], {});
+      assert.equal(r.status, 2, r.stderr);
+      const said = /^gavel: (.*) is not a witness database: it holds tables a witness never makes \((.*)\), (.*); nothing was written to it\. Point --data-dir at a directory of the witness's own \(its witness\.sqlite is made at the first start\), or move this file aside\n$/.exec(r.stderr);
+      assert.ok(said, r.stderr);
+      assert.equal(said[1], file);
+      assert.match(said[2]!, tables);
+      assert.equal(said[3], whose);
+      assert.equal(sha256(file), before, 'the file is as it was');
+      assert.deepEqual(readdirSync(dataDir), ['witness.sqlite'], 'no key, no -wal or -shm beside it');
+    }
+    // gavel up's witness, in <GAVEL_DATA_DIR>/witness, before it listens: said as the start's failure.
+    mkdirSync(join(service, 'witness'));
+    renameSync(join(otherApp, 'witness.sqlite'), join(service, 'witness', 'witness.sqlite'));
+    const up = gavel(['up'], { GAVEL_DATA_DIR: service });
+    assert.equal(up.status, 2, up.stderr);
+    assert.match(up.stderr, /^gavel: the local witness did not start: .*witness\.sqlite is not a witness database: it holds tables a witness never makes \(customers\), another application's; nothing was written to it\./);
+    assert.deepEqual(readdirSync(join(service, 'witness')), ['witness.sqlite']);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
 });
