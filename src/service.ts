@@ -60,7 +60,9 @@ export class DatabaseInaccessible extends Error {}
  * Refuses a SQLite database (or its -wal or -shm file) that this user's permissions keep it from
  * reading, or from writing as well when `need` is 'write': one restored or made by another user
  * (root, say), or a mode changed. SQLite's open says only "unable to open database file", which was
- * reported as a data directory that cannot be written. Other failures are left to the open.
+ * reported as a data directory that cannot be written. Other failures are left to the open. Called
+ * before this process opens the database: closing a descriptor of a file drops every POSIX lock
+ * the process holds on it, SQLite's included.
  */
 export function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | 'write', command: string): void {
   if (where.kind !== 'sqlite' || where.file === ':memory:') return;
