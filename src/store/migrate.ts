@@ -64,7 +64,6 @@ export const FOREIGN_DATABASE_REMEDY = {
   postgres: 'Point GAVEL_DATABASE_URL at a database of Gavel\'s own (an empty one is set up at the first start), or at a schema of its own: create schema gavel, and add ?options=-c%20search_path%3Dgavel to the URL.',
 } as const;
 
-
 /**
  * What makes a database another application's (see ForeignDatabase), or undefined when it is Gavel's
  * or empty. `tables`: its tables and views; `recorded`: the names in its `kysely_migration`, when it has
