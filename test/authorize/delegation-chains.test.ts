@@ -3,6 +3,7 @@
 //   under one of them) and the root's holder racing on one root budget. The root's budget admits
 //   exactly k spends in all, whoever spends; a child's own smaller budget is a sub-limit inside it;
 //   every link's counters show exactly what was allowed through it and the links below it.
+// - A middle link's budget and use count bind the delegates below it (depth 2), one after another.
 // - A link wider than its own parent but no wider than the root. Coverage checks every link
 //   (decision 0302), so such a link widens nothing a request could use; it is still refused by name
 //   (decision 0301: each link within its parent), for a request every link covers.
@@ -59,6 +60,32 @@ for (const backend of backends()) {
       assert.deepEqual(await counters(toSmall), [bySmall * 100, bySmall]);
       assert.deepEqual(await counters(toBig), [(byBig + byGrand) * 100, byBig + byGrand], 'a child counts its own and its delegate\'s spends');
       assert.deepEqual(await counters(toGrand), [byGrand * 100, byGrand]);
+    });
+
+    test('a middle link\'s budget and use count bind every delegate below it: two grandchildren given its whole limit share it', async () => {
+      // Depth 2: were a middle link's counters spent only by its own holder, it could hand its whole
+      // budget to each of several delegates and multiply it (decision 0301). Sequential, so each
+      // grandchild surely spends: the second finds the middle link spent out.
+      const key = await svc.keyHeader([]);
+      const [holder, middle, a, b] = [newAgent(), newAgent(), newAgent(), newAgent()];
+      const root = await issue(svc, holder.did, { ...PAY, budget: eur(10_000), max_uses: 100 });
+      const usage = async (jws: string) => {
+        const u = await svc.ts.store.db.selectFrom('permit_usage').select(['spent_minor', 'uses']).where('commitment', '=', permitCommitment(jws)).executeTakeFirst();
+        return u ? [Number(u.spent_minor), Number(u.uses)] : [0, 0];
+      };
+      // Each link carries both limits (a child keeps every limit of its parent); one of them is tight.
+      for (const [limit, check] of [[{ budget: eur(300), max_uses: 100 }, 'budget_exhausted'], [{ budget: eur(10_000), max_uses: 1 }, 'uses_exhausted']] as const) {
+        const toMiddle = await delegate(root.jws, holder, middle.did, { ...PAY, ...limit });
+        const [toA, toB] = await Promise.all([a, b].map((g) => delegate(toMiddle, middle, g.did, { ...PAY, ...limit })));
+        const pay = (agent: string, permit: string) => decide(svc, key, { agent, permit, action: 'pay', resource: 'resource://shop/1', amount: eur(200) });
+        assert.equal((await pay(a.did, toA!)).decision, 'ALLOW', check);
+        const second = await pay(b.did, toB!);
+        assert.deepEqual([second.decision, second.reason_code, second.detail?.split(':')[0]], ['DENY', 'permit_invalid', check]);
+        assert.match(second.detail ?? '', /delegation link 1 of the permit/, 'the middle link ran out, not the grandchild\'s own');
+        assert.deepEqual(await usage(toMiddle.split('~').at(-1)!), [200, 1], `${check}: the middle link counts its delegate's spend`);
+        assert.deepEqual(await usage(toB!.split('~').at(-1)!), [0, 0], `${check}: the refused spend spent nothing`);
+      }
+      assert.deepEqual(await usage(root.jws), [400, 2], 'the root counts the allowed spend of each case');
     });
 
     test('each dimension widened back to the root\'s is DENY permit_invalid delegation_widened, naming it', async () => {
