@@ -59,8 +59,10 @@ export class DatabaseInaccessible extends Error {}
 /**
  * Refuses a SQLite database (or its -wal or -shm file) that this user's permissions keep it from
  * reading, or from writing as well when `need` is 'write': one restored or made by another user
- * (root, say), or a mode changed. SQLite's open says only "unable to open database file", which was
- * reported as a data directory that cannot be written. Other failures are left to the open. Called
+ * (root, say), or a mode changed; or one no user may write, marked immutable or append-only (EPERM)
+ * or on a read-only file system (EROFS). SQLite's open says only "unable to open database file" or
+ * "attempt to write a readonly database", which was reported as a data directory that cannot be
+ * written, or as a migration that failed. Other failures are left to the open. Called
  * before this process opens the database: closing a descriptor of a file drops every POSIX lock
  * the process holds on it, SQLite's included.
  */
@@ -68,8 +70,13 @@ export function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | '
   if (where.kind !== 'sqlite' || where.file === ':memory:') return;
   for (const file of [where.file, `${where.file}-wal`, `${where.file}-shm`]) {
     try { closeSync(openSync(file, need === 'read' ? 'r' : 'r+')); } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EACCES') continue;
-      throw new DatabaseInaccessible(`cannot ${need === 'read' ? 'read' : 'open for reading and writing'} ${file}: permission denied to this user (${thisUser()}): run ${command} as the user that runs gavel serve and owns the file (ls -l shows it), or give this user access to it (chown, chmod 600)`);
+      const cannot = `cannot ${need === 'read' ? 'read' : 'open for reading and writing'} ${file}`;
+      switch ((e as NodeJS.ErrnoException).code) {
+        case 'EACCES': throw new DatabaseInaccessible(`${cannot}: permission denied to this user (${thisUser()}): run ${command} as the user that runs gavel serve and owns the file (ls -l shows it), or give this user access to it (chown, chmod 600)`);
+        case 'EPERM': throw new DatabaseInaccessible(`${cannot}: the file is marked immutable or append-only, which binds root too (lsattr shows an i or an a): clear it as root (chattr -i -a ${file})`);
+        case 'EROFS': throw new DatabaseInaccessible(`${cannot}: it is on a read-only file system: mount it read-write, or copy the data directory (GAVEL_DATA_DIR) to a writable one`);
+        default: continue;
+      }
     }
   }
 }

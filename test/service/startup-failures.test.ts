@@ -193,6 +193,46 @@ test('a SQLite database this user may not read is one line naming the file and w
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('a SQLite database (or its -wal) marked immutable is one line naming the file and chattr, exit 2, from every command that writes it (it said GAVEL_DATA_DIR must be writable, or "migrating failed: attempt to write a readonly database")', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-immutable-'));
+  const data = join(dir, 'data');
+  const db = join(data, 'gavel.db');
+  const env = { GAVEL_DATA_DIR: data, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' };
+  try {
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: data }).status, 0);
+    // The -wal a stop that was not clean leaves beside the database.
+    writeFileSync(`${db}-wal`, '');
+    for (const file of [db, `${db}-wal`]) {
+      if (spawnSync('chattr', ['+i', file]).status !== 0) { t.skip('chattr +i is not available here (root, on a file system that has it)'); return; }
+      try {
+        for (const args of [['migrate'], ['serve'], ['up'], ['reset-password', 'admin']]) {
+          const r = gavel(args, env);
+          assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+          assert.equal(r.stderr, `gavel: cannot open for reading and writing ${file}: the file is marked immutable or append-only, which binds root too (lsattr shows an i or an a): clear it as root (chattr -i -a ${file})\n`, args[0]);
+        }
+      } finally { spawnSync('chattr', ['-i', file]); }
+      assert.deepEqual(readdirSync(data).sort(), ['gavel.db', 'gavel.db-wal'], 'nothing made beside the database');
+    }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a SQLite database on a read-only file system is one line naming the file and the mount, exit 2, from every command that writes it (it said GAVEL_DATA_DIR must be a writable directory)', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-read-only-'));
+  const data = join(dir, 'data');
+  const db = join(data, 'gavel.db');
+  // The data directory bound read-only onto itself in a mount namespace of the command's own.
+  const readOnly = ['-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"', 'sh', data];
+  try {
+    assert.equal(gavel(['migrate'], { GAVEL_DATA_DIR: data }).status, 0);
+    if (spawnSync('unshare', [...readOnly, 'true']).status !== 0) { t.skip('unshare and mount are not available here (root)'); return; }
+    for (const args of [['migrate'], ['serve'], ['up'], ['reset-password', 'admin']]) {
+      const r = spawnSync('unshare', [...readOnly, process.execPath, MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', GAVEL_DATA_DIR: data, GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' }, encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      assert.equal(r.stderr, `gavel: cannot open for reading and writing ${db}: it is on a read-only file system: mount it read-write, or copy the data directory (GAVEL_DATA_DIR) to a writable one\n`, args[0]);
+    }
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 /** `gavel <args>` without blocking this process's event loop, so that several run at once. */
 const gavelAsync = (args: string[], env: Record<string, string | undefined>) => new Promise<{ status: number | null; stderr: string }>((resolve) => {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, GAVEL_DATABASE_URL: undefined, GAVEL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
