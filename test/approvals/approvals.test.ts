@@ -118,12 +118,14 @@ for (const backend of backends()) {
       const o = await obligation(id);
       const keyId = (await svc.ts.store.db.selectFrom('api_keys').select('id').where('principal_id', '=', approver.principalId).executeTakeFirstOrThrow()).id;
       assert.equal(o.requested_by, keyId);
+      const auditor = await svc.keyHeader(['AUDITOR']);
       const before = await auditCount();
       const self = await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) }, own);
       assert.equal(self.statusCode, 422, self.body);
       assert.equal(self.json().code, 'self_approval');
-      // Relayed by another key it is still the same person's approval: refused alike, nothing written.
-      assert.equal((await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) })).json().code, 'self_approval');
+      // Relayed by another key it is still the same person's approval: refused alike, nothing written
+      // (said as self_approval to a key that may read API keys' holders, an AUDITOR's).
+      assert.equal((await record({ approval_request_id: id, key_id: approver.keyId, signature: approver.sign(o.statement) }, auditor)).json().code, 'self_approval');
       assert.equal(await auditCount(), before);
       assert.equal((await obligation(id)).status, 'pending');
       const other = await newApprover(svc);
@@ -132,7 +134,7 @@ for (const backend of backends()) {
       const admin = await newApprover(svc, ['ADMIN', 'APPROVER']);
       const minted = await svc.ts.store.transaction((trx) => mintApiKey(trx, { projectId: svc.projectId, principalId: other.principalId, name: 'for other', roles: [], actor: admin.principalId }));
       const asked = (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: `Bearer ${minted.secret}` }, payload: req })).json();
-      const byMinter = await record({ approval_request_id: asked.approval_request_id, key_id: admin.keyId, signature: admin.sign((await obligation(asked.approval_request_id)).statement) });
+      const byMinter = await record({ approval_request_id: asked.approval_request_id, key_id: admin.keyId, signature: admin.sign((await obligation(asked.approval_request_id)).statement) }, auditor);
       assert.equal(byMinter.json().code, 'self_approval', byMinter.body);
       assert.match(byMinter.json().detail, /minted the API key/);
       assert.equal((await approve(id, other)).status, 'approved');
@@ -307,9 +309,11 @@ for (const backend of backends()) {
       await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', heldAdmin: true }, new Date());
       const demoted = await newApprover(svc);
       await svc.ts.store.db.deleteFrom('role_grants').where('principal_id', '=', demoted.principalId).execute();
+      // A key that may read why a key cannot approve (a key of no role gets one code for every reason).
+      const auditor = await svc.keyHeader(['AUDITOR']);
       const audits = await auditCount();
       const expectRefusal = async (body: Record<string, unknown>, status: number, code: string) => {
-        const res = await record(body);
+        const res = await record(body, auditor);
         assert.equal(res.statusCode, status, `${code}: ${res.body}`);
         assert.equal(res.json().code, code);
       };
@@ -338,6 +342,47 @@ for (const backend of backends()) {
       await expectRefusal({ approval_request_id: id, key_id: other.keyId, signature: other.sign(o.statement) }, 409, 'already_approved');
       assert.equal(await auditCount(), after1);
       assert.equal((await obligation(id)).approval.key_id, approver.keyId);
+    });
+
+    test('why a key cannot approve is told only to a caller that may read approval keys (ADMIN, AUDITOR, the key\'s owner); any other key gets one 422 approval_key_cannot_approve', async () => {
+      const { retireApprovalKey } = await import('../../src/services/approvals/keys.ts');
+      const retiring = await newApprover(svc);
+      await retireApprovalKey(svc.deps.store, { projectId: svc.projectId, keyId: retiring.keyId, actor: 'system', heldAdmin: true }, new Date());
+      const demoted = await newApprover(svc);
+      await svc.ts.store.db.deleteFrom('role_grants').where('principal_id', '=', demoted.principalId).execute();
+      // An approver asking with its own API key: its approval would be a self-approval.
+      const selfish = await newApprover(svc);
+      const agent = newAgent();
+      const permit = await issue(svc, agent.did, PAY);
+      const asked = (await svc.app.inject({ method: 'POST', url: '/v1/authorize', headers: { authorization: `Bearer ${selfish.key}` }, payload: { agent: agent.did, permit: permit.jws, action: 'pay', resource: 'resource://shop/1', amount: LARGE } })).json();
+      const { id } = await opened();
+      const unknown = 'apk_00000000000000000000000000';
+      const cases = [
+        { obligation: id, keyId: retiring.keyId, sign: retiring.sign, owner: retiring.key, code: 'approval_key_retired' },
+        { obligation: id, keyId: demoted.keyId, sign: demoted.sign, owner: demoted.key, code: 'approver_not_eligible' },
+        { obligation: asked.approval_request_id as string, keyId: selfish.keyId, sign: selfish.sign, owner: selfish.key, code: 'self_approval' },
+        { obligation: id, keyId: unknown, sign: approver.sign, owner: undefined, code: 'approval_key_unknown' },
+      ];
+      const auditor = await svc.keyHeader(['AUDITOR']);
+      const admin = await svc.keyHeader(['ADMIN']);
+      const audits = await auditCount();
+      for (const c of cases) {
+        const body = { approval_request_id: c.obligation, key_id: c.keyId, signature: c.sign((await obligation(c.obligation)).statement) };
+        // A key of no role (an agent's, an integration's) learns neither the key's state nor its owner's roles or API keys.
+        const bystander = await record(body);
+        assert.equal(bystander.statusCode, 422, bystander.body);
+        assert.deepEqual([bystander.json().code, bystander.json().detail], ['approval_key_cannot_approve',
+          `approval key ${c.keyId} cannot approve this obligation: it is unknown in this project or retired, its owner is not a member holding APPROVER, or its owner holds or minted the API key that made the request; a key of ADMIN or AUDITOR, or of the approval key's owner, is told which`], c.code);
+        const tellable: [string, { authorization: string }][] = [['auditor', auditor], ['admin', admin]];
+        if (c.owner) tellable.push(['owner', { authorization: `Bearer ${c.owner}` }]);
+        for (const [who, headers] of tellable) {
+          const told = await record(body, headers);
+          assert.equal(told.statusCode, 422, `${who}: ${told.body}`);
+          assert.equal(told.json().code, c.code, who);
+        }
+      }
+      assert.equal(await auditCount(), audits, 'no refusal writes anything');
+      assert.deepEqual([(await obligation(id)).status, (await obligation(asked.approval_request_id)).status], ['pending', 'pending']);
     });
 
     test('an obligation already decided answers its state (409) before the signature or the key is judged: the caller may read that state anyway', async () => {

@@ -64,9 +64,9 @@ for (const backend of backends()) {
       // The retired key's signature over a real statement is refused.
       const id = await seedObligation(svc);
       const view = (await svc.app.inject({ method: 'GET', url: `${C()}/approvals/${id}`, headers: approver.get })).json();
-      const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: await svc.keyHeader([]), payload: { approval_request_id: id, key_id: keyId, signature: signText(raw.privateKey, view.statement) } });
+      const res = await svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/approvals`, headers: await svc.keyHeader(['AUDITOR']), payload: { approval_request_id: id, key_id: keyId, signature: signText(raw.privateKey, view.statement) } });
       assert.equal(res.statusCode, 422);
-      assert.equal(res.json().code, 'approval_key_retired');
+      assert.equal(res.json().code, 'approval_key_retired', 'told to a key that may read approval keys');
     });
 
     test('who may manage keys: only the principal itself registers one (not ADMIN); ADMIN or the owner retires; a non-APPROVER gets no key; another APPROVER may not read or retire', async () => {

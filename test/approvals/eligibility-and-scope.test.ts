@@ -68,7 +68,8 @@ for (const backend of backends()) {
       assert.equal((await obligation(id)).status, 'lapsed');
       // Nor can the key record a new approval.
       const next = await opened();
-      const refused = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: next.id, key_id: signer.keyId, signature: signer.sign((await obligation(next.id)).statement) } });
+      // Its owner is told why (a key of no role would get approval_key_cannot_approve).
+      const refused = await svc.app.inject({ method: 'POST', url: base(), headers: { authorization: `Bearer ${signer.key}` }, payload: { approval_request_id: next.id, key_id: signer.keyId, signature: signer.sign((await obligation(next.id)).statement) } });
       assert.equal(refused.statusCode, 422, refused.body);
       assert.equal(refused.json().code, 'approver_not_eligible');
     });
@@ -141,7 +142,7 @@ for (const backend of backends()) {
       // B's key does not sign in A; A's key is not retired from B; A's members are not listed from B.
       const { req, id } = await opened();
       const statement = (await obligation(id)).statement;
-      const byB = await svc.app.inject({ method: 'POST', url: base(), headers: key, payload: { approval_request_id: id, key_id: inB.id, signature: signer.sign(statement) } });
+      const byB = await svc.app.inject({ method: 'POST', url: base(), headers: await svc.keyHeader(['AUDITOR']), payload: { approval_request_id: id, key_id: inB.id, signature: signer.sign(statement) } });
       assert.equal(byB.statusCode, 422, byB.body);
       assert.equal(byB.json().code, 'approval_key_unknown');
       const notFound = (e: unknown) => (e as { status: number }).status === 404;

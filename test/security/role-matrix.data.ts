@@ -220,7 +220,7 @@ export const ROUTES: RouteEntry[] = [
       const id = await seedObligation(ctx.service);
       const who = await newApprover(ctx.service);
       const { statement } = await getObligation(ctx.service.deps.store.db, ctx.projectId, id, new Date());
-      await recordApproval(ctx.service.deps.store, { projectId: ctx.projectId, approvalRequestId: id, keyId: who.keyId, signature: who.sign(statement), actor: 'system' }, new Date());
+      await recordApproval(ctx.service.deps.store, { projectId: ctx.projectId, approvalRequestId: id, keyId: who.keyId, signature: who.sign(statement), actor: 'system', caller: { principalId: 'system', readsApprovalKeys: true } }, new Date());
       return { body: { approval_request_id: id } };
     },
   },
@@ -318,6 +318,6 @@ async function approvalIdOf(ctx: MatrixContext): Promise<string> {
   const id = await seedObligation(ctx.service);
   const who = await newApprover(ctx.service);
   const { statement } = await getObligation(ctx.store.db, ctx.projectId, id, new Date());
-  const view = await recordApproval(ctx.store, { projectId: ctx.projectId, approvalRequestId: id, keyId: who.keyId, signature: who.sign(statement), actor: 'system' }, new Date());
+  const view = await recordApproval(ctx.store, { projectId: ctx.projectId, approvalRequestId: id, keyId: who.keyId, signature: who.sign(statement), actor: 'system', caller: { principalId: 'system', readsApprovalKeys: true } }, new Date());
   return view.approval!.id;
 }

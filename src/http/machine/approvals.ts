@@ -1,6 +1,7 @@
 // Approvals on the machine plane (spec 4.2; docs/approvals.md). Any key of the project may call
 // them: reading shows what awaits a person; recording needs no role because the signature is the
-// credential (a live approval key of a current APPROVER); withdrawing only takes authority away.
+// credential (a live approval key of a current APPROVER), though why a key cannot approve is told only
+// to a caller that may read approval keys; withdrawing only takes authority away.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { machineAuth } from '../auth/api-key.ts';
 import { decodeCursor, page } from '../paging.ts';
@@ -21,17 +22,18 @@ export async function machineApprovalRoutes(app: FastifyInstance): Promise<void>
 
   app.post('/v1/projects/:projectId/approvals', {
     schema: { operationId: 'recordApproval', tags, security, summary: 'Record an approval made elsewhere: an approval key\'s Ed25519 signature over the obligation\'s statement',
-      description: 'Refusals come in this order: the body (400), the obligation (404), its state (409, which any key may read from the list), the key and its owner (422), the signature (422 `signature_invalid`); decision 0502.',
+      description: 'Refusals come in this order: the body (400), the obligation (404), its state (409, which any key may read from the list), the key and its owner (422: why, to a key of ADMIN or AUDITOR or of the approval key\'s owner; any other key gets `approval_key_cannot_approve` whatever the reason), the signature (422 `signature_invalid`); decision 0502.',
       params: ProjectParams, body: RecordApprovalBody, response: { 201: ObligationView, ...errorResponses({ auth: 'apiKey', body: true }, {
         404: ['not_found'],
         409: ['already_approved', 'approval_consumed', 'approval_withdrawn', 'approval_request_expired'],
-        422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'self_approval', 'signature_invalid'],
+        422: ['approval_key_unknown', 'approval_key_retired', 'approver_not_eligible', 'self_approval', 'approval_key_cannot_approve', 'signature_invalid'],
       }) } },
     preValidation: machineAuth(),
   }, async (request, reply) => {
     const body = request.body as { approval_request_id: string; key_id: string; signature: string };
     const a = request.auth!;
-    const view = await recordApproval(app.gavel.store, { projectId: a.projectId, approvalRequestId: body.approval_request_id, keyId: body.key_id, signature: body.signature, actor: a.actor }, app.gavel.clock.now());
+    const view = await recordApproval(app.gavel.store, { projectId: a.projectId, approvalRequestId: body.approval_request_id, keyId: body.key_id, signature: body.signature, actor: a.actor,
+      caller: { principalId: a.principalId, readsApprovalKeys: a.roles.has('ADMIN') || a.roles.has('AUDITOR') } }, app.gavel.clock.now());
     return reply.code(201).send(view);
   });
 

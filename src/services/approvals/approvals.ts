@@ -148,7 +148,18 @@ export async function listObligations(db: Db, projectId: string, q: { before?: s
   return rows.map((r) => obligationView(r, byRequest.get(r.id), now));
 }
 
-export interface RecordApprovalInput { projectId: string; approvalRequestId: string; keyId: string; signature: string; actor: string }
+/**
+ * `caller`: the principal of the API key relaying the approval, and whether that key may read every
+ * approval key and member (ADMIN or AUDITOR). Why a key cannot approve is told to it, or to the
+ * key's owner; any other caller gets one answer for every reason (decision 0502, last addendum).
+ */
+export interface RecordApprovalInput { projectId: string; approvalRequestId: string; keyId: string; signature: string; actor: string; caller: { principalId: string; readsApprovalKeys: boolean } }
+
+/** The 422 for a key that cannot approve: its reason if the caller may read it, else one for every reason. */
+function keyRefusal(input: RecordApprovalInput, owner: string | undefined, code: string, detail: string): Problem {
+  if (input.caller.readsApprovalKeys || (owner !== undefined && owner === input.caller.principalId)) return new Problem(422, code, detail);
+  return new Problem(422, 'approval_key_cannot_approve', `approval key ${input.keyId} cannot approve this obligation: it is unknown in this project or retired, its owner is not a member holding APPROVER, or its owner holds or minted the API key that made the request; a key of ADMIN or AUDITOR, or of the approval key's owner, is told which`);
+}
 
 export async function recordApproval(store: Store, input: RecordApprovalInput, now: Date): Promise<ObligationView> {
   const signature = base64urlDecode(input.signature);
@@ -164,14 +175,14 @@ export async function recordApproval(store: Store, input: RecordApprovalInput, n
     const status = effectiveStatus(row, now);
     if (status !== 'pending') throw stateConflict(status, row.id);
     const eligible = await approverEligibility(trx, input.projectId, input.keyId, undefined, store.dialect === 'postgres');
-    if (!eligible.ok) throw new Problem(422, eligible.code, eligible.detail);
+    if (!eligible.ok) throw keyRefusal(input, eligible.owner, eligible.code, eligible.detail);
     // Four eyes: whoever holds the API key that asked cannot be the person who approves. Two hold a
     // key's secret: its principal, and whoever minted it (an ADMIN may mint for another principal).
     if (row.requested_by !== null) {
       const requester = await trx.selectFrom('api_keys').select(['principal_id', 'created_by']).where('id', '=', row.requested_by).executeTakeFirst();
       if (requester && (requester.principal_id === eligible.principalId || requester.created_by === eligible.principalId)) {
         const how = requester.principal_id === eligible.principalId ? 'holds' : 'minted';
-        throw new Problem(422, 'self_approval', `${eligible.principalId} ${how} the API key that made this request (${row.requested_by}) and cannot approve it; another APPROVER must`);
+        throw keyRefusal(input, eligible.principalId, 'self_approval', `${eligible.principalId} ${how} the API key that made this request (${row.requested_by}) and cannot approve it; another APPROVER must`);
       }
     }
     const publicKey = base64urlDecode(eligible.publicKey)!;

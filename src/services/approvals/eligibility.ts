@@ -7,7 +7,8 @@
 // approval read as lapsed (usableApproval in approvals.ts): change them together.
 import type { Db, Tx } from '../../store/store.ts';
 
-export type Eligibility = { ok: true; principalId: string; publicKey: string; lastGrant: number } | { ok: false; code: 'approval_key_unknown' | 'approval_key_retired' | 'approver_not_eligible'; detail: string };
+/** `owner`: the key's principal, when the key exists. */
+export type Eligibility = { ok: true; principalId: string; publicKey: string; lastGrant: number } | { ok: false; code: 'approval_key_unknown' | 'approval_key_retired' | 'approver_not_eligible'; detail: string; owner?: string };
 
 /**
  * `grantsUpto`: the approver's last_grant recorded with the approval being consumed (absent while
@@ -24,19 +25,20 @@ export async function approverEligibility(db: Db | Tx, projectId: string, keyId:
   const key = await db.selectFrom('approval_keys').selectAll().where('project_id', '=', projectId).where('id', '=', keyId)
     .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
   if (!key) return { ok: false, code: 'approval_key_unknown', detail: `no approval key ${keyId} in this project` };
-  if (key.retired_at) return { ok: false, code: 'approval_key_retired', detail: `approval key ${keyId} was retired at ${key.retired_at}` };
+  const owner = key.principal_id;
+  if (key.retired_at) return { ok: false, code: 'approval_key_retired', detail: `approval key ${keyId} was retired at ${key.retired_at}`, owner };
   const member = await db.selectFrom('memberships as m').innerJoin('principals as p', 'p.id', 'm.principal_id')
     .select(['m.revoked_at', 'm.last_grant', 'p.disabled_at']).where('m.project_id', '=', projectId).where('m.principal_id', '=', key.principal_id)
     .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
   if (!member || member.revoked_at || member.disabled_at) {
-    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} is no longer a member of this project` };
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} is no longer a member of this project`, owner };
   }
   const grant = await db.selectFrom('role_grants').select(['granted_at', 'grant_no'])
     .where('project_id', '=', projectId).where('principal_id', '=', key.principal_id).where('role', '=', 'APPROVER')
     .$if(lockRows, (q) => q.forShare()).executeTakeFirst();
-  if (!grant) return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER` };
+  if (!grant) return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} does not hold APPROVER`, owner };
   if (grantsUpto !== undefined && grant.grant_no > grantsUpto) {
-    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays lapsed` };
+    return { ok: false, code: 'approver_not_eligible', detail: `the owner of approval key ${keyId} lost APPROVER after approving (held again since ${grant.granted_at}); the approval stays lapsed`, owner };
   }
   return { ok: true, principalId: key.principal_id, publicKey: key.public_key, lastGrant: member.last_grant };
 }
