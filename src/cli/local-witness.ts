@@ -7,6 +7,7 @@
 // unwitnessed, and every proof not ready, until someone restarted `gavel up`.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { FOREIGN_WITNESS_REMEDY } from '../witness/store.ts';
 
 export interface LocalWitness {
   readonly url: string;
@@ -46,7 +47,10 @@ export function spawnLocalWitness(opts: { dataDir: string; port: number; origin:
       clearTimeout(timer);
       // Its own one line, with the flags it names turned into the settings that set them here.
       const said = stderr.trim().split('\n').find((l) => l.startsWith('gavel: ') || l.startsWith('gavel witness: '))
-        ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)').replace('--data-dir', 'GAVEL_DATA_DIR');
+        ?.replace(/^gavel( witness)?: /, '').replace('(--port)', '(GAVEL_WITNESS_PORT)')
+        // Here --data-dir is GAVEL_DATA_DIR/witness: pointing GAVEL_DATA_DIR elsewhere would leave the service's database behind.
+        .replace(FOREIGN_WITNESS_REMEDY, "Move this file aside: gavel up's witness keeps its own in GAVEL_DATA_DIR/witness and makes it afresh at the next start")
+        .replace('--data-dir', 'GAVEL_DATA_DIR');
       // A signal says more than whatever it wrote before it (a warning, say): it did not end on its own.
       reject(new LocalWitnessFailed(`the local witness did not start: ${said ?? (signal ? `it ${howItEnded(code, signal)}` : stderr.trim().split('\n')[0] || `it ${howItEnded(code, signal)}`)}`));
     };

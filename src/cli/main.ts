@@ -12,7 +12,7 @@ import { LOG_KEY, logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
-import { ForeignWitnessDatabase } from '../witness/store.ts';
+import { WitnessDatabaseRefused } from '../witness/store.ts';
 import { LocalWitnessFailed, superviseLocalWitness, type LocalWitness } from './local-witness.ts';
 import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
@@ -353,7 +353,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof ForeignWitnessDatabase || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing || e instanceof DatabaseInaccessible) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof WitnessDatabaseRefused || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing || e instanceof DatabaseInaccessible) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

@@ -9,8 +9,11 @@ import { readUntouched, someOf, tablesOf } from '../store/sqlite/read-untouched.
 
 export const WITNESS_DB_FILE = 'witness.sqlite';
 
-/** A witness.sqlite that is some other database: said in one line, exit 2, nothing written. */
-export class ForeignWitnessDatabase extends Error {}
+/** A witness.sqlite that is some other database, or none: said in one line, exit 2, nothing written. */
+export class WitnessDatabaseRefused extends Error {}
+
+/** What to do about a foreign witness.sqlite, said to `gavel witness`; gavel up says its own (cli/local-witness.ts). */
+export const FOREIGN_WITNESS_REMEDY = `Point --data-dir at a directory of the witness's own (its ${WITNESS_DB_FILE} is made at the first start), or move this file aside`;
 
 /** The tables WitnessStore makes. */
 const WITNESS_TABLES = new Set(['latest', 'cosigned']);
@@ -20,16 +23,21 @@ const WITNESS_TABLES = new Set(['latest', 'cosigned']);
  * or renamed there, another application's), as the service refuses a foreign database (decision
  * 0028): opened as the witness opens it, it would be switched to WAL and given the witness's tables
  * beside its own. Read through a connection that writes nothing, before the witness's key is made.
- * A file SQLite cannot read (not a database at all) is left to the open to report.
+ * A file that is no SQLite database (or a damaged one) is refused too, naming it: the open would
+ * say only "the SQLite database in --data-dir", which gavel up says as GAVEL_DATA_DIR's, the service's.
  */
 export function refuseForeignWitnessDatabase(dataDir: string): void {
   const file = join(dataDir, WITNESS_DB_FILE);
   if (!existsSync(file)) return;
   let others: string[];
-  try { others = readUntouched(file, tablesOf).filter((t) => !WITNESS_TABLES.has(t)); } catch { return; }
+  try { others = readUntouched(file, tablesOf).filter((t) => !WITNESS_TABLES.has(t)); } catch (e) {
+    const { code, message } = e as { code?: string; message: string };
+    if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') return;
+    throw new WitnessDatabaseRefused(`${file} is not a SQLite database, or is damaged (${message}): the witness keeps in it the checkpoints it cosigned; put back a copy of it, or move it aside for a witness that remembers none`);
+  }
   if (!others.length) return;
   const whose = others.includes('kysely_migration') ? "a Gavel service's database, not its witness's" : "another application's";
-  throw new ForeignWitnessDatabase(`${file} is not a witness database: it holds tables a witness never makes (${someOf(others)}), ${whose}; nothing was written to it. Point --data-dir at a directory of the witness's own (its ${WITNESS_DB_FILE} is made at the first start), or move this file aside`);
+  throw new WitnessDatabaseRefused(`${file} is not a witness database: it holds tables a witness never makes (${someOf(others)}), ${whose}; nothing was written to it. ${FOREIGN_WITNESS_REMEDY}`);
 }
 
 export interface CosignedRecord {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -193,7 +193,28 @@ test('gavel witness refuses a witness.sqlite that is another database (a Gavel s
     renameSync(join(otherApp, 'witness.sqlite'), join(service, 'witness', 'witness.sqlite'));
     const up = gavel(['up'], { GAVEL_DATA_DIR: service });
     assert.equal(up.status, 2, up.stderr);
-    assert.match(up.stderr, /^gavel: the local witness did not start: .*witness\.sqlite is not a witness database: it holds tables a witness never makes \(customers\), another application's; nothing was written to it\./);
+    // What to do names the file and the setting gavel up has: it has no --data-dir, and pointing
+    // GAVEL_DATA_DIR elsewhere would leave the service's own database behind.
+    assert.equal(up.stderr, `gavel: the local witness did not start: ${join(service, 'witness', 'witness.sqlite')} is not a witness database: it holds tables a witness never makes (customers), another application's; nothing was written to it. Move this file aside: gavel up's witness keeps its own in GAVEL_DATA_DIR/witness and makes it afresh at the next start\n`);
     assert.deepEqual(readdirSync(join(service, 'witness')), ['witness.sqlite']);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('a witness.sqlite that is no SQLite database (or a damaged one) is named by its path, from gavel witness and from gavel up (up said "the SQLite database in GAVEL_DATA_DIR", the service\'s), exit 2, no key made', () => {
+  const vkey = 'TEST+7997405c+AQcC+FTVKf0jlTdHDY3rbevmnKxxPjigCXlVtGe6RIr6';
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-damaged-witness-'));
+  try {
+    const witnessDir = join(dir, 'data', 'witness');
+    mkdirSync(witnessDir, { recursive: true });
+    const file = join(witnessDir, 'witness.sqlite');
+    writeFileSync(file, Buffer.alloc(4096, 'not a database '));
+    const said = `${file} is not a SQLite database, or is damaged (file is not a database): the witness keeps in it the checkpoints it cosigned; put back a copy of it, or move it aside for a witness that remembers none\n`;
+    const alone = gavel(['witness', '--data-dir', witnessDir, '--port', '0', '--log', vkey], {});
+    assert.equal(alone.status, 2, alone.stderr);
+    assert.equal(alone.stderr, `gavel: ${said}`);
+    const up = gavel(['up'], { GAVEL_DATA_DIR: join(dir, 'data'), GAVEL_PORT: '0', GAVEL_WITNESS_PORT: '0' });
+    assert.equal(up.status, 2, up.stderr);
+    assert.equal(up.stderr, `gavel: the local witness did not start: ${said}`);
+    assert.deepEqual(readdirSync(witnessDir), ['witness.sqlite'], 'no key made');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
