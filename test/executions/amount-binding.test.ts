@@ -20,7 +20,7 @@ for (const backend of backends()) {
     let p: Payments;
     let budget: { jws: string; commitment: string };
     before(async () => {
-      p = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] }, { timeoutMs: 400, operations: OPERATIONS });
+      p = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] }, { operations: OPERATIONS });
       budget = await issue(p.svc, p.agent.did, { actions: ['pay'], resources: ['resource://shop/*'], budget: eur(1_000) });
     });
     after(() => p.stop());

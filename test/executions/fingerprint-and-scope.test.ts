@@ -25,7 +25,7 @@ for (const backend of backends()) {
     });
 
     before(async () => {
-      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { timeoutMs: 400 }));
+      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY));
     });
     after(() => stopBoth(svc, merchant));
 

@@ -7,7 +7,7 @@ import { startPayments } from '../support/payments.ts';
 
 for (const backend of backends()) {
   test(`a failed service stop still closes the merchant (${backend.name})`, async () => {
-    const p = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] }, { timeoutMs: 400 });
+    const p = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] });
     const stopService = p.svc.stop.bind(p.svc);
     p.svc.stop = async () => { await stopService(); throw new Error('answers sent but not declared in /openapi.json: (staged)'); };
     await assert.rejects(p.stop(), /not declared/);

@@ -34,7 +34,7 @@ for (const backend of backends()) {
     });
 
     before(async () => {
-      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { slowMs: 300, timeoutMs: 2_000 }));
+      ({ svc, merchant, key, agent, permit } = await startPayments(backend, PAY, { slowMs: 300 }));
     });
     after(() => stopBoth(svc, merchant));
 

@@ -67,7 +67,7 @@ for (const backend of backends()) {
 
     before(async () => {
       process.on('warning', onWarning);
-      ({ svc, merchant, key, agent } = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] }, { timeoutMs: 400 }));
+      ({ svc, merchant, key, agent } = await startPayments(backend, { actions: ['pay'], resources: ['resource://shop/*'] }));
       author = await svc.keyHeader(['POLICY_AUTHOR']);
       permit = (await issue(svc, agent.did, { actions: ['pay'], resources: ['resource://shop/*'], max_uses: 1 })).jws;
     });

@@ -91,7 +91,7 @@ interface Step { label: string; status: number; body: unknown }
 /** The scenario on one engine: every answer, in order. */
 async function transcript(backend: Backend): Promise<Step[]> {
   const merchant = await startMerchant({ slowMs: 20 });
-  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 300), auditTickMs: 60_000, checkpointIntervalMs: 60_000 }, underEnglishCollation)
+  const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url), auditTickMs: 60_000, checkpointIntervalMs: 60_000 }, underEnglishCollation)
     .catch(async (e: unknown) => { await merchant.close(); throw e; });
   try {
     await new Promise((resolve) => setTimeout(resolve, 0));
@@ -322,8 +322,9 @@ async function scenario(svc: TestService): Promise<Step[]> {
   await authorize('permit_invalid revoked', pay(100, { agent: a5.did, permit: p5 }));
 
   // Executions against the merchant.
+  // A hang goes to the merchant waited for briefly (merchantsFile); a call meant to succeed has room.
   const exec = (operation: string, nonce: string, over: Record<string, unknown> = {}) =>
-    authorize(`execute ${operation} ${nonce}`, pay(100, { execution: { merchant: 'shop', operation, nonce, payload: { order: nonce } }, ...over }));
+    authorize(`execute ${operation} ${nonce}`, pay(100, { execution: { merchant: operation === 'hang' ? 'short_timeout' : 'shop', operation, nonce, payload: { order: nonce } }, ...over }));
   for (const op of ['ok', 'refuse', 'fail', 'reset', 'redirect', 'hang']) await exec(op, `n-${op}`);
   await exec('ok', 'n-ok');
   await exec('ok', 'n-ok', { amount: { minor: 101, currency: 'EUR' } });

@@ -100,7 +100,7 @@ for (const backend of backends()) {
     let permit: string;
     before(async () => {
       merchant = await startMerchant();
-      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, 400) });
+      svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url) });
       key = await svc.keyHeader([]);
       await activatePolicy(svc, ALLOW_PAYMENTS);
       agent = newAgent();

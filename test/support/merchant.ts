@@ -92,14 +92,28 @@ export async function startMerchant(options: { slowMs?: number } = {}): Promise<
   return m;
 }
 
-/** A merchants file naming `shop` at the test merchant (one operation per behaviour, and `extra`), and `other` with only `ok`. */
-export function merchantsFile(merchantUrl: string, timeoutMs = 500, extra: Record<string, unknown> = {}): string {
+/**
+ * How long Gavel waits for `shop` and `other` by default: room for a call meant to succeed though a
+ * loaded machine stalls the process for a second or more (a stall past a short timeout turned a
+ * SUCCEEDED call into UNKNOWN). A test whose subject is a call given up uses `short_timeout`.
+ */
+export const ROOMY_TIMEOUT_MS = 10_000;
+/** How long Gavel waits for `short_timeout`: a `hang` there is given up soon, so its test stays quick. */
+export const SHORT_TIMEOUT_MS = 300;
+
+/**
+ * A merchants file naming `shop` at the test merchant (one operation per behaviour, and `extra`),
+ * `other` with only `ok`, both waited for `timeoutMs`, and `short_timeout` with `shop`'s operations
+ * waited for SHORT_TIMEOUT_MS.
+ */
+export function merchantsFile(merchantUrl: string, timeoutMs = ROOMY_TIMEOUT_MS, extra: Record<string, unknown> = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-merchants-'));
   const file = join(dir, 'merchants.json');
   const operations = { ...Object.fromEntries(BEHAVIOURS.map((b) => [b, { method: 'POST', path: `/${b}` }])), ...extra };
   writeFileSync(file, JSON.stringify({ merchants: {
     shop: { base_url: merchantUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations },
     other: { base_url: merchantUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations: { ok: { method: 'POST', path: '/ok' } } },
+    short_timeout: { base_url: merchantUrl, secret: MERCHANT_SECRET, timeout_ms: SHORT_TIMEOUT_MS, operations },
   } }));
   return file;
 }

@@ -12,8 +12,8 @@ export interface Payments {
   stop(): Promise<void>;
 }
 
-/** `operations`: more operations of `shop` (merchantsFile's `extra`). */
-export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs: number; operations?: Record<string, unknown> }): Promise<Payments> {
+/** `operations`: more operations of `shop` (merchantsFile's `extra`); `timeoutMs`: merchantsFile's (roomy unless given). */
+export async function startPayments(backend: Backend, grant: Omit<GavelConstraints, 'parent'>, options: { slowMs?: number; timeoutMs?: number; operations?: Record<string, unknown> } = {}): Promise<Payments> {
   const merchant = await startMerchant(options.slowMs === undefined ? {} : { slowMs: options.slowMs });
   const svc = await startService(backend, { merchantsFile: merchantsFile(merchant.url, options.timeoutMs, options.operations) }).catch(async (e: unknown) => { await merchant.close(); throw e; });
   const stop = () => stopBoth(svc, merchant);
