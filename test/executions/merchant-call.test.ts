@@ -30,7 +30,8 @@ async function within(event: Promise<void>, ms: number, why: () => string) {
   try { await Promise.race([event, late]); } finally { clearTimeout(timer); }
 }
 
-function call(baseUrl: string, path: string, nonce = 'n-1', { method = 'POST', timeoutMs = 2_000 } = {}) {
+// Room for a call meant to succeed on a stalled machine; a test whose subject is the timeout sets a short one.
+function call(baseUrl: string, path: string, nonce = 'n-1', { method = 'POST', timeoutMs = 10_000 } = {}) {
   const merchant = parseMerchants({ merchants: { m: { base_url: baseUrl, secret: MERCHANT_SECRET, timeout_ms: timeoutMs, operations: { op: { method, path } } } } }).get('m')!;
   return callMerchant({ merchant, operation: merchant.operations.get('op')!, payload: { a: 1 }, nonce, executionId: 'exe_test', now: new Date() });
 }
@@ -281,7 +282,7 @@ test('over TLS the request leaves once the handshake has finished: a reset then 
         req.on('end', () => { if (calls === 1) res.end('{}'); else req.socket.destroy(); });
       });
       await new Promise((r) => server.listen(0, '127.0.0.1', r));
-      const merchant = parseMerchants({ merchants: { m: { base_url: 'https://127.0.0.1:' + server.address().port, secret: ${JSON.stringify(MERCHANT_SECRET)}, timeout_ms: 2000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m');
+      const merchant = parseMerchants({ merchants: { m: { base_url: 'https://127.0.0.1:' + server.address().port, secret: ${JSON.stringify(MERCHANT_SECRET)}, timeout_ms: 10000, operations: { op: { method: 'POST', path: '/pay' } } } } }).get('m');
       const call = (nonce) => callMerchant({ merchant, operation: merchant.operations.get('op'), payload: { a: 1 }, nonce, executionId: 'exe_test', now: new Date() });
       const ok = await call('n-ok');
       const cut = await call('n-cut');
