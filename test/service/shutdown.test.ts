@@ -154,42 +154,55 @@ for (const b of backends()) {
 for (const b of backends()) {
   test(`a SIGTERM once listening but while the start still waits on its witness stops gracefully on ${b.name}: exit 0`, async () => {
     const { svc, env } = await prepareForChildren(b);
-    // A witness that takes requests and never answers them; `asked` settles on the first.
-    let asked!: () => void;
-    const askedOnce = new Promise<void>((resolve) => { asked = resolve; });
-    const held = new Set<import('node:http').ServerResponse>();
-    const witness = createServer((_req, res) => { held.add(res); asked(); });
-    witness.listen(0, '127.0.0.1');
-    await once(witness, 'listening');
-    const witnessUrl = `http://127.0.0.1:${(witness.address() as AddressInfo).port}`;
-    const child = spawn(process.execPath, [MAIN, 'serve'], {
-      env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'info', GAVEL_WITNESS_URL: witnessUrl, GAVEL_WITNESS_VKEY: formatVkey('witness.test/w', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3)) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const exited = once(child, 'exit');
     try {
-      await Promise.race([askedOnce, exited.then(([code]) => { throw new Error(`gavel exited with ${code}: ${stderr}`); })]);
-      // Listening (on the port its log names: the banner comes at the start's end), its start held
-      // on the witness: a request is answered.
-      const listening = () => /"msg":"Server listening at http:\/\/127\.0\.0\.1:(\d+)"/.exec(stdout)?.[1];
-      const port = listening() ?? await Promise.race([
-        new Promise<string>((resolve) => child.stdout.on('data', () => { const p = listening(); if (p) resolve(p); })),
-        exited.then(([code]) => { throw new Error(`gavel exited with ${code} before listening: ${stderr}`); }),
-      ]);
-      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
-      assert.equal(health.status, 200);
-      assert.doesNotMatch(stdout, /API:/, 'the start has not finished');
-      child.kill('SIGTERM');
-      assert.deepEqual(await exited, [0, null]);
-    } finally {
-      child.kill('SIGKILL');
-      for (const r of held) r.destroy();
-      witness.close();
-      await svc.ts.cleanup();
-    }
+      // The start waits on the witness for 5 s: a machine stalled longer between the witness's first
+      // request and the signal lets the start finish first (its banner says so, as it is printed only
+      // while no stop has begun). Such a run still exits 0 but shows nothing of a stop during the
+      // start, so another is made; a run whose exit is not 0 fails at once.
+      let duringStart = false;
+      for (let run = 0; run < 3 && !duringStart; run++) duringStart = await sigtermWhileStartWaitsOnWitness(env);
+      assert.ok(duringStart, 'in three runs the start finished before the signal came');
+    } finally { await svc.ts.cleanup(); }
   });
+}
+
+/** One child signalled once listening and once its start has asked the witness: asserts exit 0, and says whether the signal came before the start's end. */
+async function sigtermWhileStartWaitsOnWitness(env: NodeJS.ProcessEnv): Promise<boolean> {
+  // A witness that takes requests and never answers them; `asked` settles on the first.
+  let asked!: () => void;
+  const askedOnce = new Promise<void>((resolve) => { asked = resolve; });
+  const held = new Set<import('node:http').ServerResponse>();
+  const witness = createServer((_req, res) => { held.add(res); asked(); });
+  witness.listen(0, '127.0.0.1');
+  await once(witness, 'listening');
+  const witnessUrl = `http://127.0.0.1:${(witness.address() as AddressInfo).port}`;
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    env: { ...process.env, ...env, GAVEL_PORT: '0', GAVEL_LOG_LEVEL: 'info', GAVEL_WITNESS_URL: witnessUrl, GAVEL_WITNESS_VKEY: formatVkey('witness.test/w', SIG_TYPE_COSIGNATURE_V1, new Uint8Array(32).fill(3)) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  // 'close', not 'exit': its output is all read by then, the banner included.
+  const exited = once(child, 'close');
+  try {
+    await Promise.race([askedOnce, exited.then(([code]) => { throw new Error(`gavel exited with ${code}: ${stderr}`); })]);
+    // Listening (on the port its log names: the banner comes at the start's end), its start held
+    // on the witness: a request is answered.
+    const listening = () => /"msg":"Server listening at http:\/\/127\.0\.0\.1:(\d+)"/.exec(stdout)?.[1];
+    const port = listening() ?? await Promise.race([
+      new Promise<string>((resolve) => child.stdout.on('data', () => { const p = listening(); if (p) resolve(p); })),
+      exited.then(([code]) => { throw new Error(`gavel exited with ${code} before listening: ${stderr}`); }),
+    ]);
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(health.status, 200);
+    child.kill('SIGTERM');
+    assert.deepEqual(await exited, [0, null], stderr);
+    return !/API:/.test(stdout);
+  } finally {
+    child.kill('SIGKILL');
+    for (const r of held) r.destroy();
+    witness.close();
+  }
 }
