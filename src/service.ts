@@ -44,7 +44,7 @@ export class DatabaseMissing extends Error {}
  * administrator beside the old keys, as if nothing had been there. A directory in the database's
  * place is refused too: SQLite says only that it cannot open it (or, read-only, a disk I/O error).
  */
-export function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
+function refuseLostDatabase(where: StoreOptions, dataDir: string): void {
   if (where.kind === 'sqlite' && statSync(where.file, { throwIfNoEntry: false })?.isDirectory()) {
     throw new DatabaseMissing(`${where.file} is a directory, not a SQLite database: move it aside (GAVEL_DATA_DIR's database is the file gavel.db in it)`);
   }
@@ -66,7 +66,7 @@ export class DatabaseInaccessible extends Error {}
  * before this process opens the database: closing a descriptor of a file drops every POSIX lock
  * the process holds on it, SQLite's included.
  */
-export function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | 'write', command: string): void {
+function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | 'write', command: string): void {
   if (where.kind !== 'sqlite' || where.file === ':memory:') return;
   for (const file of [where.file, `${where.file}-wal`, `${where.file}-shm`]) {
     try { closeSync(openSync(file, need === 'read' ? 'r' : 'r+')); } catch (e) {
@@ -81,6 +81,16 @@ export function refuseInaccessibleDatabase(where: StoreOptions, need: 'read' | '
   }
 }
 
+/**
+ * Every check a command makes of a SQLite database before opening it, in order: not lost (keys
+ * without their database), open to this user as `need` says, and not another application's.
+ */
+export function refuseUnusableDatabase(where: StoreOptions, dataDir: string, need: 'read' | 'write', command: string): void {
+  refuseLostDatabase(where, dataDir);
+  refuseInaccessibleDatabase(where, need, command);
+  refuseForeignDatabase(where);
+}
+
 function thisUser(): string {
   try { return userInfo().username; } catch { return `uid ${process.getuid?.()}`; }
 }
@@ -90,7 +100,7 @@ function thisUser(): string {
  * read through a connection that writes nothing: opening it as the store does would already write to
  * it (WAL mode, in its header). A file that cannot be read so is left to the store's own open to report.
  */
-export function refuseForeignDatabase(where: StoreOptions): void {
+function refuseForeignDatabase(where: StoreOptions): void {
   if (where.kind !== 'sqlite' || where.file === ':memory:' || !existsSync(where.file)) return;
   let foreign: string | undefined;
   try {
@@ -174,7 +184,7 @@ export interface ServiceOptions extends BuildOptions {
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
-  if (!options.store) { refuseLostDatabase(where, config.dataDir); refuseInaccessibleDatabase(where, 'write', 'gavel'); refuseForeignDatabase(where); }
+  if (!options.store) refuseUnusableDatabase(where, config.dataDir, 'write', 'gavel');
   const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
     return await assemble(config, options, where, servingLock);

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { readConfiguration } from '../config/config.ts';
-import { refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { refuseUnusableDatabase, storeOptions } from '../service.ts';
 import { NO_LINKS, removeStalePartials } from '../lib/key-file.ts';
 import { flush } from '../lib/durable-fs.ts';
 
@@ -32,12 +32,11 @@ export function runBackup(argv: readonly string[]): string {
   const where = storeOptions(config);
   if (where.kind !== 'sqlite') throw new BackupRefused('GAVEL_DATABASE_URL names a PostgreSQL database: back it up with pg_dump (README, "Backups and restores"); gavel backup copies the SQLite database');
   const database = where.file;
-  refuseLostDatabase(where, config.dataDir);
+  // Else SQLite's open says only that it cannot open a file, taken for the copy's; and another
+  // application's file is no Gavel backup, its read-only open below could leave files beside it (decision 0028).
+  // Each passes over a missing file, said next.
+  refuseUnusableDatabase(where, config.dataDir, 'read', 'gavel backup');
   if (!existsSync(database)) throw new BackupRefused(`no SQLite database at ${database}: nothing to back up (GAVEL_DATA_DIR)`);
-  // Else SQLite's open says only that it cannot open a file, taken for the copy's.
-  refuseInaccessibleDatabase(where, 'read', 'gavel backup');
-  // Another application's file is no Gavel backup; its read-only open below could leave files beside it (decision 0028).
-  refuseForeignDatabase(where);
   const target = resolve(positionals[0]!);
   // --force renames over the target: never over the live database or a file SQLite keeps beside it.
   const live = [database, `${database}-wal`, `${database}-shm`, `${database}-serving.lock`];

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=256 --v8-pool-size=1 --no-allocation-site-pretenuring
 // gavel: one entry, one subcommand per process of DESIGN.md ("Processes").
 import { type Config, ConfigError, isLoopbackHost, readConfiguration, redactConfig, type UnknownVariable } from '../config/config.ts';
-import { createService, DatabaseInaccessible, DatabaseMissing, refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { createService, DatabaseInaccessible, DatabaseMissing, refuseUnusableDatabase, storeOptions } from '../service.ts';
 import { MigrationError, migrateToLatest } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { writeLockHeld } from '../store/sqlite/dialect.ts';
@@ -172,9 +172,7 @@ async function start(embedded: boolean, unknown: UnknownVariables): Promise<void
   // The serving lock first: a second server on this database stops before it migrates anything or
   // starts a witness on the same files (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
-  refuseLostDatabase(where, config.dataDir);
-  refuseInaccessibleDatabase(where, 'write', `gavel ${embedded ? 'up' : 'serve'}`);
-  refuseForeignDatabase(where);
+  refuseUnusableDatabase(where, config.dataDir, 'write', `gavel ${embedded ? 'up' : 'serve'}`);
   const servingLock = where.kind === 'sqlite' ? takeServingLock(where.file) : undefined;
   let witness: LocalWitness | undefined;
   let service: Awaited<ReturnType<typeof createService>>;
@@ -285,9 +283,7 @@ async function migrate(): Promise<void> {
   const config = readConfiguration();
   // As serve does: a database this creates is its owner's alone.
   process.umask(0o077);
-  refuseLostDatabase(storeOptions(config), config.dataDir);
-  refuseInaccessibleDatabase(storeOptions(config), 'write', 'gavel migrate');
-  refuseForeignDatabase(storeOptions(config));
+  refuseUnusableDatabase(storeOptions(config), config.dataDir, 'write', 'gavel migrate');
   const store = openStore(storeOptions(config));
   try {
     const applied = await migrateToLatest(store);

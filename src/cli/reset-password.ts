@@ -5,7 +5,7 @@
 import { existsSync, writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readConfiguration } from '../config/config.ts';
-import { refuseForeignDatabase, refuseInaccessibleDatabase, refuseLostDatabase, storeOptions } from '../service.ts';
+import { refuseUnusableDatabase, storeOptions } from '../service.ts';
 import { pendingMigrations } from '../store/migrate.ts';
 import { openStore } from '../store/store.ts';
 import { resetPassword, ResetRefused } from '../services/identity/password-reset.ts';
@@ -24,10 +24,8 @@ export async function runResetPassword(argv: readonly string[]): Promise<void> {
   if (positionals.length !== 1) throw new ResetRefused(`gavel reset-password takes one name, got ${positionals.length} (${RESET_PASSWORD_USAGE})`);
   const config = readConfiguration();
   const where = storeOptions(config);
-  refuseLostDatabase(where, config.dataDir);
-  refuseInaccessibleDatabase(where, 'write', 'gavel reset-password');
   // Before the store opens it, which writes (decision 0028); PostgreSQL's is told by pendingMigrations.
-  refuseForeignDatabase(where);
+  refuseUnusableDatabase(where, config.dataDir, 'write', 'gavel reset-password');
   // Opening a file that is not there would make an empty database.
   if (where.kind === 'sqlite' && !existsSync(where.file)) throw new ResetRefused(`no SQLite database at ${where.file}: nothing to reset (GAVEL_DATA_DIR)`);
   // The WAL and shm files this may create hold what the database holds: its owner's alone.

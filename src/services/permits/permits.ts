@@ -44,7 +44,9 @@ export interface PermitView {
 }
 
 export interface PermitUsage { uses: number; spent_minor: number; currency: string | null }
-const NOTHING_SPENT: PermitUsage = { uses: 0, spent_minor: 0, currency: null };
+/** What the counters hold; the currency comes from the claims (view). */
+type Spent = Pick<PermitUsage, 'uses' | 'spent_minor'>;
+const NOTHING_SPENT: Spent = { uses: 0, spent_minor: 0 };
 
 /** Signs a permit (outside any transaction: signing may be remote), then records it. */
 export async function signRootPermit(signer: Signer, input: IssueInput): Promise<string> {
@@ -185,7 +187,7 @@ export interface AncestorRevocation { commitment: string; revoked_at: string; re
  * A permit as the console shows it. A link whose ancestor is revoked is revoked too (every decision
  * refuses it), so it reads `revoked`, with the ancestor's time, actor and commitment.
  */
-export function view(row: Row, now: Date, ancestor?: AncestorRevocation, spent: PermitUsage = NOTHING_SPENT): PermitView {
+export function view(row: Row, now: Date, ancestor?: AncestorRevocation, spent: Spent = NOTHING_SPENT): PermitView {
   const claims = parseJsonExactly(row.claims) as { nbf?: number; gavel?: Pick<GavelConstraints, 'budget' | 'max_per_request'> };
   // The claims fix the currency of a permit with a money limit (one currency: domain/permit/claims.ts),
   // before anything is spent and on a link whose counter has no budget (services/authorize/spend.ts).
@@ -199,11 +201,11 @@ export function view(row: Row, now: Date, ancestor?: AncestorRevocation, spent: 
 /** Rows as the console shows them: each delegated link's revoked ancestors looked up in one statement. */
 export async function permitViews(db: Db | Tx, projectId: string, rows: readonly Row[], now: Date): Promise<PermitView[]> {
   const ancestors = await revokedAncestors(db, projectId, rows);
-  const usage = new Map<string, PermitUsage>();
+  const usage = new Map<string, Spent>();
   if (rows.length > 0) {
-    const spent = await db.selectFrom('permit_usage').select(['commitment', 'uses', 'spent_minor', 'currency'])
+    const spent = await db.selectFrom('permit_usage').select(['commitment', 'uses', 'spent_minor'])
       .where('project_id', '=', projectId).where('commitment', 'in', rows.map((r) => r.commitment)).execute();
-    for (const u of spent) usage.set(u.commitment, { uses: Number(u.uses), spent_minor: Number(u.spent_minor), currency: u.currency });
+    for (const u of spent) usage.set(u.commitment, { uses: Number(u.uses), spent_minor: Number(u.spent_minor) });
   }
   return rows.map((r) => view(r, now, ancestors.get(r.commitment), usage.get(r.commitment)));
 }
