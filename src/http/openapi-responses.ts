@@ -7,7 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { SwaggerTransformObject } from '@fastify/swagger';
 import { isRetryAfterCode, RETRY_AFTER_CODES } from './problem.ts';
-import { codesIn } from './schemas/common.ts';
+import { codesIn, PAGE_CURSOR_CONTENT } from './schemas/common.ts';
 
 const HEADERS = {
   RequestId: {
@@ -22,7 +22,8 @@ const HEADERS = {
 };
 
 interface Response { description: string; headers?: Record<string, unknown> }
-interface Operation { summary?: string; responses: Record<string, Response> }
+interface Parameter { in: string; schema?: { contentMediaType?: unknown; contentEncoding?: unknown } }
+interface Operation { summary?: string; parameters?: Parameter[]; responses: Record<string, Response> }
 interface Document { paths: Record<string, Record<string, Operation>>; components: Record<string, unknown> }
 
 /** @fastify/swagger's transformObject: runs once, when the document is first built. */
@@ -32,6 +33,12 @@ export const completeResponses: SwaggerTransformObject = (built) => {
   doc.components.headers = HEADERS;
   for (const item of Object.values(doc.paths)) {
     for (const o of Object.values(item)) {
+      // @fastify/swagger keeps a contentEncoding only as format binary or byte and drops base64url,
+      // so the page cursor (base64url of JSON) would read as JSON text: put it back.
+      for (const p of o.parameters ?? []) {
+        const schema = p.schema;
+        if (p.in === 'query' && schema?.contentMediaType === PAGE_CURSOR_CONTENT.contentMediaType && schema.contentEncoding === undefined) schema.contentEncoding = PAGE_CURSOR_CONTENT.contentEncoding;
+      }
       for (const [status, res] of Object.entries(o.responses)) {
         if (res.description === 'Default Response') res.description = `${STATUS_CODES[status] ?? status}: ${o.summary ?? ''}`;
         const retry = codesIn(res.description).some(isRetryAfterCode);

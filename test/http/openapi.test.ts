@@ -76,6 +76,15 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.deepEqual(served, documented);
   });
 
+  test('a paging cursor is declared as what the service sends: base64url of JSON, not JSON', async () => {
+    // @fastify/swagger drops a contentEncoding other than binary or base64; a client reading only
+    // contentMediaType would send the cursor as JSON text, which every list refuses.
+    const cursors = Object.values<any>(doc.paths).flatMap((item) => Object.values<any>(item))
+      .flatMap((o) => (o.parameters ?? []).filter((p: any) => p.in === 'query' && p.name === 'cursor'));
+    assert.ok(cursors.length >= 4, 'the lists are found');
+    for (const p of cursors) assert.deepEqual([p.schema.contentEncoding, p.schema.contentMediaType], ['base64url', 'application/json']);
+  });
+
   test('every error response is problem+json with the Problem schema and says what it means', () => {
     const problemRef = Object.entries<any>(doc.components.schemas).find(([, s]) => s.properties?.code && s.properties?.request_id)?.[0];
     assert.equal(problemRef, 'Problem', 'the Problem schema is a component named by its $id');

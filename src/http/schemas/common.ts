@@ -129,7 +129,9 @@ export const PageLimit = Type.String({ pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|5
  * not check (the list's own decoder answers any other cursor 400 invalid_cursor), so that the
  * request log masks a value of another form, a key sent as `?cursor=` (http/logged-url.ts).
  */
-export const PageCursor = Type.String({ maxLength: 4096, contentEncoding: 'base64url', contentMediaType: 'application/json', description: 'next_cursor of the previous page of this list' });
+/** What a page cursor is (http/openapi-responses.ts puts the encoding back into the document). */
+export const PAGE_CURSOR_CONTENT = { contentEncoding: 'base64url', contentMediaType: 'application/json' } as const;
+export const PageCursor = Type.String({ maxLength: 4096, ...PAGE_CURSOR_CONTENT, description: 'next_cursor of the previous page of this list' });
 export const pageLimit = (limit: string | undefined): number => (limit === undefined ? DEFAULT_LIMIT : Number(limit));
 
 export const PageQuery = Type.Object({
