@@ -185,11 +185,27 @@ async function databaseNamed(store: Store): Promise<string> {
 }
 
 /**
+ * Refuses a search_path that names no schema that exists (current_schema() is null): the migrator's
+ * first create then failed with PostgreSQL's "no schema has been selected to create in", and
+ * reset-password said to run gavel migrate. Read only; nothing is created.
+ */
+async function refuseMissingSchema(store: Store): Promise<void> {
+  const { rows } = await sql<{ schema: string | null; path: string; database: string }>`
+    select current_schema() as schema, current_setting('search_path') as path, current_database() as database`.execute(store.db);
+  const { schema, path, database } = rows[0]!;
+  if (schema !== null) return;
+  // "$user" stands for the role's name, which a create schema written with it would not mean.
+  const named = path.split(',').map((s) => s.trim()).find((s) => s !== '' && s !== '"$user"' && s !== '$user') ?? 'gavel';
+  throw new MigrationError(`the PostgreSQL database "${database}" has no schema on its search_path (${path}), where Gavel's tables go; nothing was written to it. Create the schema (create schema ${named}) or name one that exists in GAVEL_DATABASE_URL's options=-c search_path=….`);
+}
+
+/**
  * Refuses a PostgreSQL schema (the current one, where Gavel's tables go) holding another
  * application's tables. Tables an extension installed there (PostGIS's spatial_ref_sys, say) are
  * not counted: a database made for Gavel may have them.
  */
 async function refuseForeignSchema(store: Store): Promise<void> {
+  await refuseMissingSchema(store);
   const { rows } = await sql<{ name: string; database: string; schema: string }>`
     select c.relname as name, current_database() as database, current_schema() as schema
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace

@@ -134,6 +134,24 @@ test('PostgreSQL: a schema of another application is refused by migrate, serve a
   } finally { await ts.cleanup(); }
 });
 
+test('PostgreSQL: a search_path naming no schema that exists is refused by migrate, serve and reset-password in one line naming it, exit 2, and nothing is created', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
+  const ts = await postgres!.open({ migrate: false });
+  const { schema } = ts.options as { schema: string };
+  const missing = `${schema}_missing`;
+  try {
+    const database = (await sql<{ d: string }>`select current_database() as d`.execute(ts.store.db)).rows[0]!.d;
+    const url = databaseUrl({ ...ts.options, schema: missing } as typeof ts.options);
+    for (const args of [['migrate'], ['serve'], ['reset-password', 'admin']]) {
+      const r = gavel(args, { GAVEL_DATA_DIR: ts.dataDir, GAVEL_DATABASE_URL: url });
+      assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+      // Said "migrating failed: no schema has been selected to create in" (reset-password: run gavel migrate).
+      assert.equal(r.stderr, `gavel: the PostgreSQL database "${database}" has no schema on its search_path (${missing}), where Gavel's tables go; nothing was written to it. Create the schema (create schema ${missing}) or name one that exists in GAVEL_DATABASE_URL's options=-c search_path=….\n`);
+    }
+    const made = await sql<{ n: string }>`select nspname as n from pg_catalog.pg_namespace where nspname = ${missing}`.execute(ts.store.db);
+    assert.deepEqual(made.rows, []);
+  } finally { await ts.cleanup(); }
+});
+
 test('PostgreSQL: a schema of another application that also uses Kysely\'s migrator is refused as another application\'s by migrate, serve and reset-password, exit 2, and nothing is created in it', { skip: !postgres && 'PostgreSQL not configured' }, async () => {
   const ts = await postgres!.open({ migrate: false });
   const { schema } = ts.options as { schema: string };
