@@ -70,7 +70,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const integer = (min: number, max: number) => (raw: string): number => {
   if (!/^\d+$/.test(raw)) throw new Error(`must be an integer between ${min} and ${max}, got "${raw}"`);
   const n = Number(raw);
-  if (n < min || n > max) throw new Error(`must be an integer between ${min} and ${max}, got ${n}`);
+  // As written: Number() reads 9007199254740993 as ...992, and more digits as 1e+23.
+  if (n < min || n > max) throw new Error(`must be an integer between ${min} and ${max}, got ${raw}`);
   return n;
 };
 const text = (raw: string) => {
@@ -224,6 +225,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       if (!known.has(k)) throw new ConfigError(`${path}: ${k}`, `unknown key (known: ${[...known].join(', ')})`);
       // A value is a string or a number, as the variable would be: nothing is made a string of.
       if (typeof v !== 'string' && typeof v !== 'number') throw new ConfigError(`${path}: ${k}`, `must be a string or a number, not ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+      // JSON.parse has already rounded it, so no message could quote it as written.
+      if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) throw new ConfigError(`${path}: ${k}`, 'is a number JSON does not carry exactly (integers are exact up to 2^53 - 1 in magnitude), far beyond what any setting accepts');
       fromFile[k] = v;
     }
   }

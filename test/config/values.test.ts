@@ -18,6 +18,18 @@ test('a whole number is digits alone: no sign, space, exponent, hex or trailing 
   assert.equal(loadConfig({ GAVEL_PORT: '080' }).port, 80);
 });
 
+test('a whole number out of range is quoted as written, past 2^53 too; one in the file that JSON cannot carry exactly is refused as that', () => {
+  // Quoted as Number() read them: "got 9007199254740992", "got 1e+23".
+  for (const big of ['9007199254740993', '99999999999999999999999', '000000070000']) {
+    refused({ GAVEL_PORT: big }, 'GAVEL_PORT', new RegExp(`must be an integer between 0 and 65535, got ${big}$`));
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'gavel-cfg-')), 'gavel.json');
+  for (const big of ['9007199254740993', '1e23']) {
+    writeFileSync(file, `{"port":${big}}`);
+    refused({ GAVEL_CONFIG: file }, `${file}: port`, /is a number JSON does not carry exactly \(integers are exact up to 2\^53 - 1 in magnitude\), far beyond what any setting accepts$/);
+  }
+});
+
 test('URLs: the schemes each setting names, and no user name or password where the URL is printed and fetched', () => {
   assert.equal(loadConfig({ GAVEL_DATABASE_URL: 'postgresql://db/g' }).databaseUrl, 'postgresql://db/g');
   assert.equal(loadConfig({ GAVEL_WITNESS_URL: 'https://witness.example', GAVEL_WITNESS_VKEY: witnessKey }).witnessUrl, 'https://witness.example');
