@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { escapePointer, invalidRequest, MAX_FIELD_ERRORS, Problem, type FieldError } from './problem.ts';
 import { markRoundedIntegers, memberNames, rebuild, repeatedMembers, whereJsonBreaks } from '../lib/json-parse.ts';
 import { POLICY_LIMITS } from '../domain/policy/limits.ts';
+import { sendContinue } from './message-checks.ts';
 
 type Done = (error: Error | null, body?: unknown) => void;
 
@@ -58,6 +59,8 @@ function parseJsonBody(request: FastifyRequest, payload: Readable, done: Done): 
   const limit = request.routeOptions.bodyLimit;
   const declared = Number(request.headers['content-length']);
   if (declared > limit) { done(tooLarge()); return; }
+  // The body is read from here: a client that asked to continue is asked for it now.
+  sendContinue(request.raw);
   const chunks: Buffer[] = [];
   let received = 0;
   const stop = () => {

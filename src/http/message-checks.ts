@@ -132,6 +132,22 @@ function refuse(app: FastifyInstance, routes: Pick<RouteTable, 'paths'>, req: In
   res.end(body);
 }
 
+/** Requests whose 100 Continue waits for their body to be read, with the keep-alive their answer had. */
+const awaitingContinue = new WeakMap<IncomingMessage, { res: ServerResponse; keepAlive: boolean }>();
+
+/**
+ * Sends the 100 Continue a request asked for, as its body is about to be read (http/body.ts). Until
+ * then its answer closes the connection: a client answered before any 100 sends no body, which a
+ * connection kept alive would read its next request as.
+ */
+export function sendContinue(req: IncomingMessage): void {
+  const waiting = awaitingContinue.get(req);
+  if (waiting === undefined) return;
+  awaitingContinue.delete(req);
+  waiting.res.shouldKeepAlive = waiting.keepAlive;
+  waiting.res.writeContinue();
+}
+
 /**
  * Puts the checks in front of Fastify's request listener on `app.server`, and answers the events
  * Node would answer bare: an `Expect` other than 100-continue (417), CONNECT (501). The server must
@@ -151,12 +167,18 @@ export function installMessageChecks(app: FastifyInstance, routes: Pick<RouteTab
     else refuse(app, routes, req, res, fault);
   });
   // Node would send 100 Continue before any listener saw the request: a request refused anyway is
-  // answered without asking for its body.
+  // answered without asking for its body. So is one whose body its route refuses unread (a declared
+  // length past its limit, another media type, no route): the 100 waits until the body is read.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (!mayWait(req, res)) { tooManyWaiting(app, req); return; }
     const fault = headerFault(req);
     if (fault !== null) { refuse(app, routes, req, res, fault); return; }
-    res.writeContinue();
+    if (bodyUnread(req)) {
+      awaitingContinue.set(req, { res, keepAlive: res.shouldKeepAlive });
+      res.shouldKeepAlive = false;
+    } else {
+      res.writeContinue();
+    }
     route(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {

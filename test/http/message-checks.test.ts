@@ -100,6 +100,26 @@ describe('requests answered before routing', () => {
     assert.equal(refused[0]!.headers.connection, 'close');
   });
 
+  test('Expect: 100-continue is not met for a body the route refuses unread (a declared length past its limit, another media type): one answer, no 100', async () => {
+    // Sent 100 Continue and then 413: a client (curl past 1 MiB) began uploading what was refused.
+    for (const [headers, status, code] of [
+      [`Content-Type: application/json\r\nContent-Length: ${svc.deps.config.bodyLimitBytes + 1}\r\n`, 413, 'payload_too_large'],
+      ['Content-Type: text/plain\r\nContent-Length: 2\r\n', 415, 'unsupported_media_type'],
+    ] as const) {
+      const got = responses(await exchange(port, `POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\n${headers}Expect: 100-continue\r\n\r\n`));
+      assert.deepEqual(got.map((r) => r.status), [status]);
+      assertRawProblem(got[0]!, status, code);
+      assert.equal(got[0]!.headers.connection, 'close');
+    }
+    // A body no route reads (a GET's) is never asked for, and the answer closes the connection: the
+    // client sends no body after a final answer, and a kept-alive connection would read its next request as that body.
+    const unread = responses(await exchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`));
+    assert.deepEqual(unread.map((r) => [r.status, r.headers.connection]), [[200, 'close']]);
+    // A body that is read is asked for, and the connection is kept as it would have been.
+    const kept = responses(await exchange(port, authorize(`Authorization: ${authorization}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n`) + HEALTH));
+    assert.deepEqual(kept.map((r) => r.status), [100, 200, 200]);
+  });
+
   test('CONNECT is 501 not_implemented, then the connection closes', async () => {
     for (const target of ['example.com:443', '/healthz']) {
       const res = lastResponse(await exchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`));
