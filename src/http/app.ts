@@ -181,7 +181,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
           + 'A connection past the number served at once (GAVEL_MAX_CONNECTIONS) is closed unanswered, and connections idle between requests are then closed to make room. '
           + 'Once the service has begun to stop it accepts no new connection, and a request sent on a connection kept alive gets 503 `shutting_down` with `retry-after` and the connection closed (retry against another instance); requests already in flight are answered. '
           + 'A request that repeats Host, Authorization or Content-Type gets 400 `duplicate_header` before any authentication; '
-          + 'an `Expect` other than 100-continue gets 417 `expectation_failed`, and CONNECT 501 `not_implemented` (the connection is then closed); '
+          + 'an `Expect` other than 100-continue gets 417 `expectation_failed`; a Transfer-Encoding other than chunked alone (gzip, chunked, say) 501 `not_implemented`, and CONNECT 501 `not_implemented` (the connection is closed after either); '
           + 'a request line without a version (HTTP/0.9) gets 400 `malformed_request` and one naming HTTP/2.0 505 `http_version_not_supported`, and the connection is closed.',
       },
       components: {

@@ -61,6 +61,12 @@ export function headerFault(req: IncomingMessage): Problem | null {
   if (req.url !== undefined && req.url.includes('#')) {
     return new Problem(400, 'bad_url', 'the URL is not valid: a request target carries no fragment (#)');
   }
+  // RFC 9112 §6.1: Node's parser takes any codings that end in chunked and undoes only that one, so a
+  // body sent `gzip, chunked` reached the JSON parser still compressed. Chunked alone is read.
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return new Problem(501, 'not_implemented', 'the only transfer coding this service reads is chunked, alone: send the body uncompressed', { headers: { connection: 'close' } });
+  }
   // RFC 9112 §3.2. Node's own check (requireHostHeader, off) answered without a body or request id.
   if ((seen & HOST) === 0 && req.httpVersionMinor === 1) {
     return new Problem(400, 'malformed_request', 'an HTTP/1.1 request must carry a Host header', { headers: { connection: 'close' } });

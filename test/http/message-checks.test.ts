@@ -120,6 +120,21 @@ describe('requests answered before routing', () => {
     assert.deepEqual(kept.map((r) => r.status), [100, 200, 200]);
   });
 
+  test('a transfer coding other than chunked alone is 501 not_implemented before any authentication, and nothing is decided', async () => {
+    // Node decodes only the chunked framing: `gzip, chunked` reached the JSON parser still compressed
+    // (and a body that happened to be plain JSON was decided).
+    const before = (await recordedDecisions(svc.ts.store.db)).length;
+    const chunked = `${Buffer.byteLength(decisionBody).toString(16)}\r\n${decisionBody}\r\n0\r\n\r\n`;
+    for (const coding of ['gzip, chunked', 'identity, chunked', 'x-custom, Chunked']) {
+      const res = lastResponse(await exchange(port, `POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}\r\n\r\n${chunked}`));
+      assertRawProblem(res, 501, 'not_implemented');
+      assert.equal(res.headers.connection, 'close');
+    }
+    assert.equal((await recordedDecisions(svc.ts.store.db)).length, before);
+    const plain = lastResponse(await exchange(port, `POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n${chunked}`));
+    assert.equal(plain.status, 200, plain.body);
+  });
+
   test('CONNECT is 501 not_implemented, then the connection closes', async () => {
     for (const target of ['example.com:443', '/healthz']) {
       const res = lastResponse(await exchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: example.com:443\r\n\r\n`));
