@@ -2,14 +2,14 @@
 // (another checkout), at the maximum (128 connections unless CONNS says otherwise). Each window
 // starts a fresh server on a fresh project, warms it, measures, and stops it; the order alternates
 // every round. Prints the median decisions/s, server CPU per decision (all threads, the HTTP and
-// the writer thread), and the median of the per-round B/A ratios. Fresh servers per window,
+// the writer thread), resident memory after each window, and the median of the per-round B/A ratios. Fresh servers per window,
 // because two long-lived servers side by side were not comparable on these VMs: in two runs of
 // three, whichever started first served 30% less at the same code (session 12,
 // docs/performance.md).
 //   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
 //   DIR_A, DIR_B: checkouts (default: this one);
 //   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128).
-import { load, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
+import { load, residentMb, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
 import { countFromEnv } from './lib/env-count.ts';
 
@@ -19,7 +19,7 @@ const variants = {
   A: { dir: process.env.DIR_A ?? here, args: process.env.ARGS_A ?? '', env: envOf(process.env.ENV_A) },
   B: { dir: process.env.DIR_B ?? here, args: process.env.ARGS_B ?? '', env: envOf(process.env.ENV_B) },
 };
-type Window = { rps: number; cpu: number; main: number; writer: number };
+type Window = { rps: number; cpu: number; main: number; writer: number; rss: number };
 const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
 const rounds = countFromEnv('ROUNDS', 6);
 const win = countFromEnv('WIN', 3);
@@ -42,7 +42,7 @@ async function measure(v: { dir: string; args: string; env: Record<string, strin
     const n = r.rps * win;
     const of = (thread: string) => ((after.get(thread) ?? 0) - (before.get(thread) ?? 0)) / n;
     const cpu = [...after].reduce((t, [k, x]) => t + x - (before.get(k) ?? 0), 0) / n;
-    return { rps: r.rps, cpu, main: of('MainThread'), writer: of('WorkerThread') };
+    return { rps: r.rps, cpu, main: of('MainThread'), writer: of('WorkerThread'), rss: residentMb(pid) };
   } finally { await server.stop(); }
 }
 
@@ -52,7 +52,7 @@ for (let i = 0; i < rounds; i++) {
 const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]!; };
 for (const name of ['A', 'B'] as const) {
   const w = results[name];
-  console.log(`${name} (${variants[name].dir} ${variants[name].args} ${process.env[`ENV_${name}`] ?? ''}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}); windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
+  console.log(`${name} (${variants[name].dir} ${variants[name].args} ${process.env[`ENV_${name}`] ?? ''}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}), resident memory after the window ${median(w.map((x) => x.rss)).toFixed(0)} MB; windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
 }
 const ratios = results.A.map((a, i) => results.B[i]!.rps / a.rps);
 console.log(`B/A: median of the rounds' ratios ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`);

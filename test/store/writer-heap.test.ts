@@ -18,7 +18,7 @@ test("the writer thread's heap follows its own limits, whatever --max-semi-space
     await writer.call('auditlog.sequence', { max: 1, now: new Date() });
     const heap = await writer.heapStatistics();
     assert.ok(heap, 'the thread runs');
-    // 256 MiB of old generation and the writer's young generation (304 MiB with 48). With the
+    // 256 MiB of old generation and the writer's young generation (280 MiB with 24). With the
     // process's 32 MiB semi-spaces the young generation alone would be 96 MiB (352 MiB in all).
     const limitMiB = heap.heap_size_limit / 2 ** 20;
     assert.ok(Math.abs(limitMiB - (256 + WRITER_YOUNG_GENERATION_MB)) <= 4, `the writer's heap limit is ${limitMiB} MiB`);

@@ -39,8 +39,8 @@ export interface ThreadWriterOptions {
  */
 export const MAX_CALLS_PER_MESSAGE = 32;
 
-/** The writer thread's young generation: V8 sizes it as three semi-spaces, so 48 MiB is 16 MiB semi-spaces. */
-export const WRITER_YOUNG_GENERATION_MB = 48;
+/** The writer thread's young generation: V8 sizes it as three semi-spaces, so 24 MiB is 8 MiB semi-spaces. */
+export const WRITER_YOUNG_GENERATION_MB = 24;
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -93,9 +93,8 @@ export function threadWriter<P extends Procedures>(options: ThreadWriterOptions)
       workerData: { file: options.file, syncHere: durable === undefined, outcomes: channel.port2, posted },
       transferList: [channel.port2],
       ...(options.execArgv ? { execArgv: options.execArgv } : {}),
-      // 16 MiB semi-spaces, as the HTTP thread's (what the process flag gave it since session 12).
-      // 8 MiB, as decision 0005 meant, saved 22 MB of resident memory but cost 0.98x and more
-      // mark-compacts at half load (seven in 24 s against four, session 14).
+      // 8 MiB semi-spaces, as decision 0005 meant: 14-17 MB less resident memory than 16 MiB, at
+      // no measured cost since the writer promotes ~0.06 MB/s (decision 0005, session 49 addendum).
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB, maxOldGenerationSizeMb: 256 },
     });
     const port = channel.port1;
