@@ -23,6 +23,7 @@ import { RESET_PASSWORD_USAGE, ResetRefused, runResetPassword } from './reset-pa
 import { warnIfFileLimitBelowCap } from '../http/connection-cap.ts';
 import { servedOverTls } from '../http/auth/session.ts';
 import { nodeTooOld } from './node-version.ts';
+import { startMemoryTrim } from '../lib/memory-trim.ts';
 
 const USAGE = `usage: gavel <command>
 
@@ -193,6 +194,8 @@ async function start(embedded: boolean, unknown: UnknownVariables): Promise<void
   for (const [message, { name, meant }] of unknown.variables) app.log.warn({ variable: name, ...(meant ? { meant } : {}) }, message);
   unknown.logged = true;
   warnIfFileLimitBelowCap(app, config.maxConnections);
+  // What threads freed goes back to the system (lib/memory-trim.ts); nothing else depends on it.
+  await startMemoryTrim({ onUnavailable: (err) => app.log.info({ err }, 'freed memory is not trimmed here (no glibc malloc_trim reachable); the service runs the same') });
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {
