@@ -76,6 +76,21 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     assert.deepEqual(served, documented);
   });
 
+  test('HEAD, served beside every GET but listed as no operation, is said so, and answers as its GET without a body', async () => {
+    await svc.app.ready();
+    const heads = svc.app.printRoutes({ commonPrefix: false }).split('\n').filter((l) => /\bHEAD\b/.test(l)).length;
+    const gets = Object.values<any>(doc.paths).filter((item) => item.get).length;
+    assert.ok(heads > 0 && gets > 0, 'the router serves HEAD copies of the GETs');
+    assert.match(doc.info.description, /Every GET operation also answers HEAD: the same status and headers, no body/);
+    const key = await svc.keyHeader([]);
+    for (const url of ['/healthz', `/v1/projects/${svc.projectId}/sod`, `/v1/projects/${svc.projectId}/policy`, '/v1/projects/prj_00000000000000000000000000/sod']) {
+      const [get, head] = await Promise.all(['GET', 'HEAD'].map((method) => svc.app.inject({ method: method as 'GET', url, headers: key })));
+      assert.equal(head!.statusCode, get!.statusCode, url);
+      assert.equal(head!.headers['content-type'], get!.headers['content-type'], url);
+      assert.equal(head!.body, '', url);
+    }
+  });
+
   test('a paging cursor is declared as what the service sends: base64url of JSON, not JSON', async () => {
     // @fastify/swagger drops a contentEncoding other than binary or base64; a client reading only
     // contentMediaType would send the cursor as JSON text, which every list refuses.
