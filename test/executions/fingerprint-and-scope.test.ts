@@ -43,6 +43,23 @@ for (const backend of backends()) {
       assert.equal(merchant.calls.get(nonce), 1);
     });
 
+    test('a settled nonce repeated with its numbers spelt otherwise (5e2 or 500.0 for 500, 1.10 or 11e-1 for 1.1, -0 or 0.0 for 0) is the same action: REPLAY, one call (decision 0001, addendum)', async () => {
+      const nonce = randomUUID();
+      const raw = (minor: string, payload: string) => svc.app.inject({
+        method: 'POST', url: '/v1/authorize', headers: { ...key, 'content-type': 'application/json' },
+        payload: `{"agent":"${agent.did}","permit":"${permit}","action":"pay","resource":"resource://shop/1","amount":{"minor":${minor},"currency":"EUR"},`
+          + `"execution":{"merchant":"shop","operation":"ok","payload":${payload},"nonce":"${nonce}"}}`,
+      });
+      const first = await raw('500', '{"order":"o-1","rate":1.1,"n":0}');
+      assert.equal(first.json().execution?.status, 'SUCCEEDED', first.body);
+      for (const [minor, payload] of [['5e2', '{"order":"o-1","rate":1.10,"n":-0}'], ['500.0', '{"order":"o-1","rate":11e-1,"n":0.0}']]) {
+        const again = await raw(minor!, payload!);
+        assert.deepEqual([again.statusCode, again.json().decision, again.json().execution], [200, 'REPLAY', first.json().execution], `${minor} ${payload}: ${again.body}`);
+      }
+      assert.equal((await raw('501', '{"order":"o-1","rate":1.1,"n":0}')).json().code, 'nonce_reused');
+      assert.equal(merchant.calls.get(nonce), 1);
+    });
+
     test('an ADMIN of another project cannot resolve this project\'s UNKNOWN execution', async () => {
       const unknown = (await pay('fail', randomUUID())).json().execution;
       assert.equal(unknown.status, 'UNKNOWN');
