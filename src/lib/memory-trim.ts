@@ -30,8 +30,8 @@ async function loadTrim(): Promise<AsyncTrim | undefined> {
 }
 
 /**
- * Trims every `intervalMs` while the process runs (the timer keeps no process alive). Where glibc
- * or the FFI is missing, nothing is trimmed and `onUnavailable` says why, once.
+ * Trims every `intervalMs` while the process runs (the timer keeps no process alive). On another
+ * system or libc nothing is trimmed; where the FFI fails to load, `onUnavailable` is told why, once.
  */
 export async function startMemoryTrim(options: { intervalMs?: number; onUnavailable?: (err: unknown) => void } = {}): Promise<MemoryTrim> {
   let trim: AsyncTrim | undefined;
