@@ -147,6 +147,8 @@ const awaitingContinue = new WeakMap<IncomingMessage, { res: ServerResponse; kee
  * connection kept alive would read its next request as.
  */
 export function sendContinue(req: IncomingMessage): void {
+  // Every JSON body passes here (the authorize hot path among them); few ask to continue.
+  if (req.headers.expect === undefined) return;
   const waiting = awaitingContinue.get(req);
   if (waiting === undefined) return;
   awaitingContinue.delete(req);
