@@ -8,7 +8,11 @@
 // docs/performance.md).
 //   ARGS_A, ARGS_B: extra node flags; ENV_A, ENV_B: environment (K=V, space-separated);
 //   DIR_A, DIR_B: checkouts (default: this one);
-//   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128).
+//   ROUNDS (default 6), WIN (seconds measured per window, default 3), CONNS (default 128);
+//   RATE: measure each window as an open loop at this many decisions/s instead (after the same
+//   warm-up at the maximum), printing p99 too: CPU per decision at moderate load, where the half-max
+//   tail is made (session 50).
+import { pacedLoadFresh } from './lib/paced.ts';
 import { load, residentMb, startChild, gavelEntry, gavelNodeArgs, threadCpu } from './lib/harness.ts';
 import type * as Fixtures from './lib/fixtures.ts';
 import { countFromEnv } from './lib/env-count.ts';
@@ -19,11 +23,12 @@ const variants = {
   A: { dir: process.env.DIR_A ?? here, args: process.env.ARGS_A ?? '', env: envOf(process.env.ENV_A) },
   B: { dir: process.env.DIR_B ?? here, args: process.env.ARGS_B ?? '', env: envOf(process.env.ENV_B) },
 };
-type Window = { rps: number; cpu: number; main: number; writer: number; rss: number };
+type Window = { rps: number; p99: number; cpu: number; main: number; writer: number; rss: number };
 const results: Record<'A' | 'B', Window[]> = { A: [], B: [] };
 const rounds = countFromEnv('ROUNDS', 6);
 const win = countFromEnv('WIN', 3);
 const connections = countFromEnv('CONNS', 128, { max: 10_000 });
+const rate = countFromEnv('RATE', 0, { max: 1_000_000 });
 
 async function measure(v: { dir: string; args: string; env: Record<string, string> }): Promise<Window> {
   // The variant's own code prepares its project: a checkout may store things another cannot read
@@ -37,12 +42,12 @@ async function measure(v: { dir: string; args: string; env: Record<string, strin
     await load({ ...opts, duration: 1.5, connections });
     const pid = server.child.pid!;
     const before = threadCpu(pid);
-    const r = await load({ ...opts, duration: win, connections });
+    const r = rate > 0 ? await pacedLoadFresh({ ...opts, rate, duration: win, connections }) : await load({ ...opts, duration: win, connections });
     const after = threadCpu(pid);
     const n = r.rps * win;
     const of = (thread: string) => ((after.get(thread) ?? 0) - (before.get(thread) ?? 0)) / n;
     const cpu = [...after].reduce((t, [k, x]) => t + x - (before.get(k) ?? 0), 0) / n;
-    return { rps: r.rps, cpu, main: of('MainThread'), writer: of('WorkerThread'), rss: residentMb(pid) };
+    return { rps: r.rps, p99: r.p99, cpu, main: of('MainThread'), writer: of('WorkerThread'), rss: residentMb(pid) };
   } finally { await server.stop(); }
 }
 
@@ -52,7 +57,8 @@ for (let i = 0; i < rounds; i++) {
 const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]!; };
 for (const name of ['A', 'B'] as const) {
   const w = results[name];
-  console.log(`${name} (${variants[name].dir} ${variants[name].args} ${process.env[`ENV_${name}`] ?? ''}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}), resident memory after the window ${median(w.map((x) => x.rss)).toFixed(0)} MB; windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
+  const p99s = rate > 0 ? ` (open loop at ${rate}/s), p99 ${median(w.map((x) => x.p99)).toFixed(1)} ms (windows ${w.map((x) => x.p99.toFixed(1)).join(' ')})` : '';
+  console.log(`${name} (${variants[name].dir} ${variants[name].args} ${process.env[`ENV_${name}`] ?? ''}): ${median(w.map((x) => x.rps)).toFixed(0)} decisions/s${p99s}, server CPU ${median(w.map((x) => x.cpu)).toFixed(1)} µs per decision (HTTP thread ${median(w.map((x) => x.main)).toFixed(1)}, writer ${median(w.map((x) => x.writer)).toFixed(1)}), resident memory after the window ${median(w.map((x) => x.rss)).toFixed(0)} MB; windows: ${w.map((x) => x.rps.toFixed(0)).join(' ')}`);
 }
 const ratios = results.A.map((a, i) => results.B[i]!.rps / a.rps);
 console.log(`B/A: median of the rounds' ratios ${median(ratios).toFixed(3)} (${ratios.map((r) => r.toFixed(2)).join(' ')})`);

@@ -49,7 +49,7 @@ function preparedWith(over: Partial<PreparedDecision> & { data?: string } = {}):
     actor: 'key_01kb0000000000000000000000', policyVersion: 3, chain: ['a'.repeat(64), 'b'.repeat(64)],
     row: { id: 'aud_01kb0000000000000000000000', project_id: 'prj_01kb0000000000000000000000', kind: 'decision', actor: 'key_01kb0000000000000000000000', created_at: '2026-11-24T07:00:00.000Z',
       data: data ?? JSON.stringify({ resource: 'resource://a/"quoted"\\back', note: 'é 漢字 🙂', ctl: '\u0001\u001d\u001e\u001f\n' }) },
-    leafHash: 'c'.repeat(64), ...rest,
+    ...rest,
   };
 }
 
@@ -75,7 +75,7 @@ test('a prepared decision with a separator or comma in a field crosses as JSON i
   ];
   for (const p of odd) assert.equal(preparedDecisionText.encode(p), undefined);
   // Every field is checked on its own: a separator in any one of them sends the call as JSON.
-  const tops = ['projectId', 'agent', 'actor', 'leafHash'] as const;
+  const tops = ['projectId', 'agent', 'actor'] as const;
   const rows = ['id', 'project_id', 'kind', 'actor', 'created_at'] as const;
   for (const sep of ['\u001d', '\u001e', '\u001f']) {
     for (const k of tops) assert.equal(preparedDecisionText.encode(preparedWith({ [k]: `x${sep}y` })), undefined, `${k} holding U+${sep.charCodeAt(0).toString(16)}`);

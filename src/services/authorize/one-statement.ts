@@ -20,9 +20,10 @@
 // Only decisions whose transaction would write nothing else qualify: no budget or use count to
 // spend, no approval to consume or obligation to open, no execution to reserve.
 //
-// The statement is prepared where the decision was planned (prepareDecision: its ids, its event's
-// canonical text and leaf hash) and run by the writer (commitPrepared), which on SQLite is a
-// thread of its own and the one serial stage of every decision (decision 0017).
+// The statement is prepared where the decision was planned (prepareDecision: its ids and its event's
+// canonical text) and run by the writer (commitPrepared), which on SQLite is a thread of its own
+// (decision 0017). The event's leaf hash is taken where the statement runs: on SQLite by the writer
+// thread, since the HTTP thread is now the busier of the two (decision 0017, session 50 addendum).
 import { combine, type Combined } from '../../domain/decision/combine.ts';
 import { newId } from '../../lib/ids.ts';
 import { BatchedStatement } from '../../store/batched-statement.ts';
@@ -30,7 +31,6 @@ import { fixedSql, runFixed, type SqlTarget } from '../../store/fixed-sql.ts';
 import { CHECKED_AT_COMMIT, EPOCH_IS, type ReadTag } from '../../store/read-epoch.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { auditEventRow, INSERT_HASHED_INTO, recordAuditChecked, recordAuditIf } from '../audit/record.ts';
-import { fromHex } from '../../domain/auditlog/bytes.ts';
 import { leafHashHexOfStoredEvent } from '../../domain/auditlog/leaf.ts';
 import { revokedAmong, revokedExists } from '../permits/permits.ts';
 import { decisionEvent, type DecisionPlan } from './commit.ts';
@@ -103,10 +103,10 @@ function eligibleOutcome(plan: DecisionPlan): Combined | undefined {
 }
 
 /**
- * A decision ready for its one statement: the event's row and leaf hash (hex), and what the
- * statement checks. It crosses to the SQLite writer thread as text (preparedDecisionText below). Built where the decision was planned
- * (prepareDecision, on the HTTP thread), so the writer thread, the one serial stage on SQLite,
- * only runs the statement (decision 0017).
+ * A decision ready for its one statement: the event's row and what the statement checks. It
+ * crosses to the SQLite writer thread as text (preparedDecisionText below). Built where the
+ * decision was planned (prepareDecision, on the HTTP thread); the statement's runner hashes the row
+ * for its leaf (decision 0017 and its session 50 addendum).
  */
 export interface PreparedDecision {
   /** The read tag the plan was made under (store/read-epoch.ts). */
@@ -119,12 +119,11 @@ export interface PreparedDecision {
   /** Commitments that must not be revoked: the permit chain, unless the permit check failed. */
   chain: readonly string[];
   row: ReturnType<typeof auditEventRow>;
-  leafHash: string;
 }
 
 /**
  * The plan's one statement and its answer if every check holds; undefined if the plan's transaction
- * would write more than its event. Pure but for new ids and the hash.
+ * would write more than its event. Pure but for new ids.
  */
 export function prepareDecision(plan: DecisionPlan): { statement: PreparedDecision; record: DecisionRecord } | undefined {
   const combined = eligibleOutcome(plan);
@@ -133,7 +132,7 @@ export function prepareDecision(plan: DecisionPlan): { statement: PreparedDecisi
   const row = auditEventRow(event);
   const statement: PreparedDecision = {
     epoch: plan.epoch!, projectId: plan.projectId, agent: plan.input.agent, actor: plan.actor, policyVersion: plan.policyVersion,
-    chain: !plan.failure && plan.permit ? plan.permit.chain : [], row, leafHash: leafHashHexOfStoredEvent(row),
+    chain: !plan.failure && plan.permit ? plan.permit.chain : [], row,
   };
   return { statement, record: { ...record, audit_id: row.id } };
 }
@@ -153,27 +152,27 @@ export const preparedDecisionText: TextCodec<PreparedDecision> = {
     const { row, chain } = p;
     for (const commitment of chain) if (commitment === '' || !safe(commitment)) return undefined;
     if (!safe(p.projectId) || !safe(p.agent) || !safe(p.actor) || !safe(row.id) || !safe(row.project_id) || !safe(row.kind)
-      || !safe(row.actor) || !safe(row.created_at) || !safe(p.leafHash) || UNSAFE_TEXT.test(row.data)) return undefined;
+      || !safe(row.actor) || !safe(row.created_at) || UNSAFE_TEXT.test(row.data)) return undefined;
     return `${p.epoch}${FIELD}${p.projectId}${FIELD}${p.agent}${FIELD}${p.actor}${FIELD}${p.policyVersion}${FIELD}${chain.join(',')}${FIELD}`
-      + `${row.id}${FIELD}${row.project_id}${FIELD}${row.kind}${FIELD}${row.actor}${FIELD}${row.created_at}${FIELD}${p.leafHash}${FIELD}${row.data}`;
+      + `${row.id}${FIELD}${row.project_id}${FIELD}${row.kind}${FIELD}${row.actor}${FIELD}${row.created_at}${FIELD}${row.data}`;
   },
   decode(text) {
     const f = text.split(FIELD);
-    if (f.length !== 13) throw new Error(`a prepared decision has 13 fields, this one ${f.length}`);
-    const [epoch, projectId, agent, actor, version, chain, id, project_id, kind, rowActor, created_at, leafHash, data] = f as [string, string, string, string, string, string, string, string, string, string, string, string, string];
+    if (f.length !== 12) throw new Error(`a prepared decision has 12 fields, this one ${f.length}`);
+    const [epoch, projectId, agent, actor, version, chain, id, project_id, kind, rowActor, created_at, data] = f as [string, string, string, string, string, string, string, string, string, string, string, string];
     return {
       epoch: epoch === CHECKED_AT_COMMIT ? CHECKED_AT_COMMIT : Number(epoch), projectId, agent, actor,
       policyVersion: version === 'null' ? null : Number(version), chain: chain === '' ? [] : chain.split(','),
-      row: { id, project_id, kind, actor: rowActor, created_at, data }, leafHash,
+      row: { id, project_id, kind, actor: rowActor, created_at, data },
     };
   },
 };
 
 /** PostgreSQL: the rows in one statement; true for each whose event was inserted. */
 async function insertMany(db: Db | Tx, rows: readonly PreparedDecision[]): Promise<boolean[]> {
-  const json = JSON.stringify(rows.map(({ projectId, agent, actor, chain, policyVersion, row, leafHash }) => [
+  const json = JSON.stringify(rows.map(({ projectId, agent, actor, chain, policyVersion, row }) => [
     projectId, agent, actor, chain.join(','), policyVersion,
-    row.id, row.kind, row.actor, row.created_at, row.data, leafHash,
+    row.id, row.kind, row.actor, row.created_at, row.data, leafHashHexOfStoredEvent(row),
   ]));
   const inserted = await runFixed<{ id: string }>(db, 'postgres', POSTGRES_MANY, [json]);
   const ids = new Set(inserted.map((r) => r.id));
@@ -197,7 +196,7 @@ export const sharedStatementOf = (db: Db | Tx): BatchedStatement<PreparedDecisio
 export function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision): boolean | Promise<boolean> {
   if (env.raw) {
     if (typeof p.epoch !== 'number') return false;
-    if (!checks) return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), conditionParams(p), fromHex(p.leafHash));
+    if (!checks) return recordAuditIf(env.raw, p.row, sqliteCondition(p.chain.length), conditionParams(p));
     const key = `${p.epoch}\u0000${p.projectId}\u0000${p.agent}\u0000${p.chain.join(',')}`;
     let holds = checks.get(key);
     if (holds === undefined) {
@@ -205,7 +204,7 @@ export function commitPrepared(db: Db | Tx, env: SqlTarget, p: PreparedDecision)
       checks.set(key, holds);
     }
     if (!holds) return false;
-    recordAuditChecked(env.raw, p.row, fromHex(p.leafHash));
+    recordAuditChecked(env.raw, p.row);
     return true;
   }
   if (p.epoch !== CHECKED_AT_COMMIT) return false;
