@@ -107,7 +107,8 @@ for (const backend of backends()) {
       for (const [nbf, exp] of [
         ['2029-01-01T00:00:00Z', '2030-01-01T00:00:00Z'], ['2029-01-01T01:00:00+01:00', '2030-01-01T01:00:00+01:00'],
         ['2028-12-31T18:30:00-05:30', '2029-12-31T18:30:00-05:30'], ['2029-01-01T00:00:00-00:00', '2030-01-01T00:00:00+00:00'],
-        ['2029-01-01T00:00:00.9Z', '2030-01-01T00:00:00.5Z'], ['2029-01-01T05:30:00.999999999+05:30', '2030-01-01T00:00:00.123456789Z'],
+        // A start's fraction rounds up, an expiry's down: the permit is never valid at an instant excluded.
+        ['2028-12-31T23:59:59.1Z', '2030-01-01T00:00:00.5Z'], ['2029-01-01T05:29:59.000000001+05:30', '2030-01-01T00:00:00.999999999Z'],
       ]) {
         const res = await issue({ not_before: nbf!, expires_at: exp! });
         assert.equal(res.statusCode, 201, `${nbf} ${exp}: ${res.body}`);
@@ -116,6 +117,14 @@ for (const backend of backends()) {
         const row = await svc.ts.store.db.selectFrom('permits').select('expires_at').where('commitment', '=', res.json().commitment).executeTakeFirstOrThrow();
         assert.equal(row.expires_at, '2030-01-01T00:00:00.000Z', `${exp} is stored in the one form that sorts as time`);
       }
+      // A start a millisecond into a second is signed as the next second, never the one it began in;
+      // one that rounds up onto its expiry leaves the permit no instant, which is refused as such.
+      const late = await issue({ not_before: '2029-01-01T00:00:00.001Z', expires_at: '2030-01-01T00:00:00Z' });
+      assert.equal(late.statusCode, 201, late.body);
+      assert.equal(claimsOf(late.json().permit).nbf, Date.UTC(2029, 0, 1, 0, 0, 1) / 1000);
+      const none = await issue({ not_before: '2029-12-31T23:59:59.5Z', expires_at: '2030-01-01T00:00:00.7Z' });
+      assert.equal(none.statusCode, 400, none.body);
+      assert.deepEqual(none.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/not_before after_expiry']);
       // Forms RFC 3339 allows that Gavel does not take (a leap second, which Unix time cannot hold;
       // lower-case "t"/"z", as in the policy language), and forms it does not allow at all.
       for (const bad of ['2029-12-31T23:59:60Z', '2030-01-01T00:59:60+01:00', '2030-01-01t00:00:00z', '2030-01-01T00:00:00z',
@@ -160,7 +169,7 @@ for (const backend of backends()) {
         '/actions/0 bad_format: does not have the required form: 1 to 64 printable ASCII characters, no spaces; "*" alone for any action',
         '/expires_at in_the_past: expires_at must be in the future',
         '/max_uses too_small: must be >= 1',
-        '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction is dropped); before it the permit does not verify yet',
+        '/not_before bad_format: does not have the required form: RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction rounds up to the next whole second); before it the permit does not verify yet',
         '/resources/0 invalid_pattern: a resource pattern is a resource URI (non-empty segments, no dot segments, escapes only for what it cannot hold as is, in uppercase hex: no encoded letter, digit, "/", "\\", ".", "%", "#", "?" or control character; a first segment in lowercase without "@", ":" or a trailing dot; no ";"), optionally ending in one "*" (docs/policy-language.md)',
       ]);
       // Items the schema refuses do not hide the claim errors of their siblings; patterns no request

@@ -56,10 +56,11 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
     const bad = new Set(errors.map((e) => e.pointer.split('/')[1]));
     const raw = body as Record<string, unknown>;
     const ok = (member: string) => !bad.has(member) && (CLAIM_TYPES[member] ?? isString)(raw[member]);
-    // A permit's times are whole seconds (JWT NumericDate): fractions are dropped here, so the
-    // checks below, the stored view and the signed claims all speak of the same instants.
-    const expiresAt = ok('expires_at') ? wholeSeconds(body.expires_at) : undefined;
-    const notBefore = ok('not_before') ? wholeSeconds(body.not_before!) : undefined;
+    // A permit's times are whole seconds (JWT NumericDate), rounded here so that the permit is never
+    // valid at an instant its issuer excluded (its start up, its expiry down), and the checks below,
+    // the stored view and the signed claims all speak of the same instants.
+    const expiresAt = ok('expires_at') ? wholeSecond(body.expires_at, false) : undefined;
+    const notBefore = ok('not_before') ? wholeSecond(body.not_before!, true) : undefined;
     if (expiresAt && expiresAt <= now) errors.push({ pointer: '/expires_at', code: 'in_the_past', message: 'expires_at must be in the future' });
     // Stored as ISO text that sorts as time: a later instant ("+010000-…") would read as long past.
     for (const [member, at] of [['expires_at', expiresAt], ['not_before', notBefore]] as const) {
@@ -145,5 +146,13 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 }
 
-/** The whole second holding an instant the schema's date-time format admitted. */
-const wholeSeconds = (iso: string) => new Date(Math.floor(parseInstant(iso)! / 1000) * 1000);
+/**
+ * An instant the schema's date-time format admitted, as the whole second at or before it, or with
+ * `up` at or after it. Read from its digits: parseInstant keeps milliseconds, and a start of
+ * "…:59.0000001" must not sign as ":59".
+ */
+function wholeSecond(iso: string, up: boolean): Date {
+  const seconds = Math.floor(parseInstant(iso)! / 1000);
+  const fraction = /\.(\d+)/.exec(iso)?.[1] ?? '';
+  return new Date((up && /[1-9]/.test(fraction) ? seconds + 1 : seconds) * 1000);
+}

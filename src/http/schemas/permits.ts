@@ -13,7 +13,7 @@ export const IssuePermitBody = Type.Object({
   max_per_request: Type.Optional(Money),
   budget: Type.Optional(Money),
   max_uses: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
-  not_before: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction is dropped); before it the permit does not verify yet' })),
+  not_before: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction rounds up to the next whole second); before it the permit does not verify yet' })),
   expires_at: Type.String({ format: 'date-time', description: 'RFC 3339 date-time with a time zone, e.g. 2030-01-01T00:00:00Z or 2030-01-01T01:00:00+01:00 (T and Z uppercase, no leap second; a fraction is dropped); from it on the permit no longer verifies' }),
 }, { additionalProperties: false });
 
