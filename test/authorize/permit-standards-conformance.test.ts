@@ -74,7 +74,7 @@ for (const backend of backends()) {
       assert.deepEqual(v.didKeyToRaw(root.claims.sub), a.raw, 'sub names the agent\'s key');
       assert.equal(root.claims.aud, P);
       assert.match(root.claims.jti, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'jti: a random UUID');
-      assert.equal(root.claims.nbf, nowS - 5, 'nbf: the requested not_before in whole seconds');
+      assert.equal(root.claims.nbf, nowS - 4, 'nbf: the requested not_before (250 ms into a second) rounded up to the next whole second');
       assert.equal(root.claims.exp, nowS + 3600, 'exp: the requested expires_at in whole seconds');
       assert.ok(Math.abs(root.claims.iat - nowS) <= 5, 'iat: the issuance time in seconds');
       assert.deepEqual(root.claims.gavel, {
