@@ -31,5 +31,16 @@ export function parseInstant(value: unknown): number | null {
   return utc.getTime() - offset;
 }
 
+/**
+ * parseInstant's instant in whole Unix seconds: the second holding it, or with `up` the first
+ * second at or after it, judged by every digit of its fraction (finer than milliseconds too).
+ */
+export function instantSeconds(value: unknown, up: boolean): number | null {
+  const ms = parseInstant(value);
+  if (ms === null) return null;
+  const seconds = Math.floor(ms / 1000);
+  return up && /[1-9]/.test(RFC3339.exec(value as string)![7] ?? '') ? seconds + 1 : seconds;
+}
+
 /** True for a date-time parseInstant reads: the HTTP schemas' `date-time` format. */
 export const isInstant = (value: unknown): boolean => parseInstant(value) !== null;

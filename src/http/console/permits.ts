@@ -9,7 +9,7 @@ import { errorResponses, PageQuery, pageLimit, ProjectParams } from '../schemas/
 import { Commitment, IssuePermitBody, PermitView } from '../schemas/permits.ts';
 import { AgentDid, QUEUE_AHEAD_BUSY } from '../schemas/agents.ts';
 import { LAST_ISO_INSTANT } from '../../lib/time.ts';
-import { parseInstant } from '../../lib/instant.ts';
+import { instantSeconds } from '../../lib/instant.ts';
 import { chainHoldingLink, permitViews, recordIssuedPermit, revokePermit, signRootPermit } from '../../services/permits/permits.ts';
 import { listPermitRows } from '../../services/permits/list.ts';
 import type { Static } from 'typebox';
@@ -146,13 +146,5 @@ export async function consolePermitRoutes(app: FastifyInstance): Promise<void> {
   });
 }
 
-/**
- * An instant the schema's date-time format admitted, as the whole second at or before it, or with
- * `up` at or after it. Read from its digits: parseInstant keeps milliseconds, and a start of
- * "…:59.0000001" must not sign as ":59".
- */
-function wholeSecond(iso: string, up: boolean): Date {
-  const seconds = Math.floor(parseInstant(iso)! / 1000);
-  const fraction = /\.(\d+)/.exec(iso)?.[1] ?? '';
-  return new Date((up && /[1-9]/.test(fraction) ? seconds + 1 : seconds) * 1000);
-}
+/** An instant the schema's date-time format admitted, as a whole second: at or before it, or with `up` at or after it. */
+const wholeSecond = (iso: string, up: boolean) => new Date(instantSeconds(iso, up)! * 1000);

@@ -80,10 +80,10 @@ export async function recordAudit(trx: Tx, input: AuditInput, target?: SqlTarget
  * SQLite: runs `text` (the event's eight columns, then `params`) and reports whether it inserted;
  * on the writer thread the event takes its leaf index as it is written.
  */
-function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[], leafHash?: Uint8Array): boolean {
+function insertSqlite(prepare: StatementSource['prepare'], text: string, event: ReturnType<typeof auditEventRow>, params: readonly unknown[]): boolean {
   const inline = inlineSequencer();
   const leafIndex = inline?.active ? inline.nextLeafIndex() : null;
-  const hash = leafHash ?? leafHashOfStoredEvent(event);
+  const hash = leafHashOfStoredEvent(event);
   const { changes, lastInsertRowid } = prepare(text)
     .run(event.id, event.project_id, event.kind, event.actor, event.created_at, event.data, leafIndex, blob(hash), ...params);
   if (changes === 0) return false;
@@ -94,13 +94,12 @@ function insertSqlite(prepare: StatementSource['prepare'], text: string, event: 
 /**
  * SQLite, on the connection the transaction holds: inserts `event` only if `condition` (SQL, with
  * `params` bound to its placeholders) holds, as one statement. Returns whether it was inserted.
- * On the writer thread the event takes its leaf index as recordAudit's do; `leafHash`, when the
- * caller has it, must be leafHashOfStoredEvent(event).
+ * On the writer thread the event takes its leaf index as recordAudit's do.
  */
-export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof auditEventRow>, condition: string, params: readonly unknown[], leafHash?: Uint8Array): boolean {
+export function recordAuditIf(raw: StatementSource, event: ReturnType<typeof auditEventRow>, condition: string, params: readonly unknown[]): boolean {
   let text = INSERT_IF.get(condition);
   if (text === undefined) INSERT_IF.set(condition, text = `${INSERT_SELECT} where ${condition}`);
-  return insertSqlite((sql) => raw.prepare(sql), text, event, params, leafHash);
+  return insertSqlite((sql) => raw.prepare(sql), text, event, params);
 }
 const INSERT_SELECT = `${INSERT_HASHED_INTO} select ?, ?, ?, ?, ?, ?, ?, ?`;
 
@@ -109,8 +108,8 @@ const INSERT_SELECT = `${INSERT_HASHED_INTO} select ?, ?, ?, ?, ?, ?, ?, ?`;
  * that has made its checks in this transaction already (services/authorize/one-statement.ts).
  * On the writer thread the event takes its leaf index as recordAudit's do.
  */
-export function recordAuditChecked(raw: StatementSource, event: ReturnType<typeof auditEventRow>, leafHash?: Uint8Array): void {
-  insertSqlite((sql) => raw.prepare(sql), INSERT_INLINE, event, [], leafHash);
+export function recordAuditChecked(raw: StatementSource, event: ReturnType<typeof auditEventRow>): void {
+  insertSqlite((sql) => raw.prepare(sql), INSERT_INLINE, event, []);
 }
 
 /**
