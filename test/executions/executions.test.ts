@@ -176,7 +176,9 @@ for (const backend of backends()) {
       // "a `url` anywhere in `execution` is refused by name" (executions issue): in the payload too, at any depth.
       // The pointer escapes "/" and "~" in member names (RFC 6901).
       for (const [payload, pointer] of [[{ url: 'http://x/' }, '/execution/payload/url'], [{ a: [{ b: { url: 'http://x/' } }] }, '/execution/payload/a/0/b/url'],
-        [{ 'a/b': { 'c~d': { url: 'http://x/' } } }, '/execution/payload/a~1b/c~0d/url']] as const) {
+        [{ 'a/b': { 'c~d': { url: 'http://x/' } } }, '/execution/payload/a~1b/c~0d/url'],
+        // By name in any case of its letters: a merchant reading names loosely would take `URL` as `url`.
+        [{ URL: 'http://x/' }, '/execution/payload/URL'], [{ a: { Url: 'http://x/' } }, '/execution/payload/a/Url']] as const) {
         const nonce = randomUUID();
         const deep = await pay('ok', nonce, {}, payload);
         assert.equal(deep.statusCode, 400, deep.body);

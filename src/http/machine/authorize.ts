@@ -94,7 +94,8 @@ function ambiguity(body: unknown): { both: boolean; urls: string[] } | null {
 
 /**
  * Where members named `url` sit in `execution`, at any depth (its payload included), each pushed on
- * `out`: the executions issue refuses "a `url` anywhere in `execution`" by name, and every error
+ * `out`: the executions issue refuses "a `url` anywhere in `execution`" by name, in any case of its
+ * letters (`URL`, `Url`: a merchant reading names loosely would see the same field), and every error
  * comes at once (decision 0001). Bodies are depth-bounded where they are parsed (http/body.ts); the
  * bound here only keeps the walk finite on its own.
  */
@@ -107,7 +108,7 @@ function urlPointers(value: unknown, at: string, depth: number, out: string[]): 
   for (const [k, v] of Object.entries(value)) {
     const pointer = `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     if (out.length > MAX_FIELD_ERRORS) return;
-    if (k === 'url') out.push(pointer);
+    if (k.length === 3 && k.toLowerCase() === 'url') out.push(pointer);
     else urlPointers(v, pointer, depth + 1, out);
   }
 }
