@@ -45,6 +45,15 @@ for (const backend of backends()) {
       assert.equal((await call('/v1/console/login', { name, password: `${password}x` })).statusCode, 401, 'never verified on its first 256');
     });
 
+    test('a password registered in one Unicode form signs in typed in another (NFKC), and a wrong one still fails', async () => {
+      const name = `unicode-${Date.now()}`;
+      const call = (url: string, payload: object) => suite.svc.app.inject({ method: 'POST', url, remoteAddress: '198.51.100.62', payload });
+      // e + combining acute, as some keyboards and systems send it; the precomposed é as others do.
+      assert.equal((await call('/v1/console/register', { name, password: 'cre\u0300me bru\u0302le\u0301e 42' })).statusCode, 201);
+      assert.equal((await call('/v1/console/login', { name, password: 'cr\u00e8me br\u00fbl\u00e9e 42' })).statusCode, 200);
+      assert.equal((await call('/v1/console/login', { name, password: 'creme brulee 42' })).statusCode, 401);
+    });
+
     test('another project\'s keys, grants and SoD document never show in this project', async () => {
       const other = await anotherProject(suite.svc.ts.store, ['ADMIN', 'APPROVER']);
       const otherKey = (await suite.svc.ts.store.db.selectFrom('api_keys').select('id').where('project_id', '=', other.projectId).executeTakeFirstOrThrow()).id;

@@ -4,10 +4,14 @@
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 256;
 
-/** A password's length as the rule counts it: in characters (code points), not UTF-16 units. */
-export const passwordLength = (password: string): number => [...password].length;
+/**
+ * A password's length as the rule counts it: in characters (code points), not UTF-16 units, of its
+ * NFKC form, the one hashed (lib/passwords.ts).
+ */
+export const passwordLength = (password: string): number => [...password.normalize('NFKC')].length;
 
-export function passwordProblem(password: string, name: string): { code: string; message: string } | null {
+export function passwordProblem(typed: string, name: string): { code: string; message: string } | null {
+  const password = typed.normalize('NFKC');
   const length = passwordLength(password);
   if (length < MIN_PASSWORD_LENGTH) return { code: 'password_too_short', message: `must have at least ${MIN_PASSWORD_LENGTH} characters` };
   if (length > MAX_PASSWORD_LENGTH) return { code: 'password_too_long', message: `must have at most ${MAX_PASSWORD_LENGTH} characters` };

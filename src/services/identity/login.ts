@@ -43,7 +43,8 @@ export async function login(store: Store, input: { name: string; password: strin
   // registration accepted must sign in. A longer one is never the password, and is not hashed whole.
   const bounded = passwordLength(input.password) <= MAX_PASSWORD_LENGTH;
   const usable = person && person.password_hash && !person.disabled_at && bounded;
-  // Always one Argon2id verification, so timing does not tell a known name from an unknown one.
+  // Always the same Argon2id verification (two for a password that normalising changes, known name
+  // or not: lib/passwords.ts), so timing does not tell a known name from an unknown one.
   const verified = await verifyPassword(usable ? person.password_hash! : await dummyHash(), bounded ? input.password : input.password.slice(0, MAX_PASSWORD_LENGTH));
   // A failure was counted when the attempt was taken.
   if (!usable || !verified) return { ok: false, reason: 'invalid_credentials' };
