@@ -193,6 +193,15 @@ for (const backend of backends()) {
         '/request/request_time invalid_timestamp', '/request/resource invalid_resource', '/request/unknown unknown_field',
       ]);
       assert.deepEqual(await errorsOf({ action: 5 }), ['/policy/spec_version unsupported_spec_version', '/request/action wrong_type', '/request/agent agent_required']);
+      // No request at all is a simulation without its agent: agent_required, as documented, not a bare "required".
+      for (const body of [{}, { policy: { spec_version: '2', rules: [] } }]) {
+        const res = await post('/simulate', body);
+        assert.equal(res.json().code, 'agent_required', JSON.stringify(body));
+        assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort(),
+          [...('policy' in body ? ['/policy/spec_version unsupported_spec_version'] : []), '/request/agent agent_required']);
+      }
+      const typedNoAgent = await post('/simulate', { request: { action: 5 } });
+      assert.equal(typedNoAgent.json().code, 'agent_required', 'a missing agent names the refusal whatever else is wrong');
       // At most 100 errors, then one too_many_errors, as every invalid_request answer.
       const many = { spec_version: '1', rules: Array.from({ length: 150 }, () => ({ id: '-', effect: 'ALLOW' })) };
       for (const request of [{ agent: 'x' }, {}]) {
@@ -234,6 +243,16 @@ for (const backend of backends()) {
       assert.deepEqual(window.samples.map((s: { decision_id: string }) => s.decision_id), ids.slice(3, 7).reverse());
       const empty = await svc.app.inject({ method: 'POST', url: url('/replay', other.projectId), headers: oh, payload: { policy: deny, from: T(3), until: T(3) } });
       assert.equal(empty.statusCode, 400);
+      // Exactly one candidate, and every error at once: one the body schema finds does not hide it.
+      const refused = async (payload: object) => {
+        const res = await svc.app.inject({ method: 'POST', url: url('/replay', other.projectId), headers: oh, payload });
+        assert.equal(res.statusCode, 400, res.body);
+        return res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort();
+      };
+      assert.deepEqual(await refused({}), [' candidate_required']);
+      assert.deepEqual(await refused({ version: 1, policy: deny }), [' candidate_required']);
+      assert.deepEqual(await refused({ version: 1, policy: deny, last: 0 }), [' candidate_required', '/last too_small']);
+      assert.deepEqual(await refused({ last: 0 }), [' candidate_required', '/last too_small']);
       const precise = await svc.app.inject({ method: 'POST', url: url('/replay', other.projectId), headers: oh, payload: { policy: deny, until: '2026-01-01T00:00:00.0001Z' } });
       assert.equal(precise.statusCode, 400, 'until past millisecond precision');
       // A bound written with an offset that puts it past year 9999 (an ISO string of six digits and a

@@ -14,9 +14,9 @@ import { PageCursor, PageLimit, errorResponses, Money, multiLineText, ProjectPar
 import type { AuthContext } from '../deps.ts';
 import { activatePolicyVersion, refuseActivation } from '../../services/policy/activate.ts';
 import { activeVersionJson, listVersions, readActiveVersion } from '../../services/policy/read.ts';
-import { replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
+import { replayCandidateErrors, replayPolicy, REPLAY_MAX } from '../../services/policy/replay.ts';
 import { savePolicyVersion } from '../../services/policy/save.ts';
-import { simulatePolicy, simulationErrors } from '../../services/policy/simulate.ts';
+import { agentRequired, simulatePolicy, simulationErrors } from '../../services/policy/simulate.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Documents may be large (up to 10,000 rules); the rest of the API keeps the global body limit. */
@@ -137,17 +137,25 @@ export interface PolicyPlane {
  * document's own errors beside the schema's, every error at once (the schema does not look inside
  * `policy`; the engine does), and with those `more` finds in the body (a simulation's request members).
  */
-function refuseInvalidBody(request: FastifyRequest, more?: (body: Record<string, unknown>) => FieldError[]): void {
-  const errors = attachedErrors(request);
+function refuseInvalidBody(request: FastifyRequest, more?: (body: Record<string, unknown>) => FieldError[], refusal = invalidRequest): void {
+  let errors = attachedErrors(request);
   if (errors.length === 0) return;
   const body = request.body;
   // Errors `in` the path or query are not the body's: the body was not read then.
   if (typeof body !== 'object' || body === null || Array.isArray(body) || errors.some((e) => e.in !== undefined)) throw invalidRequest(errors);
   const document = (body as { policy?: unknown }).policy;
   if (document !== undefined && !errors.some((e) => e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
-  if (more) errors.push(...more(body as Record<string, unknown>).filter((e) => !errors.some((s) => s.pointer === e.pointer)));
-  throw invalidRequest(errors);
+  if (more) {
+    const own = more(body as Record<string, unknown>);
+    // The schema's "required" for a member the route's own error names more precisely is that error.
+    errors = errors.filter((e) => !(e.code === 'required' && own.some((o) => o.pointer.startsWith(`${e.pointer}/`))));
+    errors.push(...own.filter((e) => !errors.some((s) => s.pointer === e.pointer)));
+  }
+  throw refusal(errors);
 }
+
+/** A simulation without its agent is refused as that (agent_required), whatever else is wrong. */
+const simulationRefusal = (errors: FieldError[]) => (errors.some((e) => e.code === 'agent_required') ? agentRequired(errors) : invalidRequest(errors));
 
 /**
  * An auth hook run before the body is read, for the routes that take documents of up to 8 MiB:
@@ -273,7 +281,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       params: ProjectParams, body: SimulateBody, response: { 200: Simulated, ...errorResponses(write, { 400: ['agent_required'], 404: ['no_active_policy'], 500: ['policy_integrity'] }) },
     },
   }, async (request) => {
-    refuseInvalidBody(request, (body) => simulationErrors(body.request));
+    refuseInvalidBody(request, (body) => simulationErrors(body.request), simulationRefusal);
     return simulatePolicy(store.db, auth(request).projectId, request.body, clock.now()) as Promise<never>;
   });
 
@@ -288,7 +296,7 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
       params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'] }) },
     },
   }, async (request) => {
-    refuseInvalidBody(request);
+    refuseInvalidBody(request, replayCandidateErrors);
     return replayPolicy(store.db, auth(request).projectId, request.body) as Promise<never>;
   });
 

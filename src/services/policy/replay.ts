@@ -7,7 +7,7 @@
 // window bounding the range of ids it walks.
 import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { parseTimestamp } from '../../domain/policy/index.ts';
-import { invalidRequest, Problem } from '../../http/problem.ts';
+import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion, PolicyIntegrityError } from './active.ts';
@@ -84,11 +84,15 @@ function eventInput(d: DecisionEventData, roots: ReadonlyMap<string, string>): P
 const echoed = (sent: string | undefined, ms: number | null | undefined): string | null =>
   sent === undefined ? null : typeof ms === 'number' && ms >= FIRST_ISO_INSTANT && ms <= LAST_ISO_INSTANT ? new Date(ms).toISOString() : sent;
 
+/** A replay names exactly one candidate: a saved version or a document. Safe on any body. */
+export function replayCandidateErrors(body: { version?: unknown; policy?: unknown }): FieldError[] {
+  return (body.version === undefined) === (body.policy === undefined)
+    ? [{ pointer: '', code: 'candidate_required', message: 'give exactly one of version (a saved version) or policy (a document)' }]
+    : [];
+}
+
 export async function replayPolicy(db: Db, projectId: string, body: ReplayRequest): Promise<ReplayResult> {
-  const errors = [];
-  if ((body.version === undefined) === (body.policy === undefined)) {
-    errors.push({ pointer: '', code: 'candidate_required', message: 'give exactly one of version (a saved version) or policy (a document)' });
-  }
+  const errors = replayCandidateErrors(body);
   // RFC 3339 as the policy engine reads it (at most millisecond precision).
   const from = body.from === undefined ? undefined : parseTimestamp(body.from);
   const until = body.until === undefined ? undefined : parseTimestamp(body.until);

@@ -2,7 +2,7 @@
 // Authorizes nothing, spends no counter, writes nothing (no audit event): it only reads.
 import { compilePolicy, evaluate, policyHash, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { isAction, isDid, isRequestResource, isSha256Hex, parseTimestamp } from '../../domain/policy/formats.ts';
-import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
+import { invalidRequest, listedErrors, Problem, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import { ActivePolicyDamaged, getActivePolicy } from './active.ts';
 import { policyErrors, requireValidPolicy } from './document.ts';
@@ -37,6 +37,8 @@ const AGENT_REQUIRED = (at: string): FieldError => ({ pointer: `${at}/agent`, co
  * any value: a member of the wrong type (which the body schema reports) is left out here.
  */
 export function simulationErrors(request: unknown, at = '/request'): FieldError[] {
+  // No request at all is a simulation without its agent (spec 7): named as such, not only "required".
+  if (request === undefined) return [AGENT_REQUIRED(at)];
   if (typeof request !== 'object' || request === null || Array.isArray(request)) return [];
   const r = request as Record<string, unknown>;
   const errors: FieldError[] = [];
@@ -54,6 +56,10 @@ export function simulationErrors(request: unknown, at = '/request'): FieldError[
   return errors;
 }
 
+/** The refusal of a simulation without its agent, every other error listed beside it. */
+export const agentRequired = (errors: FieldError[]): Problem =>
+  new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', { errors: listedErrors(errors) });
+
 /**
  * Turns the simulation request into evaluator input, refusing malformed members precisely
  * (the evaluator would treat them as indeterminate; a person simulating wants to know).
@@ -61,9 +67,7 @@ export function simulationErrors(request: unknown, at = '/request'): FieldError[
 export function simulationInput(request: SimulationRequest, now: Date, at = '/request'): PolicyInput {
   // Every error at once: a missing agent beside the other malformed members, not instead of them.
   const errors = simulationErrors(request, at);
-  if (request.agent === undefined) {
-    throw new Problem(400, 'agent_required', 'a simulation request needs request.agent (the agent DID)', { errors });
-  }
+  if (request.agent === undefined) throw agentRequired(errors);
   const time = request.request_time === undefined ? now.getTime() : parseTimestamp(request.request_time);
   if (errors.length > 0) throw invalidRequest(errors);
   return {
