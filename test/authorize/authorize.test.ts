@@ -263,6 +263,13 @@ for (const backend of backends()) {
       assert.equal((await authorize(deeperReq)).json().decision, 'ALLOW');
       const freeze = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/freeze`, headers: key, payload: { agent: did } });
       const release = (did: string) => svc.app.inject({ method: 'POST', url: `/v1/projects/${svc.projectId}/agents/release`, headers: releaser, payload: { agent: did } });
+      // A freeze names the agent in the one spelling its DID has: a second spelling of an escape is
+      // refused, never answered "frozen" while the agent spelt the other way acts on.
+      for (const other of ['did:web:shop.example.com%3a8443', 'did:web:sh%6Fp.example.com%3A8443']) {
+        const refused = await freeze(other);
+        assert.equal(refused.statusCode, 400, refused.body);
+        assert.deepEqual(refused.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/agent bad_format']);
+      }
       assert.equal((await freeze(parent.did)).statusCode, 200);
       // A frozen agent cannot act through a delegate: one made before the freeze, one below it, or
       // one it signs after the freeze for a key of its own.
@@ -489,6 +496,13 @@ for (const backend of backends()) {
         const res = await authorize({ ...base, agent: did });
         assert.equal(res.statusCode, 200, `${did}: ${res.body}`);
         assert.equal(res.json().decision, 'DENY');
+      }
+      // A second spelling of one DID (lowercase hex, an escaped letter) is refused, not taken for another agent.
+      for (const did of ['did:web:example.com%3a8443', 'did:web:ex%61mple.com']) {
+        const res = await authorize({ ...base, agent: did });
+        assert.equal(res.statusCode, 400, `${did}: ${res.body}`);
+        assert.deepEqual(res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`), ['/agent bad_format']);
+        assert.match(res.json().errors[0].message, /uppercase hex/);
       }
     });
 

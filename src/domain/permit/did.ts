@@ -8,8 +8,13 @@ export const MAX_DID_LENGTH = 2048;
 // did = "did:" method-name ":" method-specific-id
 // method-name = 1*(%x61-7A / DIGIT); method-specific-id = *( *idchar ":" ) 1*idchar
 // idchar = ALPHA / DIGIT / "." / "-" / "_" / pct-encoded
+// A percent escape is accepted in its one spelling (RFC 3986 6.2.2.1-2): uppercase hex, and never
+// for a character an idchar holds as is (a letter, a digit, ".", "-", "_"). DIDs are compared as
+// strings everywhere (frozen state, permit subjects, policy rules, agent rows), so a second spelling
+// of one DID would be a second agent: a freeze of `%3a8443` would not stop `%3A8443`.
+const PCT_CANONICAL = '%(?:[0189A-F][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-F])';
 // The one definition: the permit claims, the policy language and the HTTP schemas all use it.
-export const DID_PATTERN = '^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|%[0-9A-Fa-f]{2})*(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})$';
+export const DID_PATTERN = `^did:[a-z0-9]+:(?:[A-Za-z0-9._:-]|${PCT_CANONICAL})*(?:[A-Za-z0-9._-]|${PCT_CANONICAL})$`;
 const DID_SYNTAX = new RegExp(DID_PATTERN);
 // The same language for DIDs without a percent escape (most of them): markedly faster.
 const DID_PLAIN = /^did:[a-z0-9]+:[A-Za-z0-9._:-]*[A-Za-z0-9._-]$/;

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { DID_PATTERN } from '../../domain/permit/did.ts';
 import { Nullable, Reason, Timestamp } from './common.ts';
 
-const AGENT_DID = { minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax)' };
+const AGENT_DID = { minLength: 7, maxLength: 512, pattern: DID_PATTERN, description: 'an agent DID: did:<method>:<method-specific id> (W3C DID syntax; a percent escape in uppercase hex, and none for a letter, digit, ".", "-" or "_": one spelling for one DID)' };
 export const AgentDid = Type.String(AGENT_DID);
 /**
  * The same as a path segment. A `%` the DID holds must be sent as `%25` (as encodeURIComponent

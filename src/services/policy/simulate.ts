@@ -46,7 +46,7 @@ export function simulationErrors(request: unknown, at = '/request'): FieldError[
     if (typeof r[member] === 'string' && !ok(r[member])) errors.push({ pointer: `${at}/${member}`, code, message });
   };
   if (r.agent === undefined) errors.push(AGENT_REQUIRED(at));
-  malformed('agent', isDid, 'invalid_did', 'expected a DID (did:<method>:<id>)');
+  malformed('agent', isDid, 'invalid_did', 'expected a DID (did:<method>:<id>; percent escapes in uppercase hex, none for a letter, digit, ".", "-" or "_")');
   malformed('action', isAction, 'invalid_action', 'expected 1-64 printable ASCII characters');
   malformed('resource', isRequestResource, 'invalid_resource', 'expected resource://<path> in its one spelling: escapes only for what it cannot hold as is, in uppercase hex (no encoded letter, digit, "/", "\\", ".", "%" or control character), a first segment in lowercase without "@" or ":", no ";" (docs/policy-language.md)');
   for (const member of ['permit_commitment', 'root_permit_commitment']) {

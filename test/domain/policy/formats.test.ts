@@ -9,6 +9,20 @@ test('DIDs follow the W3C syntax, with or without percent escapes', () => {
   for (const bad of ['did:key:', 'did:Key:z', 'did:web:example.com:', 'did:web:a%3', 'key:z6Mk', 'did:web:a b', 42]) assert.equal(isDid(bad), false, String(bad));
 });
 
+test('a DID has one spelling: a percent escape in uppercase hex, and none for a character an idchar holds as is', () => {
+  for (const ok of ['did:web:example.com%3A8443', 'did:x:%40%2F%7E%C3%A9', 'did:x:%00%7F%FF', 'did:x:%2C%5B%5E%60%7B']) assert.equal(isDid(ok), true, ok);
+  // Lowercase hex, or an escaped letter, digit, ".", "-" or "_": a second spelling of some other DID.
+  for (const bad of ['did:web:example.com%3a8443', 'did:x:%c3%a9', 'did:web:ex%61mple.com', 'did:web:%41', 'did:x:%5A', 'did:x:%7A', 'did:x:%30', 'did:x:%39',
+    'did:x:a%2Eb', 'did:x:a%2Db', 'did:x:a%5Fb']) assert.equal(isDid(bad), false, bad);
+  // Every escape against the rule, spelt out: refused exactly when it is lowercase or decodes to an idchar.
+  for (let byte = 0; byte < 256; byte++) {
+    const hex = byte.toString(16).toUpperCase().padStart(2, '0');
+    const literal = /^[A-Za-z0-9._-]$/.test(String.fromCharCode(byte));
+    assert.equal(isDid(`did:x:a%${hex}`), !literal, hex);
+    if (/[A-F]/.test(hex)) assert.equal(isDid(`did:x:a%${hex.toLowerCase()}`), false, hex.toLowerCase());
+  }
+});
+
 test('resource URIs refuse dot segments, empty segments and stars', () => {
   for (const ok of ['resource://a', 'resource://a/b.c/..d', 'resource://shop/%41', 'resource://x:y@z']) assert.equal(isResourceUri(ok), true, ok);
   for (const bad of ['resource://', 'resource://a/', 'resource://a//b', 'resource://a/./b', 'resource://a/%2E%2e', 'resource://a/%zz', 'resource://a*', 'https://a', 'resource://a b']) assert.equal(isResourceUri(bad), false, bad);
