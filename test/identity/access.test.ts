@@ -248,6 +248,42 @@ for (const backend of backends()) {
       assert.ok(bad.json().errors.length >= 2, 'every error at once');
     });
 
+    test('SoD counts a live key an ADMIN minted for another as its own: a grant or a document that would pair it with a role held is refused', async () => {
+      const adminKey = await suite.svc.keyHeader(['ADMIN']);
+      const put = (doc: unknown) => suite.svc.app.inject({ method: 'PUT', url: `/v1/projects/${suite.svc.projectId}/sod`, headers: adminKey, payload: doc as object });
+      const required = { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR']], four_eyes_policy_activation: false };
+      const both = { exclusive_roles: [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'PERMIT_ISSUER']], four_eyes_policy_activation: false };
+      assert.equal((await put(both)).statusCode, 200);
+      const minter = await consoleMember(suite.svc, ['ADMIN']);
+      const carol = await consoleMember(suite.svc, ['APPROVER']);
+      const mint = async () => {
+        const res = await post(`${suite.P}/api-keys`, { name: 'carol', roles: ['APPROVER'], principal_id: carol.principalId }, minter.post);
+        assert.equal(res.statusCode, 201, res.body);
+        return res.json().id as string;
+      };
+      const grant = () => post(`${suite.P}/members/${minter.principalId}/roles`, { role: 'PERMIT_ISSUER' });
+      // The minter holds neither role, so the mint is allowed; it holds the APPROVER key's secret, so
+      // PERMIT_ISSUER granted to it afterwards would pair the two the mint itself would have refused.
+      let key = await mint();
+      const refused = await grant();
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.equal(refused.json().code, 'sod_conflict');
+      assert.match(refused.json().detail, /API key carrying APPROVER that it minted for another/);
+      assert.deepEqual(await rolesOf(minter.principalId), ['ADMIN']);
+      // The key revoked, the grant is allowed.
+      assert.equal((await post(`${suite.P}/api-keys/${key}/revoke`, {})).statusCode, 200);
+      assert.equal((await grant()).statusCode, 200);
+      // The same pair made the other way round, by the document: refused while the key lives.
+      assert.equal((await put(required)).statusCode, 200);
+      key = await mint();
+      const document = await put(both);
+      assert.equal(document.statusCode, 409, document.body);
+      assert.deepEqual(document.json().conflicts, [{ principal_id: minter.principalId, roles: ['APPROVER', 'PERMIT_ISSUER'] }]);
+      assert.equal((await post(`${suite.P}/api-keys/${key}/revoke`, {})).statusCode, 200);
+      assert.equal((await put(both)).statusCode, 200);
+      assert.equal((await post(`${suite.P}/members/${minter.principalId}/roles/PERMIT_ISSUER/revoke`, {})).statusCode, 200);
+    });
+
     test('a member without ADMIN mints keys for its own roles only: a key with no role is refused it, an ADMIN may mint one', async () => {
       const auditor = await consoleMember(suite.svc, ['AUDITOR']);
       const none = await suite.svc.app.inject({ method: 'POST', url: `${suite.P}/api-keys`, headers: auditor.post, payload: { name: 'no role', roles: [] } });

@@ -92,10 +92,15 @@ export function sodConflict(sod: SodDocument, held: Iterable<Role>, adding: Role
   return null;
 }
 
-/** Pairs of `sod` a principal holding `held` already breaks (used when the document changes). */
-export function sodViolations(sod: SodDocument, held: Iterable<Role>): [Role, Role][] {
+/**
+ * Pairs of `sod` a principal holding `held` already breaks (used when the document changes).
+ * `minted`: roles of live keys it minted for others, whose secrets it holds (an ADMIN's): a pair
+ * of one role held and one minted is broken too, as minting it would have been refused.
+ */
+export function sodViolations(sod: SodDocument, held: Iterable<Role>, minted: Iterable<Role> = []): [Role, Role][] {
   const have = new Set(held);
-  return sod.exclusive_roles.filter(([a, b]) => have.has(a) && have.has(b));
+  const keys = new Set(minted);
+  return sod.exclusive_roles.filter(([a, b]) => (have.has(a) && (have.has(b) || keys.has(b))) || (have.has(b) && keys.has(a)));
 }
 
 /** Four eyes: may `activator` activate a version saved by `savedBy`? */

@@ -6,7 +6,7 @@ import { isRole, type Role } from '../../domain/access/roles.ts';
 import { invalidRequest, Problem } from '../../http/problem.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
-import { lockAsAdmin } from './members.ts';
+import { lockAsAdmin, rolesOfKeysMintedByEach } from './members.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Thrown when a stored SoD document no longer validates (it was validated when saved). */
@@ -51,9 +51,12 @@ export async function putSod(store: Store, input: { projectId: string; document:
     const grants = await trx.selectFrom('role_grants').select(['principal_id', 'role']).where('project_id', '=', input.projectId).execute();
     const byPrincipal = new Map<string, Role[]>();
     for (const g of grants) if (isRole(g.role)) byPrincipal.set(g.principal_id, [...(byPrincipal.get(g.principal_id) ?? []), g.role]);
-    const offenders = [...byPrincipal].flatMap(([principal_id, roles]) => sodViolations(v.value, roles).map((pair) => ({ principal_id, roles: pair })));
+    // A key minted for another counts for its minter, who holds its secret (members.ts, rolesOfKeysMintedBy).
+    const minted = await rolesOfKeysMintedByEach(trx, input.projectId);
+    const offenders = [...byPrincipal].flatMap(([principal_id, roles]) =>
+      sodViolations(v.value, roles, minted.get(principal_id)).map((pair) => ({ principal_id, roles: pair })));
     if (offenders.length > 0) {
-      throw new Problem(409, 'sod_conflict', 'members already hold role pairs this document forbids; revoke one role of each pair first', { extra: { conflicts: offenders } });
+      throw new Problem(409, 'sod_conflict', 'members already hold role pairs this document forbids (a role held, or carried by a live API key the member minted for another and so holds the secret of); revoke one role or key of each pair first', { extra: { conflicts: offenders } });
     }
     // The one read that takes an unreadable document: replacing it is how it is mended.
     const stored = await storedSod(trx, input.projectId);
