@@ -88,7 +88,8 @@ export async function runAuditVerify(argv: readonly string[], out: Writable = pr
   if (!verifyInclusion(leaf, proof.leaf_index, cp.size, path, cp.root)) {
     return fail(`the event is not leaf ${proof.leaf_index} of the tree of size ${cp.size} (event, path or checkpoint altered)`);
   }
-  const cosigned = verifyCosignatures(proof.checkpoint, witnessKeys);
+  let cosigned;
+  try { cosigned = verifyCosignatures(proof.checkpoint, witnessKeys); } catch (error) { return fail((error as Error).message); }
   for (const w of witnessKeys) {
     if (!cosigned.some((c) => c.witness === w)) return fail(`no valid cosignature by witness ${w.name} on the checkpoint`);
   }

@@ -86,6 +86,17 @@ test('verify: every witness key given must have cosigned, an export without leaf
   const both = await verify(proof, ['--log-key', logKey, '--witness-key', keyA, '--witness-key', keyB]);
   assert.equal(both.code, 1, both.text);
   assert.match(both.text, /^NOT VERIFIED: no valid cosignature by witness b\.example\/witness/);
+  // A cosignature line of witness A that does not verify (one it made of another checkpoint) rejects
+  // the checkpoint, though A's valid line is there too: a known key's failing signature rejects a note.
+  const foreign = (await checkpoint(2)).split('\n').find((l) => l.startsWith('\u2014 a.example/witness '))!;
+  for (const forged of [`${proof.checkpoint}${foreign}\n`, proof.checkpoint.replace(/\n\n/, `\n\n${foreign}\n`)]) {
+    const rejected = await verify({ ...proof, checkpoint: forged });
+    assert.equal(rejected.code, 1, rejected.text);
+    assert.match(rejected.text, /^NOT VERIFIED: a cosignature by witness a\.example\/witness does not verify/);
+    const older = await consistent({ ...consistency, from_checkpoint: forged });
+    assert.equal(older.code, 1, older.text);
+    assert.match(older.text, /a cosignature by witness a\.example\/witness does not verify/);
+  }
   const { leaf_version: _omitted, ...older } = proof;
   assert.equal((await verify(older)).code, 0, 'leaf_version is optional: exports before it was added');
   for (const [p, why] of [

@@ -70,16 +70,20 @@ export interface VerifiedCosignature {
 
 /**
  * The known witnesses (type 0x04 keys) whose cosignatures on the note verify. Unknown lines
- * (including the log's own signature) are ignored; a known witness line that fails is skipped.
+ * (including the log's own signature) are ignored; a known witness line that fails rejects the
+ * whole note (AuditLogError `unverified_note`), as a known log signature does (note.ts, openNote;
+ * C2SP signed-note): a valid line of the same witness beside it does not excuse it.
  */
 export function verifyCosignatures(note: string, witnessKeys: readonly VerifierKey[]): VerifiedCosignature[] {
   const parsed = parseNote(note);
+  const witnesses = witnessKeys.filter((k) => k.type === SIG_TYPE_COSIGNATURE_V1);
   const out: VerifiedCosignature[] = [];
   for (const sig of parsed.signatures) {
-    const key = findKey(sig, witnessKeys.filter((k) => k.type === SIG_TYPE_COSIGNATURE_V1));
-    if (!key || out.some((o) => o.witness === key)) continue;
+    const key = findKey(sig, witnesses);
+    if (!key) continue;
     const v = verifyCosignature(parsed.text, sig, key);
-    if (v) out.push({ witness: key, timestamp: v.timestamp });
+    if (!v) throw new AuditLogError('unverified_note', `a cosignature by witness ${key.name} does not verify: the note is rejected`);
+    if (!out.some((o) => o.witness === key)) out.push({ witness: key, timestamp: v.timestamp });
   }
   return out;
 }
