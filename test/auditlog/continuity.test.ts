@@ -71,6 +71,29 @@ for (const backend of backends()) {
     }
   });
 
+  test(`an event row deleted under a witnessed checkpoint is a rollback until it is back, though every node still stands (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const signer = new LocalSigner(join(a.svc.ts.dataDir, 'keys'));
+    const witness = { url: a.svc.deps.config.witnessUrl!, vkey: a.svc.deps.config.witnessVkey! };
+    try {
+      await addEvents(store, a.svc.projectId, 5);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      const size = (await ensureLogState(store)).size;
+      assert.equal((await checkContinuity(store, signer, witness)).kind, 'ok');
+      const victim = await store.db.selectFrom('audit_events').selectAll().where('leaf_index', '=', 2).executeTakeFirstOrThrow();
+      await store.db.deleteFrom('audit_events').where('leaf_index', '=', 2).execute();
+      // Found by a later check (the sweep), and again by the next: the rollback stays until the row is back.
+      for (let i = 0; i < 2; i++) {
+        const found = await checkContinuity(store, signer, witness);
+        assert.equal(found.kind, 'rolled_back', JSON.stringify(found));
+        assert.match((found as { reason: string }).reason, new RegExp(`holds ${size - 1} of the ${size} events with leaf indexes 0 to ${size - 1}`));
+      }
+      await store.db.insertInto('audit_events').values(victim).execute();
+      assert.equal((await checkContinuity(store, signer, witness)).kind, 'ok');
+    } finally { await a.stop(); }
+  });
+
   test(`an unreachable witness: the check is not recorded and not repeated before 30 s, and a later outage does not replace a rollback (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     const { store } = a.svc.ts;

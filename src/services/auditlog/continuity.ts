@@ -48,6 +48,8 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
   if (!bytesEqual(root, latest.root)) {
     return { kind: 'rolled_back', reason: `the log's first ${latest.size} events no longer hash to the root of its checkpoint of size ${latest.size} (its history was replaced)` };
   }
+  const missing = await missingEvents(store, latest.size);
+  if (missing) return { kind: 'rolled_back', reason: missing };
   if (!witness) return { kind: 'ok' };
   if (latest.witnessed_at === null) return { kind: 'pending' };
   const r = await addCheckpoint(witness.url, latest.size, [], latest.note, { timeoutMs, ...(signal ? { signal } : {}) });
@@ -62,6 +64,48 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
     if (r.size > latest.size) return { kind: 'witness_ahead', size: r.size };
   }
   return r;
+}
+
+/** Leaves counted by one check after a process's first, which counts every leaf under the checkpoint. */
+export const SWEEP_LEAVES = 65_536;
+
+/** A store's sweep: where the next range starts, and a range found short, counted again until it is whole. */
+const sweeps = new WeakMap<Store, { next: number; short?: { from: number; to: number } }>();
+
+/**
+ * Whether events under the checkpoint are missing: the root above compares the stored peaks only,
+ * and a leaf's hash lives in its event's row (decision 0603), so an event row deleted under the
+ * checkpoint leaves every node standing. Each leaf index below `size` has exactly one event
+ * (leaf_index is unique): a range holding fewer events than leaves lost rows. The first check of a
+ * process counts them all (at start); later ones count a range of SWEEP_LEAVES in turn, so that a
+ * check stays a bounded index scan on the thread that answers, and a range once found short again
+ * first, so that the rollback is not cleared until it is whole.
+ */
+async function missingEvents(store: Store, size: number): Promise<string | undefined> {
+  let sweep = sweeps.get(store);
+  const ranges: { from: number; to: number }[] = [];
+  if (!sweep) {
+    sweep = { next: size };
+    sweeps.set(store, sweep);
+    ranges.push({ from: 0, to: size });
+  } else {
+    if (sweep.short) ranges.push({ from: sweep.short.from, to: Math.min(sweep.short.to, size) });
+    const from = sweep.next >= size ? 0 : sweep.next;
+    sweep.next = Math.min(size, from + SWEEP_LEAVES);
+    ranges.push({ from, to: sweep.next });
+  }
+  for (const { from, to } of ranges) {
+    if (to <= from) continue;
+    const row = await store.db.selectFrom('audit_events').select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('leaf_index', '>=', from).where('leaf_index', '<', to).executeTakeFirstOrThrow();
+    const held = Number(row.n);
+    if (held < to - from) {
+      sweep.short = { from, to };
+      return `the log holds ${held} of the ${to - from} events with leaf indexes ${from} to ${to - 1}, under its checkpoint of size ${size} (deleted rows, or a partial restore)`;
+    }
+  }
+  sweep.short = undefined;
+  return undefined;
 }
 
 /**
