@@ -1,7 +1,7 @@
 // Maps every failure to RFC 9457 problem+json. Bad input is always a 4xx with a precise code;
 // only a fault of the service itself is a 500, and its details stay in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { escapePointer, listedErrors, Problem, problemBody, retryLater, type FieldError } from './problem.ts';
+import { escapePointer, invalidRequest, listedErrors, Problem, problemBody, retryLater, type FieldError } from './problem.ts';
 import { databaseUnreachable, lockWaitTimedOut } from '../store/unreachable.ts';
 import { outOfSpace } from '../store/space.ts';
 import { bodyUnread } from './message-checks.ts';
@@ -98,6 +98,22 @@ export function fieldErrors(errors: AjvError[], context: string): FieldError[] {
 export function attachedErrors(request: FastifyRequest): FieldError[] {
   const failed = request.validationError as (Error & { validation?: AjvError[]; validationContext?: string }) | undefined;
   return failed?.validation ? fieldErrors(failed.validation, failed.validationContext ?? 'body') : [];
+}
+
+/**
+ * On a route with `attachValidation`: refuses (400 invalid_request) a request that broke its body
+ * schema or the route's own checks, every error at once (decision 0001). `own` checks the body's
+ * members the schema let through (`failed` says whether the schema found one at or under a
+ * pointer); a body that is no object, or a request whose path or query failed, is refused on the
+ * schema's errors alone.
+ */
+export function refuseBody(request: FastifyRequest, own: (body: Record<string, unknown>, failed: (pointer: string) => boolean) => FieldError[]): void {
+  const schema = attachedErrors(request);
+  const body = request.body;
+  if (schema.length > 0 && (typeof body !== 'object' || body === null || Array.isArray(body) || schema.some((e) => e.in !== undefined))) throw invalidRequest(schema);
+  const failed = (pointer: string) => schema.some((e) => e.pointer === pointer || e.pointer.startsWith(`${pointer}/`));
+  const errors = [...schema, ...own(body as Record<string, unknown>, failed)];
+  if (errors.length > 0) throw invalidRequest(errors);
 }
 
 /** Fastify's names for the parts of a request a schema checks, as a detail says them. */

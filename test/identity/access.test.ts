@@ -413,6 +413,17 @@ for (const backend of backends()) {
       assert.equal(person.statusCode, 400);
       const svcPw = await suite.svc.app.inject({ method: 'POST', url, headers: key, payload: { kind: 'service', name: 'pw-bot', password: 'a long enough passphrase' } });
       assert.equal(svcPw.statusCode, 400);
+      // Every error at once: the schema's (a name too long, an unknown member) beside the rules' (a weak password).
+      const errorsOf = async (route: string, headers: Record<string, string>, payload: object) => {
+        const res = await suite.svc.app.inject({ method: 'POST', url: route, headers, payload });
+        assert.equal(res.statusCode, 400, res.body);
+        return res.json().errors.map((e: { pointer: string; code: string }) => `${e.pointer} ${e.code}`).sort();
+      };
+      assert.deepEqual(await errorsOf(url, key, { kind: 'person', name: 'a'.repeat(129), password: 'short', extra: 1 }), ['/extra unknown_field', '/name too_long', '/password password_too_short']);
+      assert.deepEqual(await errorsOf(url, key, { kind: 'person', name: 'x'.repeat(129) }), ['/name too_long', '/password required']);
+      assert.deepEqual(await errorsOf(url, key, { kind: 'service', name: 'Bad Name', password: 'x'.repeat(2000) }), ['/name bad_format', '/password too_long']);
+      assert.deepEqual(await errorsOf('/v1/console/register', {}, { name: 'a'.repeat(129), password: 'short' }), ['/name too_long', '/password password_too_short']);
+      assert.deepEqual(await errorsOf('/v1/console/register', {}, { name: 5, password: 'aaaaaaaaaaaaaaaa' }), ['/name wrong_type', '/password password_too_weak']);
     });
 
     test('only a person\'s key creates a person: a service principal cannot make itself one and sign in as it (decision 0403)', async () => {

@@ -1,15 +1,16 @@
 // POST /v1/console/register, /login, /logout.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { nameProblem, normalizeName } from '../../domain/access/names.ts';
-import { passwordProblem } from '../../domain/access/password-rule.ts';
+import { normalizeName } from '../../domain/access/names.ts';
 import { SESSION_LIFETIMES } from '../../domain/access/session-lifetime.ts';
 import { csrfKey, mintCsrfToken } from '../../services/identity/csrf.ts';
 import { login, prepareLogin } from '../../services/identity/login.ts';
 import { registerPerson } from '../../services/identity/register.ts';
 import { endSessionByToken } from '../../services/identity/sessions.ts';
 import { takeRegistration } from '../../services/identity/throttle.ts';
-import { invalidRequest, Problem, retryLater, type FieldError } from '../problem.ts';
+import { Problem, retryLater } from '../problem.ts';
+import { refuseBody } from '../errors.ts';
+import { credentialErrors } from '../credential-errors.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { checkSameOrigin, clearSessionCookies, consoleAuth, deviceCookies, sessionToken, sessionTokens, setDeviceCookie, setSessionCookies } from '../auth/session.ts';
 import { Name, Password } from './schemas.ts';
@@ -22,6 +23,8 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
   await prepareLogin();
   app.post('/v1/console/register', {
     preValidation: async (request) => checkSameOrigin(request),
+    // The name and password rules report beside the schema's errors (refuseBody), every one at once.
+    attachValidation: true,
     schema: {
       operationId: 'consoleRegister',
       tags: ['console'], summary: 'Registers a person (no project memberships until an ADMIN adds them)',
@@ -29,14 +32,9 @@ export async function consoleAuthRoutes(app: FastifyInstance): Promise<void> {
       response: { 201: Type.Object({ principal_id: Type.String(), name: Type.String(), created_at: Type.String() }), ...errorResponses({ auth: 'none', body: true }, { 403: CROSS_SITE, 409: ['name_taken'], 429: { what: 'Too many registrations from this address; retry after `retry-after`', codes: ['too_many_attempts'] } }) },
     },
   }, async (request, reply) => {
+    refuseBody(request, (body, failed) => credentialErrors(body, failed, true));
     const { name: raw, password } = request.body as { name: string; password: string };
     const name = normalizeName(raw);
-    const errors: FieldError[] = [];
-    const np = nameProblem(name);
-    if (np) errors.push({ pointer: '/name', ...np });
-    const pp = passwordProblem(password, name);
-    if (pp) errors.push({ pointer: '/password', ...pp });
-    if (errors.length) throw invalidRequest(errors);
     // Counted per address, taken or refused: a registration costs an Argon2id hash, and name_taken
     // says a name exists, so neither may be had without limit (login is throttled the same way).
     const wait = await takeRegistration(app.gavel.store, request.ip, app.gavel.clock.now());

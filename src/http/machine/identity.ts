@@ -1,15 +1,15 @@
 // Machine-plane identity routes: POST /v1/projects/{projectId}/principals, GET/PUT …/sod.
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { nameProblem, normalizeName } from '../../domain/access/names.ts';
-import { passwordProblem } from '../../domain/access/password-rule.ts';
+import { normalizeName } from '../../domain/access/names.ts';
 import type { Role } from '../../domain/access/roles.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { createMemberPrincipal } from '../../services/identity/members.ts';
 import { putSod, readSod } from '../../services/identity/sod.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { requirePerson } from '../auth/person.ts';
-import { invalidRequest, type FieldError } from '../problem.ts';
+import { refuseBody } from '../errors.ts';
+import { credentialErrors } from '../credential-errors.ts';
 import { errorResponses, ProjectParams } from '../schemas/common.ts';
 import { Member, Name, Password, RoleList, SodDocumentSchema } from '../console/schemas.ts';
 
@@ -18,6 +18,8 @@ const SodRecord = Type.Object({ document: SodDocumentSchema, updated_at: Type.Un
 export async function machineIdentityRoutes(app: FastifyInstance): Promise<void> {
   app.post('/v1/projects/:projectId/principals', {
     preValidation: machineAuth(['ADMIN']),
+    // The name and password rules report beside the schema's errors (refuseBody), every one at once.
+    attachValidation: true,
     schema: {
       operationId: 'createPrincipal',
       tags: ['identity'], summary: 'Creates a principal (a service, or a person with a password) that is a member from the start',
@@ -30,18 +32,14 @@ export async function machineIdentityRoutes(app: FastifyInstance): Promise<void>
       response: { 201: Member, ...errorResponses({ auth: 'apiKey', body: true }, { 403: ['person_required'], 409: ['name_taken', 'sod_conflict'] }) },
     },
   }, async (request, reply) => {
+    refuseBody(request, (body, failed) => {
+      const errors = credentialErrors(body, failed, body.kind === 'person');
+      if (body.kind === 'person' && body.password === undefined) errors.push({ pointer: '/password', code: 'required', message: 'a person needs a password' });
+      if (body.kind === 'service' && body.password !== undefined && !failed('/password')) errors.push({ pointer: '/password', code: 'not_allowed', message: 'a service principal signs in with API keys only' });
+      return errors;
+    });
     const body = request.body as { kind: 'service' | 'person'; name: string; password?: string; roles?: Role[] };
     const name = normalizeName(body.name);
-    const errors: FieldError[] = [];
-    const np = nameProblem(name);
-    if (np) errors.push({ pointer: '/name', ...np });
-    if (body.kind === 'person') {
-      const pp = body.password === undefined ? { code: 'required', message: 'a person needs a password' } : passwordProblem(body.password, name);
-      if (pp) errors.push({ pointer: '/password', ...pp });
-    } else if (body.password !== undefined) {
-      errors.push({ pointer: '/password', code: 'not_allowed', message: 'a service principal signs in with API keys only' });
-    }
-    if (errors.length) throw invalidRequest(errors);
     if (body.kind === 'person') await requirePerson(app.gavel.store.db, request.auth!.principalId, 'only a person creates a person: a service principal could otherwise make itself one and sign in as it');
     const passwordHash = body.kind === 'person' ? await hashPassword(body.password!) : null;
     const auth = request.auth!;
