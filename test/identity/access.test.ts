@@ -237,6 +237,10 @@ for (const backend of backends()) {
       const back = await put({ exclusive_roles: both, four_eyes_policy_activation: false });
       assert.equal(back.statusCode, 200);
       assert.deepEqual(back.json().document.exclusive_roles, [['ADMIN', 'POLICY_AUTHOR'], ['APPROVER', 'PERMIT_ISSUER']], 'pairs are normalized');
+      // The stored document sent again (its pairs in another order) changes nothing: answered as stored, not audited.
+      const again = await put({ four_eyes_policy_activation: false, exclusive_roles: [['APPROVER', 'PERMIT_ISSUER'], ['POLICY_AUTHOR', 'ADMIN']] });
+      assert.equal(again.statusCode, 200, again.body);
+      assert.deepEqual(again.json(), back.json());
       const audits = await suite.svc.ts.store.db.selectFrom('audit_events').select(['data']).where('kind', '=', 'sod.updated').execute();
       assert.equal(audits.length, 3);
       // The SELECT has no order (PostgreSQL returned them either way round): find the event by content.

@@ -42,7 +42,10 @@ export async function readSod(db: Db, projectId: string): Promise<SodRecord> {
   return { document: await getSod(db, projectId), updated_at: row?.updated_at ?? null, updated_by: row?.updated_by ?? null };
 }
 
-/** Replaces the document. Refused (409 sod_conflict) while a member already holds a pair it would forbid. */
+/**
+ * Replaces the document. Refused (409 sod_conflict) while a member already holds a pair it would
+ * forbid; the stored document sent again is answered as stored, with nothing written or audited.
+ */
 export async function putSod(store: Store, input: { projectId: string; document: unknown; actor: string }, now: Date): Promise<SodRecord> {
   const v = validateSod(input.document);
   if (!v.ok) throw invalidRequest(v.errors, 'the SoD document is not valid; see errors');
@@ -58,11 +61,14 @@ export async function putSod(store: Store, input: { projectId: string; document:
     if (offenders.length > 0) {
       throw new Problem(409, 'sod_conflict', 'members already hold role pairs this document forbids (a role held, or carried by a live API key the member minted for another and so holds the secret of); revoke one role or key of each pair first', { extra: { conflicts: offenders } });
     }
+    const document = canonicalize(v.value) ?? '{}';
+    // The same document again changes nothing: nothing is written or audited (as a role granted twice).
+    const same = await trx.selectFrom('sod_settings').select(['updated_at', 'updated_by']).where('project_id', '=', input.projectId).where('document', '=', document).executeTakeFirst();
+    if (same) return { document: v.value, updated_at: same.updated_at, updated_by: same.updated_by };
     // The one read that takes an unreadable document: replacing it is how it is mended.
     const stored = await storedSod(trx, input.projectId);
     const before = stored === undefined ? DEFAULT_SOD : 'document' in stored ? stored.document : { unreadable: stored.unreadable };
     const at = now.toISOString();
-    const document = canonicalize(v.value) ?? '{}';
     await trx.insertInto('sod_settings').values({ project_id: input.projectId, document, updated_at: at, updated_by: input.actor })
       .onConflict((oc) => oc.column('project_id').doUpdateSet({ document, updated_at: at, updated_by: input.actor })).execute();
     await recordAudit(trx, { projectId: input.projectId, kind: 'sod.updated', actor: input.actor, data: { before, after: v.value }, at: now });
