@@ -25,6 +25,35 @@ import { servedOverTls } from '../http/auth/session.ts';
 import { nodeTooOld } from './node-version.ts';
 import { startMemoryTrim } from '../lib/memory-trim.ts';
 
+const CONFIGURATION = `configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_DATABASE_REPLY_TIMEOUT_MS,
+GAVEL_LOG_LEVEL, GAVEL_BODY_LIMIT_BYTES, GAVEL_REQUEST_TIMEOUT_MS, GAVEL_MAX_CONNECTIONS, GAVEL_SHUTDOWN_DRAIN_MS,
+GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_WITNESS_VKEY, GAVEL_CHECKPOINT_INTERVAL_MS,
+GAVEL_CHECKPOINT_MAX_EVENTS, GAVEL_AUDIT_TICK_MS, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL, GAVEL_TRUST_PROXY,
+or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}; README "Configuration").`;
+
+/** Each command's own usage, for `gavel <command> --help` (the others' live beside their commands). */
+const COMMAND_USAGE: Record<'up' | 'serve' | 'migrate', string> = {
+  up: `usage: gavel up
+
+The embedded default (npm start): the API and console on GAVEL_HOST:GAVEL_PORT (127.0.0.1:7400), the
+database (SQLite under GAVEL_DATA_DIR, ./data, unless GAVEL_DATABASE_URL names PostgreSQL), and a
+local witness in a child process on GAVEL_WITNESS_PORT. The first start prints the admin password
+once. Takes no arguments; stops on SIGTERM, SIGINT or SIGHUP.
+
+${CONFIGURATION}`,
+  serve: `usage: gavel serve
+
+The API and console only, on GAVEL_HOST:GAVEL_PORT (127.0.0.1:7400), over the database (SQLite under
+GAVEL_DATA_DIR, ./data, unless GAVEL_DATABASE_URL names PostgreSQL); no witness is started
+(GAVEL_WITNESS_URL and GAVEL_WITNESS_VKEY name one). Takes no arguments; stops on SIGTERM, SIGINT or SIGHUP.
+
+${CONFIGURATION}`,
+  migrate: `usage: gavel migrate
+
+Applies every database migration not yet applied (SQLite under GAVEL_DATA_DIR, ./data, unless
+GAVEL_DATABASE_URL names PostgreSQL) and exits. Takes no arguments; every start migrates too.`,
+};
+
 const USAGE = `usage: gavel <command>
 
 commands:
@@ -43,11 +72,7 @@ commands:
             check offline that the log only grew between two checkpoints
   --version print gavel's version (also -v) and exit
 
-configuration: GAVEL_HOST, GAVEL_PORT, GAVEL_DATA_DIR, GAVEL_DATABASE_URL, GAVEL_DATABASE_REPLY_TIMEOUT_MS,
-GAVEL_LOG_LEVEL, GAVEL_BODY_LIMIT_BYTES, GAVEL_REQUEST_TIMEOUT_MS, GAVEL_MAX_CONNECTIONS, GAVEL_SHUTDOWN_DRAIN_MS,
-GAVEL_WITNESS_URL, GAVEL_WITNESS_PORT, GAVEL_WITNESS_VKEY, GAVEL_CHECKPOINT_INTERVAL_MS,
-GAVEL_CHECKPOINT_MAX_EVENTS, GAVEL_AUDIT_TICK_MS, GAVEL_MERCHANTS_FILE, GAVEL_PUBLIC_URL, GAVEL_TRUST_PROXY,
-or a JSON file named by GAVEL_CONFIG (keys in snake_case, e.g. {"port": 7400}).`;
+${CONFIGURATION}`;
 
 /**
  * A failure an operator fixes in the environment (a port, a host, the database), in one line;
@@ -305,12 +330,12 @@ try {
     // Configuration comes from GAVEL_* and GAVEL_CONFIG alone: an argument (`--port 7448`, `--help`)
     // would otherwise be dropped and the server start on the defaults, perhaps on another database.
     case 'up': case 'serve':
-      if (asksHelp(process.argv.slice(3))) { process.stdout.write(USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(COMMAND_USAGE[command] + '\n'); break; }
       if (process.argv[3] !== undefined) fail(`gavel ${command} takes no arguments (got "${process.argv.slice(3).join(' ')}"): configure it with GAVEL_* variables or a GAVEL_CONFIG file\n\n${USAGE}`);
       await serve(command === 'up');
       break;
     case 'migrate':
-      if (asksHelp(process.argv.slice(3))) { process.stdout.write(USAGE + '\n'); break; }
+      if (asksHelp(process.argv.slice(3))) { process.stdout.write(COMMAND_USAGE.migrate + '\n'); break; }
       // Migrations only go up, all of them: any other argument is a mistake, not an option.
       if (process.argv[3] !== undefined) fail(`gavel migrate takes no arguments (got "${process.argv[3]}"): it applies every migration not yet applied`);
       await migrate();

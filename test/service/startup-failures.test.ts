@@ -86,7 +86,8 @@ test('serve and up take no arguments: one line and exit 2, nothing started, rath
     }
     const help = gavel(['serve', '--help'], { GAVEL_DATA_DIR: join(dir, 'data') });
     assert.equal(help.status, 0, help.stderr);
-    assert.match(help.stdout, /^usage: gavel <command>/);
+    assert.match(help.stdout, /^usage: gavel serve\n/);
+    assert.match(help.stdout, /GAVEL_PORT/, 'its configuration');
     assert.throws(() => statSync(join(dir, 'data')), 'no data directory was made');
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
@@ -98,6 +99,8 @@ test('every command answers --help (or -h), first or after its arguments, with i
       const r = gavel([...args, '--help'], { GAVEL_DATA_DIR: join(dir, 'data') });
       assert.equal(r.status, 0, `${args.join(' ')} --help: ${r.stderr}`);
       assert.match(r.stdout, /^usage: gavel /, args.join(' '));
+      // The command's own usage, not the list of every command (README "Commands").
+      assert.match(r.stdout, new RegExp(`^usage: gavel ${args.join(' ')}\\b`), args.join(' '));
     }
     // Asked for after other arguments too, as the audit checkers answer it, not refused as an unknown option.
     for (const args of [['serve', '--port', '7648'], ['migrate', 'now'], ['backup', 'copy.db'], ['reset-password', 'admin'], ['witness', '--port', '0'], ['audit', 'verify', 'proof.json']]) {

@@ -80,11 +80,14 @@ test('cosignature/v1: signed message, line layout, verification and timestamp', 
   assert.equal(openCheckpoint(cosigned, [parseVkey(formatVkey(origin, SIG_TYPE_ED25519, logPub))]).checkpoint.size, 20852163);
   // A type 0x01 key for the same witness key is a different key ID: not a cosigner.
   assert.equal(verifyCosignatures(cosigned, [parseVkey(formatVkey(wName, SIG_TYPE_ED25519, wPub))]).length, 0);
-  // The cosignature covers the checkpoint and the timestamp.
-  assert.equal(verifyCosignatures(cosigned.replace('\n20852163\n', '\n20852164\n'), [wKey]).length, 0);
+  // The cosignature covers the checkpoint and the timestamp: a known witness's line that fails
+  // rejects the note (C2SP signed-note), as a known log signature does.
+  assert.throws(() => verifyCosignatures(cosigned.replace('\n20852163\n', '\n20852164\n'), [wKey]), /cosignature by witness witness\.example\/w1 does not verify/);
   const tsTampered = Buffer.from(blob);
   tsTampered.writeBigUInt64BE(1700000001n, 4);
-  assert.equal(verifyCosignatures(`${note}\u2014 ${wName} ${tsTampered.toString('base64')}\n`, [wKey]).length, 0);
+  assert.throws(() => verifyCosignatures(`${note}\u2014 ${wName} ${tsTampered.toString('base64')}\n`, [wKey]), /does not verify/);
+  // Nor does a valid line of the same witness beside it excuse it.
+  assert.throws(() => verifyCosignatures(`${cosigned}\u2014 ${wName} ${tsTampered.toString('base64')}\n`, [wKey]), /does not verify/);
 });
 
 test('cosignature timestamp known answer (transparency-dev/formats)', () => {

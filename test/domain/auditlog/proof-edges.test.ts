@@ -167,11 +167,12 @@ test('witness: holding the empty tree, a proof from old size 0 is a bad request,
   assert.deepEqual(decideCheckpoint({ size: 0, root: EMPTY_ROOT }, 0, [], cp), { kind: 'accept', advance: true });
 });
 
-test('cosignatures: a known witness line too short to hold a timestamp is skipped, not thrown on', async () => {
+test('cosignatures: a known witness line too short to hold a timestamp rejects the note as a failing signature, not as a crash', async () => {
   const s = new TestSigner();
   const name = 'witness.example/w1';
   const pub = await s.publicKey('w');
   const key = parseVkey(formatVkey(name, SIG_TYPE_COSIGNATURE_V1, pub));
   const short = formatSignatureLine(name, cosignerKeyId(name, pub), new Uint8Array(3));
-  assert.deepEqual(verifyCosignatures(`o\n1\n${Buffer.from(leaf(0)).toString('base64')}\n\n${short}`, [key]), []);
+  assert.throws(() => verifyCosignatures(`o\n1\n${Buffer.from(leaf(0)).toString('base64')}\n\n${short}`, [key]),
+    (e: unknown) => e instanceof AuditLogError && e.code === 'unverified_note' && /does not verify/.test(e.message));
 });
