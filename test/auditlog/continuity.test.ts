@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { backends } from '../support/backends.ts';
-import { checkpointIfDue, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
+import { checkpointIfDue, MISSING_EVENTS, witnessLatest } from '../../src/services/auditlog/checkpointer.ts';
 import { checkContinuity, openRollback } from '../../src/services/auditlog/continuity.ts';
 import { openWitnessProblem } from '../../src/services/auditlog/checkpointer.ts';
 import { startAuditLog } from '../../src/services/auditlog/runner.ts';
@@ -91,6 +91,36 @@ for (const backend of backends()) {
       }
       await store.db.insertInto('audit_events').values(victim).execute();
       assert.equal((await checkContinuity(store, signer, witness)).kind, 'ok');
+      // Recorded (as the runner records it), such a rollback outlives the witness's next cosignature,
+      // which reads no leaf and so says nothing of the rows: only a check that finds them whole clears it.
+      const recorded = async (reason: string) => {
+        await store.db.deleteFrom('audit_witness_problem').execute();
+        await store.db.insertInto('audit_witness_problem').values({ id: 1, kind: 'rolled_back', reason, at: new Date().toISOString() }).execute();
+        await addEvents(store, a.svc.projectId, 1);
+        assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+        return (await openWitnessProblem(store.db))?.reason;
+      };
+      const missing = `${MISSING_EVENTS}the log holds 4 of the 5 events with leaf indexes 0 to 4`;
+      assert.equal(await recorded(missing), missing);
+      assert.equal(await recorded('the witness holds size 90 (a restore from an older copy)'), undefined, 'another rollback a cosignature puts right');
+    } finally { await a.stop(); }
+  });
+
+  test(`a state row whose root is not the stored tree's is never signed: the checkpointer refuses, and the runner records why (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const { store } = a.svc.ts;
+    const signer = new LocalSigner(join(a.svc.ts.dataDir, 'keys'));
+    try {
+      await addEvents(store, a.svc.projectId, 3);
+      assert.equal((await a.svc.auditLog.tick({ force: true })).witness?.kind, 'cosigned');
+      await addEvents(store, a.svc.projectId, 2);
+      await sequencePending(store);
+      const state = await ensureLogState(store);
+      await store.db.updateTable('audit_log_state').set({ root: new Uint8Array(32).fill(7) }).where('id', '=', 1).execute();
+      await assert.rejects(checkpointIfDue(store, signer, new Date(), policy, true), (e: Error & { code?: string }) => e.code === 'state_mismatch' && /names size \d+ with a root its stored tree does not have/.test(e.message));
+      assert.equal((await store.db.selectFrom('audit_checkpoints').select('size').where('size', '=', state.size).execute()).length, 0, 'nothing signed');
+      await store.db.updateTable('audit_log_state').set({ root: state.root }).where('id', '=', 1).execute();
+      assert.equal((await checkpointIfDue(store, signer, new Date(), policy, true))?.size, state.size, 'signed once they agree');
     } finally { await a.stop(); }
   });
 

@@ -2,7 +2,9 @@
 // events) and asks the witness to cosign the newest one, with a consistency proof from the last
 // size the witness is believed to hold. Checkpoints are immutable rows keyed by size; only the
 // cosignature columns are filled in later.
+import { bytesEqual } from '../../domain/auditlog/bytes.ts';
 import { signCheckpoint } from '../../domain/auditlog/checkpoint.ts';
+import { AuditLogError } from '../../domain/auditlog/errors.ts';
 import { verifyCosignatures } from '../../domain/auditlog/cosignature.ts';
 import { parseVkey } from '../../domain/auditlog/note.ts';
 import { assemble, planConsistency, planRoot, readerFromNodes } from '../../domain/auditlog/tree.ts';
@@ -48,6 +50,9 @@ export async function consistencyFromStore(db: Db | Tx, m: number, n: number): P
   return assemble(plan, readerFromNodes(await readNodes(db, plan.nodes)));
 }
 
+/** How the reason of a rollback found as event rows missing under a checkpoint begins (continuity.ts). */
+export const MISSING_EVENTS = 'event rows missing under a signed checkpoint: ';
+
 export interface CheckpointPolicy {
   /** Sign when this long has passed since the last checkpoint (and the tree grew). */
   intervalMs: number;
@@ -69,6 +74,13 @@ export async function checkpointIfDue(store: Store, signer: Signer, now: Date, p
   const since = last ? now.getTime() - Date.parse(last.created_at) : 0;
   const due = force || !last || state.size - last.size >= policy.maxEvents || since >= policy.intervalMs || since < 0;
   if (!due) return undefined;
+  // What is signed is the state row's size and root: they must be the stored tree's. A row altered
+  // or restored apart from the tree would have the log key sign a root no later checkpoint can be
+  // proven to extend (a fork, to whoever fetched it). One read of the root's peaks.
+  const stored = await rootOfSize(store.db, state.size);
+  if (!bytesEqual(stored, state.root)) {
+    throw new AuditLogError('state_mismatch', `the log's state row names size ${state.size} with a root its stored tree does not have at that size (the row altered, or restored apart from the tree): no checkpoint is signed until they agree`);
+  }
   const id = await logIdentity(store, signer);
   const note = await signCheckpoint({ origin: id.origin, size: state.size, root: state.root }, id.noteSigner);
   const cp: StoredCheckpoint = { size: state.size, root: state.root, note, created_at: now.toISOString(), cosignatures: null, witnessed_at: null };
@@ -128,7 +140,11 @@ export async function witnessLatest(store: Store, witness: { url: string; vkey: 
         await trx.updateTable('audit_checkpoints')
           .set({ cosignatures: kept.join(''), witnessed_at: now.toISOString() })
           .where('size', '=', latest.size).execute();
-        await trx.deleteFrom('audit_witness_problem').where('id', '=', 1).execute();
+        // Except event rows found missing under a checkpoint (continuity.ts): the witness cosigns
+        // the next checkpoint all the same (its proof reads no leaf), so only the rows put back, found
+        // by the continuity check, clear that.
+        await trx.deleteFrom('audit_witness_problem').where('id', '=', 1)
+          .where((eb) => eb.or([eb('reason', 'is', null), eb('reason', 'not like', `${MISSING_EVENTS}%`)])).execute();
       });
       return { kind: 'cosigned', size: latest.size };
     }

@@ -11,7 +11,7 @@ import { EMPTY_ROOT } from '../../domain/auditlog/hash.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { addCheckpoint, type WitnessClientOptions } from '../../witness/client.ts';
-import { keptCosignatures, latestCheckpoint, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
+import { keptCosignatures, latestCheckpoint, MISSING_EVENTS, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
 import { ensureLogState, logIdentity } from './log.ts';
 
 /** The witness-problem kind of a log that no longer extends a checkpoint it signed or the witness holds. */
@@ -101,7 +101,7 @@ async function missingEvents(store: Store, size: number): Promise<string | undef
     const held = Number(row.n);
     if (held < to - from) {
       sweep.short = { from, to };
-      return `the log holds ${held} of the ${to - from} events with leaf indexes ${from} to ${to - 1}, under its checkpoint of size ${size} (deleted rows, or a partial restore)`;
+      return `${MISSING_EVENTS}the log holds ${held} of the ${to - from} events with leaf indexes ${from} to ${to - 1}, under its checkpoint of size ${size} (deleted rows, or a partial restore)`;
     }
   }
   sweep.short = undefined;

@@ -163,6 +163,8 @@ export function startAuditLog(store: Store, signer: Signer, options: AuditLogOpt
       // not thrown at every tick where nobody reads it.
       if (e instanceof AuditLogError && e.code === 'missing_node') {
         witness = { kind: ROLLED_BACK, reason: `the log lacks a node it needs to grow or to prove it extends its witnessed checkpoint (a partial restore, or deleted rows): ${e.message}` };
+      } else if (e instanceof AuditLogError && e.code === 'state_mismatch') {
+        witness = { kind: ROLLED_BACK, reason: e.message };
       } else failed = { error: e }; // Thrown once what the continuity check found is recorded: it may be the cause.
     }
     if (witness?.kind === 'conflict' || witness?.kind === 'refused') witness = classifyWitnessOutcome(witness, (await ensureLogState(store)).size);
