@@ -8,7 +8,7 @@ import { writeLockHeld } from '../store/sqlite/dialect.ts';
 import { join } from 'node:path';
 import { readFileSync, writeSync } from 'node:fs';
 import { LocalSigner, SigningKeyDamaged } from '../signer/local.ts';
-import { LOG_KEY, logIdentity } from '../services/auditlog/log.ts';
+import { LOG_KEY, LogStateMissing, logIdentity } from '../services/auditlog/log.ts';
 import { openRollback } from '../services/auditlog/continuity.ts';
 import { runWitnessCommand, WITNESS_USAGE, WitnessUsageError } from '../witness/main.ts';
 import { WitnessKeyDamaged } from '../witness/key.ts';
@@ -377,7 +377,7 @@ try {
     default: fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 } catch (e) {
-  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof WitnessDatabaseRefused || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing || e instanceof DatabaseInaccessible) fail(e.message);
+  if (e instanceof ConfigError || e instanceof DataDirInUse || e instanceof SigningKeyMismatch || e instanceof WitnessUsageError || e instanceof WitnessKeyDamaged || e instanceof WitnessDatabaseRefused || e instanceof SigningKeyDamaged || e instanceof MigrationError || e instanceof LocalWitnessFailed || e instanceof BackupRefused || e instanceof ResetRefused || e instanceof DatabaseMissing || e instanceof DatabaseInaccessible || e instanceof LogStateMissing) fail(e.message);
   const problem = startupProblem(e);
   if (problem) fail(problem);
   throw e;

@@ -349,6 +349,21 @@ test('a SQLite database missing beside the keys of one that existed is refused b
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+test('a log whose state row is gone while it holds sequenced events is refused by serve in one line, exit 2, not a stack', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gavel-no-state-'));
+  try {
+    await (await spawnGavel({ GAVEL_DATA_DIR: dir, GAVEL_DATABASE_URL: undefined })).kill('SIGTERM');
+    const db = new BetterSqlite3(join(dir, 'gavel.db'));
+    // A log that has sequenced (its first event given leaf 0 if the short run sequenced none), then its row deleted.
+    if (!db.prepare('select 1 from audit_events where leaf_index is not null').get()) db.prepare('update audit_events set leaf_index = 0 where seq = (select min(seq) from audit_events)').run();
+    db.prepare('delete from audit_log_state').run();
+    db.close();
+    const failed = gavel(['serve'], { GAVEL_DATA_DIR: dir, GAVEL_PORT: '0' });
+    assert.equal(failed.status, 2, failed.stderr);
+    assert.match(failed.stderr, /^gavel: the audit log's state row \(audit_log_state\) is missing while the log holds sequenced events or checkpoints: [^\n]*\n$/);
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
 test('gavel up whose witness port is taken says so in one line naming GAVEL_WITNESS_PORT, exit 2', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-witness-port-'));
   const busy = await takenPort();
