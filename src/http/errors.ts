@@ -101,19 +101,25 @@ export function attachedErrors(request: FastifyRequest): FieldError[] {
 }
 
 /**
- * On a route with `attachValidation`: refuses (400 invalid_request) a request that broke its body
- * schema or the route's own checks, every error at once (decision 0001). `own` checks the body's
- * members the schema let through (`failed` says whether the schema found one at or under a
- * pointer); a body that is no object, or a request whose path or query failed, is refused on the
- * schema's errors alone.
+ * On a route with `attachValidation`: refuses (400 invalid_request, or `refusal`'s answer) a request
+ * that broke its body schema or the route's own checks, every error at once (decision 0001). `own`
+ * checks the body's members the schema let through (`failed` says whether the schema found one at
+ * or under a pointer); a body that is no object, or a request whose path or query failed, is
+ * refused on the schema's errors alone. An own error at a pointer the schema reported is the
+ * schema's; the schema's `required` for a member an own error names more precisely is that error.
  */
-export function refuseBody(request: FastifyRequest, own: (body: Record<string, unknown>, failed: (pointer: string) => boolean) => FieldError[]): void {
+export function refuseBody(
+  request: FastifyRequest,
+  own: (body: Record<string, unknown>, failed: (pointer: string) => boolean) => FieldError[],
+  refusal: (errors: FieldError[]) => Problem = invalidRequest,
+): void {
   const schema = attachedErrors(request);
   const body = request.body;
   if (schema.length > 0 && (typeof body !== 'object' || body === null || Array.isArray(body) || schema.some((e) => e.in !== undefined))) throw invalidRequest(schema);
   const failed = (pointer: string) => schema.some((e) => e.pointer === pointer || e.pointer.startsWith(`${pointer}/`));
-  const errors = [...schema, ...own(body as Record<string, unknown>, failed)];
-  if (errors.length > 0) throw invalidRequest(errors);
+  const mine = own(body as Record<string, unknown>, failed).filter((o) => !schema.some((e) => e.pointer === o.pointer));
+  const errors = [...schema.filter((e) => !(e.code === 'required' && mine.some((o) => o.pointer.startsWith(`${e.pointer}/`)))), ...mine];
+  if (errors.length > 0) throw refusal(errors);
 }
 
 /** Fastify's names for the parts of a request a schema checks, as a detail says them. */

@@ -8,7 +8,7 @@ import type { Role } from '../../domain/access/roles.ts';
 import { machineAuth } from '../auth/api-key.ts';
 import { invalidRequest, Problem, type FieldError } from '../problem.ts';
 import { invalidCursor } from '../paging.ts';
-import { attachedErrors } from '../errors.ts';
+import { attachedErrors, refuseBody } from '../errors.ts';
 import { policyErrors } from '../../services/policy/document.ts';
 import { PageCursor, PageLimit, errorResponses, Money, multiLineText, ProjectParams, type RouteShape } from '../schemas/common.ts';
 import type { AuthContext } from '../deps.ts';
@@ -135,23 +135,15 @@ export interface PolicyPlane {
 /**
  * For a route with `attachValidation`: a body that broke its schema is refused with the submitted
  * document's own errors beside the schema's, every error at once (the schema does not look inside
- * `policy`; the engine does), and with those `more` finds in the body (a simulation's request members).
+ * `policy`; the engine does), and with those `more` finds in the body (a simulation's request
+ * members). A body the schema accepts goes on: the engine checks its document once, in the service.
  */
-function refuseInvalidBody(request: FastifyRequest, more?: (body: Record<string, unknown>) => FieldError[], refusal = invalidRequest): void {
-  let errors = attachedErrors(request);
-  if (errors.length === 0) return;
-  const body = request.body;
-  // Errors `in` the path or query are not the body's: the body was not read then.
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || errors.some((e) => e.in !== undefined)) throw invalidRequest(errors);
-  const document = (body as { policy?: unknown }).policy;
-  if (document !== undefined && !errors.some((e) => e.pointer === '/policy' || e.pointer.startsWith('/policy/'))) errors.push(...policyErrors(document));
-  if (more) {
-    const own = more(body as Record<string, unknown>);
-    // The schema's "required" for a member the route's own error names more precisely is that error.
-    errors = errors.filter((e) => !(e.code === 'required' && own.some((o) => o.pointer.startsWith(`${e.pointer}/`))));
-    errors.push(...own.filter((e) => !errors.some((s) => s.pointer === e.pointer)));
-  }
-  throw refusal(errors);
+function refuseInvalidBody(request: FastifyRequest, more?: (body: Record<string, unknown>) => FieldError[], refusal?: (errors: FieldError[]) => Problem): void {
+  if (attachedErrors(request).length === 0) return;
+  refuseBody(request, (body, failed) => [
+    ...(body.policy !== undefined && !failed('/policy') ? policyErrors(body.policy) : []),
+    ...(more?.(body) ?? []),
+  ], refusal);
 }
 
 /** A simulation without its agent is refused as that (agent_required), whatever else is wrong. */

@@ -67,7 +67,7 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
 }
 
 /** Leaves counted by one check after a process's first, which counts every leaf under the checkpoint. */
-export const SWEEP_LEAVES = 65_536;
+const SWEEP_LEAVES = 65_536;
 
 /** A store's sweep: where the next range starts, and a range found short, counted again until it is whole. */
 const sweeps = new WeakMap<Store, { next: number; short?: { from: number; to: number } }>();

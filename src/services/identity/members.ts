@@ -80,13 +80,11 @@ async function view(trx: Tx | Db, projectId: string, principalId: string): Promi
   return { principal_id: row.id, kind: row.kind, name: row.name, roles: await rolesOf(trx, projectId, principalId), member_since: row.created_at };
 }
 
-/** Roles of the live keys `principalId` minted in the project for other principals: it holds their secrets. */
-async function rolesOfKeysMintedBy(trx: Tx, projectId: string, principalId: string): Promise<Role[]> {
-  return [...(await rolesOfKeysMintedByEach(trx, projectId, principalId)).get(principalId) ?? []];
-}
-
-/** The same, for every minter of the project (or `only` one): minter → roles. */
-export async function rolesOfKeysMintedByEach(trx: Tx, projectId: string, only?: string): Promise<Map<string, Set<Role>>> {
+/**
+ * Roles of the live keys each principal of the project (or `only` one) minted for other principals,
+ * minter → roles: whoever mints a key holds its secret.
+ */
+export async function rolesOfKeysMintedBy(trx: Tx, projectId: string, only?: string): Promise<Map<string, Set<Role>>> {
   let q = trx.selectFrom('api_keys').select(['created_by', 'roles']).where('project_id', '=', projectId)
     .whereRef('principal_id', '!=', 'created_by').where('revoked_at', 'is', null);
   if (only !== undefined) q = q.where('created_by', '=', only);
@@ -110,7 +108,7 @@ async function grantLocked(trx: Tx, projectId: string, principalId: string, role
   }
   // Whoever mints a key holds its secret (the mint refuses a role apart from the minter's own): a
   // grant must not make a pair of a role held and one of a key it minted for another.
-  const keyPair = sodConflict(sod, await rolesOfKeysMintedBy(trx, projectId, principalId), role);
+  const keyPair = sodConflict(sod, [...(await rolesOfKeysMintedBy(trx, projectId, principalId)).get(principalId) ?? []], role);
   if (keyPair) {
     const other = keyPair[0] === role ? keyPair[1] : keyPair[0];
     throw new Problem(409, 'sod_conflict', `the project's separation of duties keeps ${keyPair[0]} and ${keyPair[1]} apart, and this principal holds the secret of a live API key carrying ${other} that it minted for another: revoke that key first`, { extra: { roles: keyPair } });

@@ -6,7 +6,7 @@ import { isRole, type Role } from '../../domain/access/roles.ts';
 import { invalidRequest, Problem } from '../../http/problem.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record.ts';
-import { lockAsAdmin, rolesOfKeysMintedByEach } from './members.ts';
+import { lockAsAdmin, rolesOfKeysMintedBy } from './members.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
 /** Thrown when a stored SoD document no longer validates (it was validated when saved). */
@@ -55,7 +55,7 @@ export async function putSod(store: Store, input: { projectId: string; document:
     const byPrincipal = new Map<string, Role[]>();
     for (const g of grants) if (isRole(g.role)) byPrincipal.set(g.principal_id, [...(byPrincipal.get(g.principal_id) ?? []), g.role]);
     // A key minted for another counts for its minter, who holds its secret (members.ts, rolesOfKeysMintedBy).
-    const minted = await rolesOfKeysMintedByEach(trx, input.projectId);
+    const minted = await rolesOfKeysMintedBy(trx, input.projectId);
     const offenders = [...byPrincipal].flatMap(([principal_id, roles]) =>
       sodViolations(v.value, roles, minted.get(principal_id)).map((pair) => ({ principal_id, roles: pair })));
     if (offenders.length > 0) {
