@@ -117,6 +117,23 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
     }
   });
 
+  test('a 500 that names stored damage does not say its body gives no details (policy_integrity, log_damaged explain it)', () => {
+    let damaged = 0;
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(item)) {
+        const r = o.responses[500];
+        if (!r) continue;
+        const codes = codesIn(r.description);
+        if (codes.length > 1) damaged++;
+        if (codes.length > 1) assert.doesNotMatch(r.description, /gives no details/, `${method} ${path}`);
+        if (codes.length > 1) assert.match(r.description, /detail names/, `${method} ${path}`);
+        else assert.match(r.description, /gives no details/, `${method} ${path}`);
+      }
+    }
+    assert.equal(codesIn(op('GET', '/v1/projects/{projectId}/audit/{auditId}/proof').responses[500].description).includes('log_damaged'), true);
+    assert.ok(damaged >= 5, `${damaged} operations name stored damage`);
+  });
+
   test('every operation has a unique operationId, and every response a description and its headers', () => {
     const ids: string[] = [];
     // Codes sent with retry-after are RETRY_AFTER_CODES (the next test); that each answer sent with it is declared is checked as every test service stops.

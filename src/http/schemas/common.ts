@@ -39,6 +39,8 @@ const MEANING: Record<number, string> = {
   503: 'Temporarily unavailable; retry after `retry-after`',
 };
 
+const DAMAGE_500 = 'internal_error: a fault of the service, logged, the body giving no details; any other code: a stored record found damaged, which the body\'s detail names';
+
 /** How a route is reached: it fixes the refusals every route reached that way can give. */
 export interface RouteShape {
   /** The credential the route demands: an API key (machine plane), a console session, or none. */
@@ -101,7 +103,9 @@ export function errorResponses(shape: RouteShape, own: ErrorOverrides = {}): Rec
     const spec: { what?: string; codes: readonly string[] } = o === undefined ? { codes: [] } : isCodeList(o) ? { codes: o } : o;
     const codes = [...new Set([...(base[status]?.codes ?? []), ...spec.codes])];
     if (codes.length === 0) throw new Error(`error response ${status} names no code`);
-    out[status] = problemResponse(spec.what ?? base[status]?.what ?? MEANING[status] ?? 'Refused', codes);
+    // A 500 that names stored damage (policy_integrity, log_damaged) explains it in its detail.
+    const what = status === 500 && codes.length > 1 ? DAMAGE_500 : base[status]?.what ?? MEANING[status];
+    out[status] = problemResponse(spec.what ?? what ?? 'Refused', codes);
   }
   return out;
 }
