@@ -182,20 +182,21 @@ export interface ServiceOptions extends BuildOptions {
 }
 
 export async function createService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  // A merchants file that will not do is refused before the data directory is made or locked.
+  const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
   // Before anything reads or recovers: one serving process per SQLite database (store/sqlite/serving-lock.ts).
   const where = storeOptions(config);
   if (!options.store) refuseUnusableDatabase(where, config.dataDir, 'write', 'gavel');
   const servingLock = options.servingLock ?? (!options.store && where.kind === 'sqlite' ? takeServingLock(where.file) : undefined);
   try {
-    return await assemble(config, options, where, servingLock);
+    return await assemble(config, options, merchants, where, servingLock);
   } catch (e) {
     servingLock?.release();
     throw e;
   }
 }
 
-async function assemble(config: Config, options: ServiceOptions, where: StoreOptions, servingLock: { release(): void } | undefined): Promise<Service> {
-  const merchants = options.merchants ?? loadMerchants(config.merchantsFile);
+async function assemble(config: Config, options: ServiceOptions, merchants: MerchantRegistry, where: StoreOptions, servingLock: { release(): void } | undefined): Promise<Service> {
   const store = options.store ?? openStore(where);
   const migrated = await migrateToLatest(store);
   const signer = new PinnedSigner(options.signer ?? new LocalSigner(join(config.dataDir, 'keys')), store.db);

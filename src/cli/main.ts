@@ -16,6 +16,7 @@ import { WitnessDatabaseRefused } from '../witness/store.ts';
 import { LocalWitnessFailed, superviseLocalWitness, type LocalWitness } from './local-witness.ts';
 import { AUDIT_VERIFY_USAGE, runAuditVerify } from './audit-verify.ts';
 import { AUDIT_CONSISTENCY_USAGE, runAuditConsistency } from './audit-consistency.ts';
+import { loadMerchants } from '../merchants/config.ts';
 import { DataDirInUse, takeServingLock } from '../store/sqlite/serving-lock.ts';
 import { PinnedSigner, SigningKeyMismatch } from '../signer/pinned.ts';
 import { BACKUP_USAGE, BackupRefused, runBackup } from './backup.ts';
@@ -192,6 +193,8 @@ async function start(embedded: boolean, unknown: UnknownVariables): Promise<void
   if (embedded && !config.witnessUrl && config.port !== 0 && config.port === config.witnessPort) {
     throw new ConfigError('GAVEL_WITNESS_PORT', `is GAVEL_PORT's port too (${config.port}): gavel up runs its local witness on a port of its own`);
   }
+  // A merchants file that will not do is refused like any bad setting, before anything is made.
+  const merchants = loadMerchants(config.merchantsFile);
   // The data directory holds password, key and session hashes beside the private keys: everything
   // this process creates there is its owner's alone (files 0600, directories 0700), as the keys were.
   process.umask(0o077);
@@ -207,7 +210,7 @@ async function start(embedded: boolean, unknown: UnknownVariables): Promise<void
   try {
     witness = embedded && !config.witnessUrl ? await localWitness(config, { warn: (m) => say.warn(m), error: (m) => say.error(m) }) : undefined;
     if (witness) config = { ...config, witnessUrl: witness.url, witnessVkey: witness.publicKeyVkey };
-    service = await createService(config, { ...(servingLock ? { servingLock } : {}), announceAdmin });
+    service = await createService(config, { ...(servingLock ? { servingLock } : {}), merchants, announceAdmin });
   } catch (e) {
     await witness?.close().catch(() => {});
     servingLock?.release();

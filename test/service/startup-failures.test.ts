@@ -296,10 +296,15 @@ test('a bad configuration value stops serve and migrate with one line naming its
     const data = join(dir, 'data');
     const file = join(dir, 'gavel.json');
     writeFileSync(file, JSON.stringify({ port: 7400, audit_tick_ms: 1 }));
+    const merchantsFile = join(dir, 'merchants.json');
+    writeFileSync(merchantsFile, JSON.stringify({ merchants: { a: {} } }));
     const cases: [string[], Record<string, string>, RegExp][] = [
       [['serve'], { GAVEL_PORT: 'eighty' }, /^gavel: configuration GAVEL_PORT: must be an integer between 0 and 65535, got "eighty"\n$/],
       [['up'], { GAVEL_DATABASE_URL: 'mysql://db/x' }, /^gavel: configuration GAVEL_DATABASE_URL: must use postgres: or postgresql:\n$/],
       [['migrate'], { GAVEL_CONFIG: file }, new RegExp(`^gavel: configuration ${file.replace(/[.]/g, '\\.')}: audit_tick_ms: must be an integer between 5 and 60000, got 1\n$`)],
+      // A merchants file that will not do, missing or wrong, is a bad setting too: nothing made first (it made the data directory and its lock).
+      [['serve'], { GAVEL_MERCHANTS_FILE: join(dir, 'missing.json') }, /^gavel: configuration GAVEL_MERCHANTS_FILE: cannot read .*missing\.json/],
+      [['up'], { GAVEL_MERCHANTS_FILE: merchantsFile }, /^gavel: configuration GAVEL_MERCHANTS_FILE/],
     ];
     for (const [args, env, message] of cases) {
       const r = gavel(args, { GAVEL_DATA_DIR: data, ...env });
@@ -408,7 +413,7 @@ test('gavel up given one port for the service and its witness refuses it by name
   }
 });
 
-test('gavel up (npm start) that fails once its witness runs says why in one line, exit 2: its port taken, a merchants file missing', async () => {
+test('gavel up (npm start) that fails says why in one line, exit 2: its port taken (once its witness runs), a merchants file missing', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gavel-up-fails-'));
   const busy = await takenPort();
   try {
