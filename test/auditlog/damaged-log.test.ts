@@ -95,6 +95,28 @@ for (const backend of backends()) {
 }
 
 for (const backend of backends()) {
+  test(`a state row deleted while the service runs makes the proof, consistency and log routes 500 log_damaged naming it, not internal_error (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    try {
+      const store = a.svc.ts.store;
+      const ids = await addEvents(store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      const key = await a.svc.keyHeader([]);
+      const base = `/v1/projects/${a.svc.projectId}/audit`;
+      const urls = [`${base}/${ids[0]}/proof`, `${base}/consistency?from=1&to=3`, `${base}/log`];
+      for (const url of urls) assert.equal((await a.svc.app.inject({ method: 'GET', url, headers: key })).statusCode, 200, url);
+      await store.db.deleteFrom('audit_log_state').execute();
+      for (const url of urls) {
+        const r = await a.svc.app.inject({ method: 'GET', url, headers: key });
+        assert.equal(r.statusCode, 500, `${url}: ${r.body}`);
+        assert.equal(r.json().code, 'log_damaged', url);
+        assert.match(r.json().detail, /audit_log_state.*is missing while the log holds sequenced events/, url);
+      }
+    } finally { await a.stop(); }
+  });
+}
+
+for (const backend of backends()) {
   test(`an event whose stored data is no longer JSON lists as 500 log_damaged, not the caller's malformed_json (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'none');
     try {

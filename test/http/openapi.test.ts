@@ -279,10 +279,10 @@ for (const backend of backends()) describe(`OpenAPI errors and roles (${backend.
         assert.equal(statuses.includes(429), label === 'POST /v1/console/login' || label === 'POST /v1/console/register', `${label}: 429 on login and registration only`);
         assert.equal(codes(401).includes('unauthorized'), o.security !== undefined, `${label}: unauthorized where a credential is needed`);
         assert.equal(codes(403).includes('forbidden'), o.security !== undefined && path.includes('{projectId}'), `${label}: forbidden where the credential must be of the path's project`);
-        // A fault of the service is internal_error; the proof, verification and consistency routes and the event lists name a damaged
+        // A fault of the service is internal_error; the proof, verification, consistency and log routes and the event lists name a damaged
         // log's own (log_damaged: verification where the event has no leaf to check), reading the active policy, activation, simulation and replay a damaged stored version's
         // (policy_integrity), and replay, reading recorded decisions' events, a damaged log's too.
-        const damagedLog = /^GET \/v1\/(console\/)?projects\/\{projectId\}\/audit(\/\{auditId\}\/proof|\/consistency)?$/.test(label) || /\/policy\/replay$/.test(label) || label === 'POST /v1/console/projects/{projectId}/proofs/verify';
+        const damagedLog = /^GET \/v1\/(console\/)?projects\/\{projectId\}\/audit(\/\{auditId\}\/proof|\/consistency|\/log)?$/.test(label) || /\/policy\/replay$/.test(label) || label === 'POST /v1/console/projects/{projectId}/proofs/verify';
         const damagedPolicy = /^GET \/v1\/(console\/)?projects\/\{projectId\}\/policy$/.test(label) || /\/policy\/(activate|simulate|replay)$/.test(label);
         const damaged = [...(damagedPolicy ? ['policy_integrity'] : []), ...(damagedLog ? ['log_damaged'] : [])];
         assert.deepEqual(codes(500), ['internal_error', ...damaged], label);

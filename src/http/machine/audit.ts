@@ -40,7 +40,7 @@ export async function machineAuditRoutes(app: FastifyInstance): Promise<void> {
     schema: {
       operationId: 'getAuditLog',
       tags: ['audit'], summary: "The log's origin, verifier keys and newest checkpoints",
-      security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses({ auth: 'apiKey' }) },
+      security: [{ apiKey: [] }], params: ProjectParams, response: { 200: LogInfoSchema, ...errorResponses({ auth: 'apiKey' }, { 500: ['log_damaged'] }) },
     },
   }, async () => {
     const { store, signer, config } = app.gavel;

@@ -9,6 +9,7 @@ import { ed25519NoteSigner, formatVkey, SIG_TYPE_ED25519, type NoteSigner } from
 import { nodePos, type NodeAddress, type StoredNode } from '../../domain/auditlog/tree.ts';
 import type { Signer } from '../../signer/signer.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
+import { Problem } from '../../http/problem.ts';
 import type { AuditEventsTable } from '../../store/schema/core.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 
@@ -26,8 +27,13 @@ export const blob = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffse
 /** A BLOB/BYTEA read back as a plain Uint8Array view. */
 export const fromBlob = plainView;
 
-/** The state row is gone while the log it describes is not (a partial restore, a deleted row). */
-export class LogStateMissing extends Error {}
+/**
+ * The state row is gone while the log it describes is not (a partial restore, a deleted row): a
+ * start refuses it, and a route that needs the row while the service runs answers 500 log_damaged.
+ */
+export class LogStateMissing extends Problem {
+  constructor(detail: string) { super(500, 'log_damaged', detail); }
+}
 
 /**
  * The log's state row, created on first use with a fresh installation origin
