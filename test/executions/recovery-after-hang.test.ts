@@ -60,3 +60,26 @@ for (const ending of ['fails', 'answers'] as const) test(`after a hung outage wh
     await svc.stop();
   }
 });
+
+for (const backend of backends()) {
+  test(`a keeper whose ticks were held up past STALE_AFTER_MS takes its first late beat as a break: an instance it watched before is left alone (${backend.name})`, async () => {
+    const ts = await backend.open();
+    const keeper = new InstanceKeeper({ store: ts.store, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date() });
+    try {
+      await keeper.start();
+      const now = new Date().toISOString();
+      await ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: now, heartbeat_at: now }).execute();
+      const id = await seedInFlight(ts.store, 'prj_late', 'other');
+      await sleep(HEARTBEAT_MS * 1.5); // a sweep sees it beating
+      // This thread blocked longer than STALE_AFTER_MS (a host paused, a database hung for everyone):
+      // its next beat comes late, and 'other' could not beat meanwhile either.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALE_AFTER_MS + 3_000);
+      await sleep(HEARTBEAT_MS * 2);
+      const row = await ts.store.db.selectFrom('executions').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'IN_FLIGHT', 'a late beat starts the unbroken run afresh: no one is judged so soon after');
+    } finally {
+      await keeper.stop();
+      await ts.cleanup();
+    }
+  });
+}

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { REDACT } from '../../src/http/app.ts';
+import { backends } from '../support/backends.ts';
+import { startService } from '../support/service.ts';
 
 test('credential headers are masked in a headers object at the top of a log line or one member down', () => {
   const lines: string[] = [];
@@ -21,4 +23,18 @@ test('credential headers are masked in a headers object at the top of a log line
     assert.match(line, /curl\/8/, 'other headers are kept');
     assert.equal((line.match(/\[Redacted\]/g) ?? []).length, 5, line);
   }
+});
+
+test('the service applies the redaction to its own logger: a logger given without one masks credential headers too', async () => {
+  const lines: string[] = [];
+  const stream = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
+  const svc = await startService(backends()[0]!, {}, undefined, { logger: { level: 'trace', stream } });
+  try {
+    svc.app.log.info({ headers: { authorization: 'Bearer gvl_logged_top' } }, 'top');
+    svc.app.log.info({ upstream: { headers: { cookie: 'gavel_session=logged_nested' } } }, 'nested');
+    const all = lines.join('\n');
+    assert.ok(all.includes('"top"') && all.includes('"nested"'), 'both lines were logged');
+    assert.ok(!all.includes('gvl_logged_top'), `authorization logged: ${all}`);
+    assert.ok(!all.includes('logged_nested'), `cookie logged: ${all}`);
+  } finally { await svc.stop(); }
 });
