@@ -104,3 +104,13 @@ test('key names refuse exactly the Unicode spaces (White_Space, as signed-note a
   }
   for (const good of ['example.com/log', 'a\ufeffb', 'ünïcödé/ключ']) assert.doesNotThrow(() => checkKeyName(good), JSON.stringify(good));
 });
+
+test('a vkey of a type other than Ed25519 (0x01) or cosignature/v1 (0x04) is refused, though its key ID matches', () => {
+  const publicKey = new Uint8Array(32).fill(7);
+  for (const type of [0x02, 0x03, 0x05, 0xff]) {
+    const vkey = `example.com/key+${Buffer.from(keyId('example.com/key', type, publicKey)).toString('hex')}+${Buffer.from([type, ...publicKey]).toString('base64')}`;
+    assert.throws(() => parseVkey(vkey), (e: Error) => e instanceof AuditLogError && /not an Ed25519 \(0x01\) or cosignature\/v1 \(0x04\) key/.test(e.message), `type ${type}`);
+  }
+  const ok = `example.com/key+${Buffer.from(keyId('example.com/key', SIG_TYPE_ED25519, publicKey)).toString('hex')}+${Buffer.from([SIG_TYPE_ED25519, ...publicKey]).toString('base64')}`;
+  assert.equal(parseVkey(ok).type, SIG_TYPE_ED25519);
+});

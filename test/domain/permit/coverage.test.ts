@@ -151,3 +151,12 @@ test('an issuable pattern may end inside an escape or a UTF-8 sequence; the rest
   for (const ok of ['resource://files/caf%C3*', 'resource://files/%2*', 'resource://files/%*', 'resource://files/%E2%82*', 'resource://*']) assert.equal(isIssuablePattern(ok), true, ok);
   for (const bad of ['resource://a/%41*', 'resource://a/%c3*', 'resource://FILES/*', 'resource://a/b;c*', 'resource://a/%2F*', 'resource://a/%C0%AF*', 'resource://a/%C3%A9%A9*', 'resource://a/%80*']) assert.equal(isIssuablePattern(bad), false, bad);
 });
+
+test('an empty action is covered by no permit, not even one granting every action ("*")', async () => {
+  const f = await fixture();
+  const root = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { gavel: { actions: ['*'], resources: ['resource://*'] } }));
+  const r = await verifyPermit(root, f.ctx(f.alice.did));
+  assert.ok(r.ok);
+  assert.equal(checkOf(checkCoverage(r.permit, { action: 'anything', resource: 'resource://a' })), 'ok');
+  assert.equal(checkOf(checkCoverage(r.permit, { action: '', resource: 'resource://a' })), 'action_not_covered');
+});

@@ -90,3 +90,10 @@ test('the resource URI pattern is the definition, for strings built of the chara
   }), { numRuns: 20_000 });
   assert.ok(valid > 500, `valid URIs were generated (${valid})`);
 });
+
+test('a resource URI is at most 512 characters', () => {
+  const at = `resource://${'a'.repeat(512 - 'resource://'.length)}`;
+  assert.equal(at.length, 512);
+  assert.equal(isResourceUri(at), true);
+  assert.equal(isResourceUri(`${at}a`), false);
+});
