@@ -1,6 +1,6 @@
 // Checks a mutation audit found unguarded: an approval is usable only while its approver is an
 // enabled member holding APPROVER itself (another role does not do, nor APPROVER in another
-// project), obligations and approval keys are named only within their own project, and the
+// project, nor grants counted in another project), obligations and approval keys are named only within their own project, and the
 // obligations list filters by status (expiry included, at its very instant) and by agent.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { anotherProject } from '../support/projects.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { activatePolicy, ALLOW_PAYMENTS, issue, newAgent } from '../support/authorize.ts';
 import { newApprover, seedObligation, type Approver } from '../support/approvals.ts';
-import { revokeRole } from '../../src/services/identity/members.ts';
+import { grantRole, revokeRole } from '../../src/services/identity/members.ts';
 import { listApprovalKeys, registerApprovalKey, retireApprovalKey } from '../../src/services/approvals/keys.ts';
 import { APPROVAL_STATUSES, type ApprovalStatus } from '../../src/domain/approval/index.ts';
 import { listObligations } from '../../src/services/approvals/approvals.ts';
@@ -72,6 +72,26 @@ for (const backend of backends()) {
       const refused = await svc.app.inject({ method: 'POST', url: base(), headers: { authorization: `Bearer ${signer.key}` }, payload: { approval_request_id: next.id, key_id: signer.keyId, signature: signer.sign((await obligation(next.id)).statement) } });
       assert.equal(refused.statusCode, 422, refused.body);
       assert.equal(refused.json().code, 'approver_not_eligible');
+    });
+
+    test('an approver who is a member of another project too: the approval counts this project\'s grants, so a re-grant here revives nothing', async () => {
+      const signer = await newApprover(svc);
+      const db = svc.ts.store.db;
+      const { projectId: other } = await anotherProject(svc.ts.store, []);
+      // A membership in the other project with many grants numbered, older than this project's, so a
+      // read of the approver's membership not scoped to the obligation's project finds it first.
+      await db.insertInto('memberships').values({ project_id: other, principal_id: signer.principalId, created_at: new Date(Date.now() - 1000).toISOString(), created_by: null, revoked_at: null, last_grant: 100 }).execute();
+      const mine = await db.selectFrom('memberships').selectAll().where('project_id', '=', svc.projectId).where('principal_id', '=', signer.principalId).executeTakeFirstOrThrow();
+      await db.deleteFrom('memberships').where('project_id', '=', svc.projectId).where('principal_id', '=', signer.principalId).execute();
+      await db.insertInto('memberships').values(mine).execute();
+      const { req, id } = await opened();
+      await approve(id, signer);
+      const recorded = await db.selectFrom('approvals').select('grants_upto').where('approval_request_id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(Number(recorded.grants_upto), Number(mine.last_grant), 'the grants counted are this project\'s');
+      // APPROVER taken and given back here after approving: the approval stays lapsed.
+      await revokeRole(svc.deps.store, { projectId: svc.projectId, principalId: signer.principalId, role: 'APPROVER', actor: 'system' }, new Date());
+      await grantRole(svc.deps.store, { projectId: svc.projectId, principalId: signer.principalId, role: 'APPROVER', actor: 'system' }, new Date());
+      assert.equal((await authorize({ ...req, approval_request_id: id })).decision, 'REQUIRE_APPROVAL');
     });
 
     test('an approval by a principal disabled since satisfies nothing', async () => {
