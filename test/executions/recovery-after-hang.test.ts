@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KyselyPlugin } from 'kysely';
 import { backends } from '../support/backends.ts';
-import { seedInFlight } from '../support/executions.ts';
+import { otherInstanceInFlight, seedInFlight } from '../support/executions.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS } from '../../src/services/executions/recovery.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -67,9 +67,7 @@ for (const backend of backends()) {
     const keeper = new InstanceKeeper({ store: ts.store, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date() });
     try {
       await keeper.start();
-      const now = new Date().toISOString();
-      await ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: now, heartbeat_at: now }).execute();
-      const id = await seedInFlight(ts.store, 'prj_late', 'other');
+      const id = await otherInstanceInFlight(ts.store, 'prj_late');
       await sleep(HEARTBEAT_MS * 1.5); // a sweep sees it beating
       // This thread blocked longer than STALE_AFTER_MS (a host paused, a database hung for everyone):
       // its next beat comes late, and 'other' could not beat meanwhile either.

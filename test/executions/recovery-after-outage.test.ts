@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backends } from '../support/backends.ts';
-import { seedInFlight } from '../support/executions.ts';
+import { otherInstanceInFlight, seedInFlight } from '../support/executions.ts';
 import { startService } from '../support/service.ts';
 import { HEARTBEAT_MS, InstanceKeeper, STALE_AFTER_MS, sweepInFlight } from '../../src/services/executions/recovery.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -64,9 +64,7 @@ for (const backend of backends()) {
     const keeper = new InstanceKeeper({ store: flaky, instanceId: 'keeper', maxTimeoutMs: 60_000, now: () => new Date() });
     try {
       await keeper.start();
-      const now = new Date().toISOString();
-      await ts.store.db.insertInto('execution_instances').values({ id: 'other', started_at: now, heartbeat_at: now }).execute();
-      const id = await seedInFlight(ts.store, 'prj_outage', 'other');
+      const id = await otherInstanceInFlight(ts.store, 'prj_outage');
       await sleep(HEARTBEAT_MS * 1.5); // a sweep sees it beating
       // Longer than STALE_AFTER_MS, for everyone: 'other' cannot beat either.
       down = true;

@@ -7,6 +7,13 @@ export async function seedInFlight(store: Store, projectId: string, instanceId =
   return seedExecution(store, projectId, { instanceId });
 }
 
+/** Another instance, beating now, with a call in flight (`other` in the instance table): its execution's id. */
+export async function otherInstanceInFlight(store: Store, projectId: string, instanceId = 'other'): Promise<string> {
+  const now = new Date().toISOString();
+  await store.db.insertInto('execution_instances').values({ id: instanceId, started_at: now, heartbeat_at: now }).execute();
+  return seedInFlight(store, projectId, instanceId);
+}
+
 /** An execution row written directly; a settled one (SUCCEEDED, FAILED) is left alone by every recovery sweep. */
 export async function seedExecution(store: Store, projectId: string, opts: { instanceId?: string; status?: 'IN_FLIGHT' | 'SUCCEEDED' | 'FAILED' } = {}): Promise<string> {
   const id = newId('exe');

@@ -17,6 +17,15 @@ async function rootPermit(): Promise<VerifiedPermit> {
 }
 
 const eur = (minor: number) => ({ minor, currency: 'EUR' });
+
+/** A verified root permit granting every action on every resource, with `limits` beside. */
+async function anyActionPermit(limits: { budget?: { minor: number; currency: string } } = {}): Promise<VerifiedPermit> {
+  const f = await fixture();
+  const root = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { gavel: { actions: ['*'], resources: ['resource://*'], ...limits } }));
+  const r = await verifyPermit(root, f.ctx(f.alice.did));
+  assert.ok(r.ok);
+  return r.permit;
+}
 const checkOf = (r: ReturnType<typeof checkCoverage>) => (r.ok ? 'ok' : r.check);
 
 test('coverage: action, resource and amount within the permit', async () => {
@@ -54,13 +63,10 @@ test('coverage fails in each dimension with its own code', async () => {
 });
 
 test('a single request above the whole budget is refused without the store', async () => {
-  const f = await fixture();
-  const root = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { gavel: { actions: ['*'], resources: ['resource://*'], budget: eur(100) } }));
-  const r = await verifyPermit(root, f.ctx(f.alice.did));
-  assert.ok(r.ok);
-  assert.equal(checkOf(checkCoverage(r.permit, { action: 'anything', resource: 'resource://a', amount: eur(100) })), 'ok');
-  assert.equal(checkOf(checkCoverage(r.permit, { action: 'anything', resource: 'resource://a', amount: eur(101) })), 'amount_exceeds_budget');
-  assert.equal(checkOf(checkCoverage(r.permit, { action: 'anything', resource: 'resource://a' })), 'amount_required');
+  const p = await anyActionPermit({ budget: eur(100) });
+  assert.equal(checkOf(checkCoverage(p, { action: 'anything', resource: 'resource://a', amount: eur(100) })), 'ok');
+  assert.equal(checkOf(checkCoverage(p, { action: 'anything', resource: 'resource://a', amount: eur(101) })), 'amount_exceeds_budget');
+  assert.equal(checkOf(checkCoverage(p, { action: 'anything', resource: 'resource://a' })), 'amount_required');
 });
 
 test('a permit without money limits covers requests with or without an amount', async () => {
@@ -153,10 +159,7 @@ test('an issuable pattern may end inside an escape or a UTF-8 sequence; the rest
 });
 
 test('an empty action is covered by no permit, not even one granting every action ("*")', async () => {
-  const f = await fixture();
-  const root = await issuePermit(f.signer, KEY, rootInput(f.alice.did, { gavel: { actions: ['*'], resources: ['resource://*'] } }));
-  const r = await verifyPermit(root, f.ctx(f.alice.did));
-  assert.ok(r.ok);
-  assert.equal(checkOf(checkCoverage(r.permit, { action: 'anything', resource: 'resource://a' })), 'ok');
-  assert.equal(checkOf(checkCoverage(r.permit, { action: '', resource: 'resource://a' })), 'action_not_covered');
+  const p = await anyActionPermit();
+  assert.equal(checkOf(checkCoverage(p, { action: 'anything', resource: 'resource://a' })), 'ok');
+  assert.equal(checkOf(checkCoverage(p, { action: '', resource: 'resource://a' })), 'action_not_covered');
 });
