@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runAuditConsistency } from '../../src/cli/audit-consistency.ts';
+import { runAuditVerify } from '../../src/cli/audit-verify.ts';
 import { planConsistency, planInclusion, planRoot, type NodeAddress } from '../../src/domain/auditlog/tree.ts';
 import type { Store } from '../../src/store/store.ts';
 import { backends, type Backend } from '../support/backends.ts';
@@ -161,5 +162,46 @@ for (const backend of backends()) {
       await alterNode(u.store, interior(planRoot(size).nodes));
       await assertDamaged(await u.consistency(size, size), new RegExp(`the stored tree's root of size ${size}, which no checkpoint signs, is not consistent with the root the newest checkpoint \\(size ${u.last}\\) signs`));
     } finally { await u.a.stop(); }
+  });
+
+  test(`a witnessed checkpoint whose stored cosignature was altered anchors no proof, which gavel audit verify would refuse: 500 log_damaged on both routes (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'own');
+    const dir = mkdtempSync(join(tmpdir(), 'gavel-cosig-'));
+    try {
+      const store = a.svc.ts.store;
+      const [id] = await addEvents(store, a.svc.projectId, 3);
+      await a.svc.auditLog.tick({ force: true });
+      const cp = await store.db.selectFrom('audit_checkpoints').select(['size', 'cosignatures']).where('witnessed_at', 'is not', null).orderBy('size', 'desc').executeTakeFirstOrThrow();
+      const key = await a.svc.keyHeader([]);
+      const get = (url: string) => a.svc.app.inject({ method: 'GET', url: `/v1/projects/${a.svc.projectId}/audit${url}`, headers: key });
+      const verifyFile = async (body: string) => {
+        const file = join(dir, 'proof.json');
+        writeFileSync(file, body);
+        let said = '';
+        const code = await runAuditVerify([file, '--log-key', a.logVkey, '--witness-key', a.witness!.publicKeyVkey], { write: (s: string) => { said += s; } } as never, { write: (s: string) => { said += s; } } as never);
+        return { code, said };
+      };
+      const intact = await get(`/${id}/proof`);
+      assert.equal(intact.statusCode, 200, intact.body);
+      assert.equal(intact.json().witnessed, true);
+      const before = await verifyFile(intact.body);
+      assert.equal(before.code, 0, before.said);
+      // One bit of the witness's signature, flipped where it is stored.
+      const line = cp.cosignatures!;
+      const cut = line.lastIndexOf(' ') + 1;
+      const raw = Buffer.from(line.slice(cut).trim(), 'base64');
+      raw[raw.length - 1]! ^= 1;
+      await store.db.updateTable('audit_checkpoints').set({ cosignatures: `${line.slice(0, cut)}${raw.toString('base64')}\n` }).where('size', '=', cp.size).execute();
+      // Served, that proof is one the CLI refuses under the same keys: the route refuses it first.
+      const served = { ...intact.json(), cosignatures: [`${line.slice(0, cut)}${raw.toString('base64')}\n`] };
+      served.checkpoint = served.checkpoint.slice(0, served.checkpoint.length - line.length) + served.cosignatures[0];
+      assert.notEqual((await verifyFile(JSON.stringify(served))).code, 0, 'the CLI refuses the altered cosignature');
+      const altered = /the stored cosignature of the witnessed checkpoint of size \d+ does not verify under the pinned witness key/;
+      await assertDamaged(await get(`/${id}/proof`), altered);
+      await assertDamaged(await get(`/consistency?from=${cp.size}&to=${cp.size}`), altered);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await a.stop();
+    }
   });
 }

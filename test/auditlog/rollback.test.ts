@@ -178,6 +178,25 @@ for (const backend of backends()) {
     } finally { await a.stop(); }
   });
 
+  test(`a checkpoint row whose root column was altered is named as such at start, not taken for a replaced history (${backend.name})`, async () => {
+    const a = await startAuditService(backend, 'none');
+    const { store } = a.svc.ts;
+    try {
+      const { member } = await callers(a.svc);
+      await addEvents(store, a.svc.projectId, 5);
+      const signed = (await a.svc.auditLog.tick({ force: true })).checkpoint!;
+      await a.svc.close();
+      await store.db.updateTable('audit_checkpoints').set({ root: new Uint8Array(32).fill(0xab) }).where('size', '=', signed).execute();
+      const b = await restartAuditService(a);
+      try {
+        const at = await status(b, member);
+        assert.equal(at.log.witness_problem?.kind, 'rolled_back', JSON.stringify(at.log));
+        assert.match(at.log.witness_problem.reason, new RegExp(`does not match its signed text \\(size ${signed}\\): the checkpoint's row was altered`));
+        assert.doesNotMatch(at.log.witness_problem.reason, /history was replaced/);
+      } finally { await b.stop(); }
+    } finally { await a.stop(); }
+  });
+
   test(`a restart of an intact log finds nothing wrong and is ready (${backend.name})`, async () => {
     const a = await startAuditService(backend, 'own');
     try {

@@ -6,7 +6,7 @@ import { bytesEqual } from '../../domain/auditlog/bytes.ts';
 import { openCheckpoint } from '../../domain/auditlog/checkpoint.ts';
 import type { VerifierKey } from '../../domain/auditlog/note.ts';
 import { Problem } from '../../http/problem.ts';
-import type { StoredCheckpoint } from './checkpointer.ts';
+import { keptCosignatures, type StoredCheckpoint } from './checkpointer.ts';
 
 /** Why a stored checkpoint is not what its signed note says (its size and root columns), or null when it is. */
 export function checkpointContradiction(cp: StoredCheckpoint, logKey: VerifierKey): string | null {
@@ -24,4 +24,21 @@ export function signedRoot(cp: StoredCheckpoint, logKey: VerifierKey): Uint8Arra
   const why = checkpointContradiction(cp, logKey);
   if (why) throw new Problem(500, 'log_damaged', `${why} (size ${cp.size}): its store is damaged, and no proof anchored to it is served; the verification route reports the same`);
   return cp.root; // the signed root: it matched
+}
+
+/** A stored checkpoint's cosignature lines, each with its newline, as a signed note carries them. */
+export const cosignatureLines = (cp: StoredCheckpoint): string[] => (cp.cosignatures ?? '').split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
+
+/**
+ * A witnessed checkpoint's stored cosignatures, checked before a proof carries them: only lines that
+ * verify under the pinned witness key are ever stored (checkpointer.ts), so any other line means the
+ * column was altered or the pinned key is not the one of the witness that cosigned. Served, such a
+ * proof would fail `gavel audit verify` with that key: 500 log_damaged instead. Without a pinned
+ * key there is nothing to check against (no witness is configured).
+ */
+export function checkCosignatures(cp: StoredCheckpoint, witnessVkey: string | undefined): void {
+  if (cp.witnessed_at === null || witnessVkey === undefined) return;
+  const lines = cosignatureLines(cp);
+  if (lines.length > 0 && keptCosignatures(cp.note, lines, witnessVkey).length === lines.length) return;
+  throw new Problem(500, 'log_damaged', `the stored cosignature of the witnessed checkpoint of size ${cp.size} does not verify under the pinned witness key (GAVEL_WITNESS_VKEY): the stored column was altered, or the key pinned is not the key of the witness that cosigned it; no proof anchored to it is served`);
 }

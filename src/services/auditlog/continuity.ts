@@ -13,6 +13,7 @@ import type { Db, Store, Tx } from '../../store/store.ts';
 import { addCheckpoint, type WitnessClientOptions } from '../../witness/client.ts';
 import { keptCosignatures, latestCheckpoint, MISSING_EVENTS, openWitnessProblem, rootOfSize, type WitnessOutcome } from './checkpointer.ts';
 import { ensureLogState, logIdentity } from './log.ts';
+import { checkpointContradiction } from './anchoring.ts';
 
 /** The witness-problem kind of a log that no longer extends a checkpoint it signed or the witness holds. */
 export const ROLLED_BACK = 'rolled_back';
@@ -45,6 +46,10 @@ export async function checkContinuity(store: Store, signer: Signer, witness: { u
     if (!(e instanceof AuditLogError && e.code === 'missing_node')) throw e;
     return { kind: 'rolled_back', reason: `the log lacks a node under its checkpoint of size ${latest.size} (a partial restore, or deleted rows): ${e.message}` };
   }
+  // The row's root is compared only once it is the one its note signs: an altered row is named as
+  // such, not taken for a history replaced under an intact note.
+  const contradiction = checkpointContradiction(latest, parseVkey((await logIdentity(store, signer)).vkey));
+  if (contradiction) return { kind: 'rolled_back', reason: `${contradiction} (size ${latest.size}): the checkpoint's row was altered in the database` };
   if (!bytesEqual(root, latest.root)) {
     return { kind: 'rolled_back', reason: `the log's first ${latest.size} events no longer hash to the root of its checkpoint of size ${latest.size} (its history was replaced)` };
   }

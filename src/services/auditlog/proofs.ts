@@ -12,7 +12,7 @@ import type { AuditEventsTable } from '../../store/schema/core.ts';
 import type { Db, Store, Tx } from '../../store/store.ts';
 import { checkpointAt, consistencyFromStore, cosignedNote, latestCheckpoint, openWitnessProblem, rootOfSize, type StoredCheckpoint } from './checkpointer.ts';
 import { ensureLogState, logIdentity, readNodes } from './log.ts';
-import { signedRoot } from './anchoring.ts';
+import { checkCosignatures, cosignatureLines, signedRoot } from './anchoring.ts';
 import { openRollback, ROLLED_BACK } from './continuity.ts';
 import { parseJsonExactly } from '../../lib/json-parse.ts';
 import { sql } from 'kysely';
@@ -24,6 +24,8 @@ export interface AuditLogDeps {
   witnessUrl: string | undefined;
   /** Seconds a client should wait before asking again for a proof that is not ready. */
   retryAfterSeconds: number;
+  /** The witness's cosignature/v1 vkey, pinned by configuration: a served proof's cosignatures verify under it. */
+  witnessVkey?: string | undefined;
 }
 
 /** An audit event as stored, less the insertion hint `seq`. */
@@ -122,8 +124,6 @@ export async function anchorFor(deps: AuditLogDeps, index: number): Promise<Stor
   return cp && cp.size > index ? cp : undefined;
 }
 
-const cosignatureLines = (cp: StoredCheckpoint): string[] => (cp.cosignatures ?? '').split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
-
 export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: string): Promise<AuditProof> {
   const row = await loadEvent(deps.store.db, projectId, auditId);
   if (row.leaf_index === null) throw await unsequenced(deps, projectId, row.id);
@@ -159,6 +159,7 @@ export async function proofFor(deps: AuditLogDeps, projectId: string, auditId: s
   if (!verifyInclusion(leafHashOfStoredEvent(row), row.leaf_index, cp.size, path, root)) {
     throw new Problem(500, 'log_damaged', `the inclusion path of leaf ${row.leaf_index} in the tree of ${cp.size}, from the stored nodes, does not lead to the root its signed checkpoint states: a leaf hash or node on the path, or the event's row, was altered; the verification route says INVALID and where`);
   }
+  checkCosignatures(cp, deps.witnessVkey);
   const witnessed = cp.witnessed_at !== null;
   return {
     audit_event_id: row.id,
@@ -206,6 +207,7 @@ export async function consistencyBetween(deps: AuditLogDeps, from: number, to: n
   const anchor = !toCp && to > 0 ? latest : undefined;
   // Opened before any read starts: a throw among started reads would leave them unawaited.
   const [fromSigned, toSigned, anchorRoot] = [fromCp, toCp, anchor].map((cp) => cp && signedRoot(cp, logKey));
+  for (const cp of [fromCp, toCp]) if (cp) checkCosignatures(cp, deps.witnessVkey);
   const [proof, fromRoot, toRoot, toAnchor] = await Promise.all([
     consistencyFromStore(db, from, to),
     fromSigned ?? rootOfSize(db, from),

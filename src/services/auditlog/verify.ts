@@ -47,8 +47,6 @@ export interface VerificationResult {
 }
 
 export interface VerifyDeps extends AuditLogDeps {
-  /** The witness's cosignature/v1 vkey, pinned by configuration. */
-  witnessVkey?: string | undefined;
   witnessTimeoutMs?: number;
 }
 
