@@ -42,6 +42,8 @@ test('decideCheckpoint follows tlog-witness: accept, 409 with size, 400 rollback
   assert.deepEqual(decideCheckpoint(held, 5, [], cp(5)), { kind: 'accept', advance: false });
   assert.deepEqual(decideCheckpoint(held, 4, consistencyProof(4, 12, read), cp(12)), { kind: 'conflict', size: 5, reason: 'old_size_mismatch' });
   assert.deepEqual(decideCheckpoint(held, 0, [], cp(12)), { kind: 'conflict', size: 5, reason: 'old_size_mismatch' });
+  // docs/audit-log.md's order: the held size is checked before an old size 0's proof must be empty.
+  assert.deepEqual(decideCheckpoint(held, 0, [r(1)], cp(12)), { kind: 'conflict', size: 5, reason: 'old_size_mismatch' });
   // Rollback: a smaller checkpoint cannot be presented as an extension of what is held.
   assert.equal(decideCheckpoint(held, 5, [], cp(3)).kind, 'bad_request');
   assert.deepEqual(decideCheckpoint(held, 3, consistencyProof(3, 3, read), cp(3)), { kind: 'conflict', size: 5, reason: 'old_size_mismatch' });
