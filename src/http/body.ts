@@ -115,6 +115,10 @@ export function parseJson(bytes: Buffer): unknown {
     const parsed = names.escaped ? rebuild(text) as object : value;
     if (!clean(parsed)) throw invalidRequest(forbiddenMembers(parsed), 'the body has a member that could set an object\'s prototype; see errors');
     if (tooDeep) throw invalidRequest([{ pointer: '', code: 'too_deep', message: `nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }], `the body nests more than ${MAX_JSON_DEPTH} levels deep; see errors`);
+    if (widestObject > MAX_OBJECT_MEMBERS && bytes.length > DEFAULT_BODY_BYTES) {
+      throw invalidRequest([{ pointer: '', code: 'too_many_members', message: `has an object of more than ${MAX_OBJECT_MEMBERS} members` }],
+        `the body has an object of more than ${MAX_OBJECT_MEMBERS} members; no document Gavel reads needs as many`);
+    }
     if (walkedMembers !== names.count) throw invalidRequest(duplicateMembers(text), 'the body names a member twice in one object; see errors');
     // Rounded first: its walk names the other inexact numbers too, so one answer lists both kinds.
     if (names.rounded) throw invalidRequest(roundedIntegers(text), 'the body has a number JSON does not carry exactly; see errors');
@@ -139,14 +143,16 @@ function hasConstructorPrototype(node: object): boolean {
 // deeper than the stack goes. The stack is shared: parsing is synchronous.
 // The same walk counts the objects' members (walkedMembers) for the duplicate check below, and
 // notes a number JSON.parse could not read exactly (inexactNumber).
-// It also notes a body nested deeper than MAX_JSON_DEPTH (tooDeep).
+// It also notes a body nested deeper than MAX_JSON_DEPTH (tooDeep), and its widest object (widestObject).
 const pending: object[] = [];
 const depths: number[] = [];
 let walkedMembers = 0;
+let widestObject = 0;
 let inexactNumber = false;
 let tooDeep = false;
 function clean(root: object): boolean {
   walkedMembers = 0;
+  widestObject = 0;
   inexactNumber = false;
   tooDeep = false;
   pending.push(root);
@@ -159,10 +165,13 @@ function clean(root: object): boolean {
       // By index: `for…in` over an array makes a string of every index, megabytes for a large body.
       for (let i = 0; i < node.length; i++) look(node[i], depth);
     } else {
+      let members = 0;
       for (const key in node) {
-        walkedMembers++;
+        members++;
         look((node as Record<string, unknown>)[key], depth);
       }
+      walkedMembers += members;
+      if (members > widestObject) widestObject = members;
     }
   }
   return true;
@@ -184,6 +193,13 @@ function look(v: unknown, depth: number): void {
  * 410,000, with room for the body around it.
  */
 export const MAX_JSON_CONTAINERS = 2 * POLICY_LIMITS.maxTotalNodes + POLICY_LIMITS.maxRules + 1_000;
+/**
+ * Members one object of a large body may hold. With every error collected, each member a closed
+ * schema does not know became an Ajv error and then a field error before the answer kept 100: an
+ * 8 MiB body of 900,000 members (`"k":0,` repeated) ran the 256 MB heap out. No object of a document
+ * Gavel reads holds more than a few dozen (a policy's lists are arrays).
+ */
+export const MAX_OBJECT_MEMBERS = 1_000;
 /** Bodies up to the global body limit are never counted: they cannot hold as many. */
 const DEFAULT_BODY_BYTES = 64 * 1024;
 
