@@ -9,7 +9,11 @@ const MACHINE = '/v1/projects/';
 
 /** The spellings of `path` that a route could hold, nearest first. */
 function respellings(path: string): { path: string; plane?: 'console' | 'machine' }[] {
-  const trimmed = path.length > 1 ? path.replace(/\/+$/, '') : path;
+  // Trailing slashes cut by a scan: /\/+$/ retries from every slash of a run that does not end the
+  // path, quadratic in an unauthenticated request's URL (15,000 slashes took about 100 ms).
+  let end = path.length;
+  if (end > 1) while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
+  const trimmed = path.slice(0, end);
   const versioned = /^\/v1(\/|$)/i.test(trimmed) ? trimmed.replace(/^\/v1/i, '/v1') : `/v1${trimmed}`;
   const out: { path: string; plane?: 'console' | 'machine' }[] = [{ path: trimmed }, { path: versioned }];
   if (versioned.startsWith(MACHINE)) out.push({ path: CONSOLE + versioned.slice(MACHINE.length), plane: 'console' });

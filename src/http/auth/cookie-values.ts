@@ -16,7 +16,19 @@ export function cookieValues(header: string | undefined, name: string): string[]
   return values;
 }
 
-const trim = (s: string): string => s.replace(/^[ \t]+|[ \t]+$/g, '');
+/**
+ * Spaces and tabs cut from both ends by a scan: /[ \t]+$/ retries from every blank of a run that
+ * does not end the text, quadratic in a Cookie header read before any session is checked.
+ */
+function trim(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && isBlank(s.charCodeAt(start))) start++;
+  while (end > start && isBlank(s.charCodeAt(end - 1))) end--;
+  return s.slice(start, end);
+}
+
+const isBlank = (c: number): boolean => c === 0x20 || c === 0x09;
 
 function decode(value: string): string {
   if (!value.includes('%')) return value;
