@@ -285,7 +285,13 @@ export async function registerPolicyRoutes(instance: FastifyInstance, plane: Pol
     schema: {
       operationId: opId('replayPolicy'),
       tags: TAGS, security, summary: 'Replay recorded decisions against a candidate version or document and report which would change',
-      params: ProjectParams, body: ReplayBody, response: { 200: Replayed, ...errorResponses(write, { 404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'] }) },
+      params: ProjectParams, body: ReplayBody, response: {
+        200: Replayed,
+        ...errorResponses(write, {
+          404: ['policy_version_not_found'], 500: ['policy_integrity', 'log_damaged'],
+          503: { what: 'Temporarily unavailable; retry after `retry-after`: as many replays as an instance runs at once (two) are running (`busy`), the service has begun to stop (`shutting_down`), the database does not answer (`database_unavailable`) or its disk is full (`storage_full`)', codes: ['busy'] },
+        }),
+      },
     },
   }, async (request) => {
     refuseInvalidBody(request, replayCandidateErrors);

@@ -7,7 +7,7 @@
 // window bounding the range of ids it walks.
 import { compilePolicy, evaluate, policyHash, POLICY_REASONS, type CompiledPolicy, type PolicyInput } from '../../domain/policy/index.ts';
 import { parseTimestamp } from '../../domain/policy/index.ts';
-import { invalidRequest, Problem, type FieldError } from '../../http/problem.ts';
+import { invalidRequest, Problem, retryLater, type FieldError } from '../../http/problem.ts';
 import type { Db } from '../../store/store.ts';
 import type { DecisionEventData } from '../../domain/decision/event.ts';
 import { compiledVersion, PolicyIntegrityError } from './active.ts';
@@ -26,6 +26,14 @@ const REPLAY_SLICE_MS = 5;
 export const REPLAY_MAX = 10_000;
 export const REPLAY_DEFAULT = 1_000;
 export const REPLAY_SAMPLES = 20;
+/**
+ * Replays one process runs at once. Each holds its window while it evaluates (up to 10,000 events,
+ * their stored text and parsed data) and yields every few ms, so replays asked together all held
+ * theirs: sixteen from one AUDITOR key ran the served 256 MB heap out. One more is refused 503
+ * `busy` with a Retry-After, before it reads anything (its body was parsed already).
+ */
+export const RUNNING_REPLAYS_MAX = 2;
+let runningReplays = 0;
 
 const POLICY_REASON_SET: ReadonlySet<string> = new Set(Object.values(POLICY_REASONS));
 
@@ -103,7 +111,17 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   }
   // Every error at once: a submitted document's own come with the window's.
   if (errors.length > 0) throw invalidRequest([...errors, ...(body.policy === undefined ? [] : policyErrors(body.policy))]);
+  if (runningReplays >= RUNNING_REPLAYS_MAX) throw retryLater(503, 'busy', `${RUNNING_REPLAYS_MAX} replays are running in this instance, the most it runs at once; retry`, 1);
+  runningReplays++;
+  try {
+    return await replayWindow(db, projectId, body, from ?? undefined, until ?? undefined);
+  } finally {
+    runningReplays--;
+  }
+}
 
+/** The replay itself, once its window is valid and it has its turn. */
+async function replayWindow(db: Db, projectId: string, body: ReplayRequest, from: number | undefined, until: number | undefined): Promise<ReplayResult> {
   let compiled: CompiledPolicy | null;
   let candidate: ReplayResult['candidate'];
   if (body.policy !== undefined) {
@@ -131,8 +149,9 @@ export async function replayPolicy(db: Db, projectId: string, body: ReplayReques
   const ids = auditIdRange(typeof from === 'number' ? from : undefined, typeof until === 'number' ? until : undefined);
   if (ids.lowest !== undefined) q = q.where('id', '>=', ids.lowest);
   if (ids.below !== undefined) q = q.where('id', '<', ids.below);
-  const events = typeof from === 'number' && from > LAST_ISO_INSTANT ? [] : await q.orderBy('id', 'desc').limit(last).execute();
-  const rows = events.map((e) => ({ created_at: e.created_at, ...(storedEventData(e.id, e.data) as DecisionEventData) }));
+  // The stored texts are dropped as they are read: only the parsed data is kept while evaluating.
+  const rows = (typeof from === 'number' && from > LAST_ISO_INSTANT ? [] : await q.orderBy('id', 'desc').limit(last).execute())
+    .map((e) => ({ created_at: e.created_at, ...(storedEventData(e.id, e.data) as DecisionEventData) }));
 
   const roots = await rootPermits(db, projectId, rows.flatMap((r) => (r.permit_commitment === null ? [] : [r.permit_commitment])));
   const result: ReplayResult = {
