@@ -159,21 +159,39 @@ export function openSqliteDatabase(file: string, synchronous: Synchronous = 'FUL
  * parameterized, so the SQL text is a good cache key. Statements are used one at a time (Kysely
  * serializes the single connection), so sharing them is safe.
  */
-function withStatementCache(database: BetterSqlite3.Database, max = 1000): StatementSource {
+export function withStatementCache(database: BetterSqlite3.Database, max = 1000): StatementSource & { readonly cached: number } {
   const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     prepare(sql: string) {
       let stmt = cache.get(sql);
       if (!stmt) {
         stmt = database.prepare(sql);
+        if (parametersOf(sql) > MAX_CACHED_PARAMETERS) return stmt;
         if (cache.size >= max) cache.delete(cache.keys().next().value!);
         cache.set(sql, stmt);
       }
       return stmt;
     },
+    get cached() { return cache.size; },
     close() { cache.clear(); database.close(); },
     get inTransaction() { return database.inTransaction; },
   };
+}
+
+/**
+ * A statement with more parameters than this (an `in` list as long as a page, a replay's commitments)
+ * is prepared each time it runs, never cached: each length of a list is a statement of its own, and
+ * any caller could fill the cache with them (1,000 of 1 to 1,000 parameters held about 100 MB of
+ * native memory). Every statement of the hot path has at most as many: the tree's insert of 32
+ * nodes (auditlog/frontier.ts) has 128.
+ */
+export const MAX_CACHED_PARAMETERS = 128;
+
+/** `?` placeholders in a statement's text (Kysely writes no literal holding one). */
+function parametersOf(sql: string): number {
+  let n = 0;
+  for (let i = sql.indexOf('?'); i !== -1; i = sql.indexOf('?', i + 1)) n++;
+  return n;
 }
 
 export function openSqliteConnection(file: string, synchronous?: Synchronous, options: { queryOnly?: boolean } = {}): StatementSource {
