@@ -105,7 +105,9 @@ for (const [what, withdraw, withdrawing] of WITHDRAWALS) {
         assert.deepEqual(order, [], `${what} answered while a decision that read the approval as usable was in flight`);
       } finally { await held.release(); }
       await Promise.all([decided, withdrawn]);
-      assert.deepEqual(order, ['ALLOW approval_granted', 'withdrawn']);
+      // Once released, the two commit in that order, but their answers may reach this process in
+      // either (a loaded CI machine saw the withdrawal's first): "never before" is the check above.
+      assert.deepEqual([...order].sort(), ['ALLOW approval_granted', 'withdrawn']);
     } finally {
       await svc.stop();
     }
@@ -131,9 +133,13 @@ for (const [what, withdraw, withdrawing] of WITHDRAWALS) {
         .then((r) => { order.push(`${r.statusCode} ${r.json().status}`); });
       await held.reached('update "approval_requests"%');
       const withdrawn = withdraw(svc, approver).then(() => { order.push('withdrawn'); });
-      await held.reached(withdrawing, { unless: withdrawn }).finally(() => held.release());
+      try {
+        await held.reached(withdrawing, { unless: withdrawn });
+        assert.deepEqual(order, [], `${what} answered while an approval by that approver was being recorded`);
+      } finally { await held.release(); }
       await Promise.all([recorded, withdrawn]);
-      assert.deepEqual(order, ['201 approved', 'withdrawn'], `${what} answered while an approval by that approver was being recorded`);
+      // Released, both answer, in either order as they reach this process (the check above is "never before").
+      assert.deepEqual([...order].sort(), ['201 approved', 'withdrawn']);
       assert.equal((await listed(svc, key, id)).status, 'lapsed');
     } finally {
       await svc.stop();
