@@ -213,7 +213,7 @@ async function assemble(config: Config, options: ServiceOptions, merchants: Merc
   let onMarked: (n: number) => void = () => {};
   const keeper = new InstanceKeeper({ store, instanceId, maxTimeoutMs: merchants.maxTimeoutMs, now: () => clock.now(), onMarked: (n) => onMarked(n) });
   const recovered = await keeper.start();
-  const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now(), vouch: () => keeper.vouch() });
+  const executions = new Executions({ store, writer, merchants, instanceId, now: () => clock.now(), vouch: () => keeper.vouch(), fresh: () => keeper.fresh() });
   const deps: AppDeps = { config, store, signer, clock, writer, authorizer, merchants, executions };
   const boot = await bootstrap(store, new Date(), options.announceAdmin);
   const app = await buildApp(deps, options);

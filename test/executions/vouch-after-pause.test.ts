@@ -167,3 +167,26 @@ for (const backend of backends()) {
     }
   });
 }
+
+for (const backend of backends()) {
+  test(`a call is sent only while the newest beat began less than half the staleness window ago, on PostgreSQL; on SQLite always (${backend.name})`, async () => {
+    const svc = await startService(backend);
+    const keeper = new InstanceKeeper({ store: svc.ts.store, instanceId: 'sender', maxTimeoutMs: 60_000, now: () => new Date() });
+    try {
+      await keeper.start();
+      assert.equal(keeper.fresh(), true, 'just beaten');
+      // Another instance takes this one for dead no sooner than STALE_AFTER_MS after its newest beat
+      // began; a call sent later than half of that, by this instance's own clock, may follow the mark.
+      const late = performance.now() + STALE_AFTER_MS / 2 + 1;
+      assert.equal(keeper.fresh(late), backend.name !== 'postgres');
+      // A beat on waking (vouch) makes it fresh again.
+      await keeper.vouch(performance.now() + STALE_AFTER_MS + 5_000);
+      assert.equal(keeper.fresh(), true);
+    } finally {
+      await keeper.stop();
+      await svc.stop();
+    }
+    // A keeper never started (no heartbeat of its own) judges nothing.
+    assert.equal(new InstanceKeeper({ store: svc.ts.store, instanceId: 'never', maxTimeoutMs: 60_000, now: () => new Date() }).fresh(), true);
+  });
+}

@@ -37,16 +37,19 @@ export class Executions {
   readonly #now: () => Date;
   /** Freshens this instance's heartbeat if it went stale (InstanceKeeper.vouch), before a reservation. */
   readonly #vouch: () => Promise<void>;
+  /** Whether this instance's heartbeat is still fresh (InstanceKeeper.fresh), asked before a call is sent. */
+  readonly #fresh: () => boolean;
   /** Aborted by abandonCalls(): calls still unanswered are given up (merchants/call.ts). */
   readonly #abandon = new AbortController();
 
-  constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date; vouch?: () => Promise<void> }) {
+  constructor(deps: { store: Store; writer: GavelWriter; merchants: MerchantRegistry; instanceId: string; now: () => Date; vouch?: () => Promise<void>; fresh?: () => boolean }) {
     this.#store = deps.store;
     this.#writer = deps.writer;
     this.#merchants = deps.merchants;
     this.instanceId = deps.instanceId;
     this.#now = deps.now;
     this.#vouch = deps.vouch ?? (async () => {});
+    this.#fresh = deps.fresh ?? (() => true);
   }
 
   /**
@@ -106,7 +109,11 @@ export class Executions {
     // An ALLOW with a reservation committed its IN_FLIGHT row (commit.ts); anything else reserved nothing.
     if (record.decision !== 'ALLOW') return { kind: 'decided', record };
 
-    const outcome = await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now(), abandon: this.#abandon.signal });
+    // Paused between the vouch and now (a VM, a stall while the COMMIT was answered): another
+    // instance may have taken this one for dead and marked the reservation UNKNOWN, for a person to
+    // resolve. It is not sent then: settled as never delivered (kept as a late outcome if marked).
+    const outcome = !this.#fresh() ? { status: 'FAILED' as const, httpStatus: null, note: STALE_NOTE }
+      : await callMerchant({ ...target, payload: exec.payload, nonce: exec.nonce, executionId, now: this.#now(), abandon: this.#abandon.signal });
     let status: Settled;
     try {
       status = await this.#record(ctx, executionId, outcome);
@@ -192,6 +199,9 @@ const RECORD_LATER_MS = 10 * 60_000;
 
 /** What a reservation whose decision's commit went unconfirmed is settled as: no byte was sent. */
 export const UNSENT_NOTE = 'not delivered: the decision\'s commit was not confirmed (the database connection was lost), so no call was made';
+
+/** What a reservation is settled as when this instance's heartbeat went stale before its call was sent. */
+export const STALE_NOTE = 'not delivered: this instance was paused or cut off after the decision committed, long enough to be taken for dead, so no call was made';
 
 /** Pauses between attempts to record an outcome the database did not take (about 6 s in all). */
 const RECORD_RETRY_MS = [50, 200, 500, 1_000, 2_000, 2_000];

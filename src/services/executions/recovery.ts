@@ -123,6 +123,8 @@ export class InstanceKeeper {
   #unbrokenSince: number | undefined;
   /** When the last beat succeeded (performance.now()); undefined after a failure. */
   #lastBeat: number | undefined;
+  /** When (performance.now()) the newest beat that succeeded began: its heartbeat_at is no older. */
+  #freshSince: number | undefined;
   /** A tick is running: the next one is skipped rather than queued behind it (see start). */
   #busy = false;
   /** Beats vouch() has begun: stop() waits for them, or one landing after retire() would bring the row back. */
@@ -185,7 +187,9 @@ export class InstanceKeeper {
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
   async start(): Promise<number> {
+    const began = performance.now();
     await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
+    this.#freshSince = began;
     // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
     // stale because the database was unreachable to everyone (an outage it has just come back from),
     // not because they died. It judges them as an instance back from an outage does, once its own
@@ -200,9 +204,11 @@ export class InstanceKeeper {
       this.#busy = true;
       this.#tick = this.#tick.then(async () => {
         try {
+          const began = performance.now();
           try {
             await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
           } catch (e) { this.#lastBeat = undefined; throw e; }
+          this.#freshSince = Math.max(this.#freshSince ?? began, began);
           // A beat that came late (the database hung, ticks were skipped) breaks the run as a failed
           // one does: everyone's heartbeat went stale meanwhile, not only the others'.
           const done = performance.now();
@@ -234,9 +240,23 @@ export class InstanceKeeper {
   async vouch(monotonicNow = performance.now()): Promise<void> {
     if (this.#timer === undefined) return;
     if (this.#lastBeat !== undefined && monotonicNow - this.#lastBeat <= 2 * HEARTBEAT_MS) return;
+    const began = performance.now();
     const beating = beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
     this.#vouching.add(beating);
     try { await beating; } finally { this.#vouching.delete(beating); }
+    this.#freshSince = Math.max(this.#freshSince ?? began, began);
+  }
+
+  /**
+   * Whether no other instance can have taken this one for dead yet: its newest heartbeat was
+   * written less than half the staleness window ago. Asked after a reservation commits and before its
+   * call is sent: an instance paused (a VM, a stall) while its COMMIT was answered may have had the
+   * reservation marked UNKNOWN meanwhile, and must not send it then. `monotonicNow`: tests.
+   */
+  fresh(monotonicNow = performance.now()): boolean {
+    // SQLite: one process serves the file; no other instance judges this one.
+    if (this.#timer === undefined || this.#store.dialect !== 'postgres') return true;
+    return this.#freshSince !== undefined && monotonicNow - this.#freshSince < STALE_AFTER_MS / 2;
   }
 
   async stop(): Promise<void> {
