@@ -13,10 +13,12 @@ export interface RequestFacts {
   execution?: string | null | undefined;
   /** The policy version deciding the request; compared when given (the statement names the one the approver saw). */
   policy_version?: number | null | undefined;
+  /** The rules that asked for a person now; compared when given and the statement names rules (form 2). */
+  matched_rules?: readonly string[] | undefined;
 }
 
 /** null when covered; else the first field that differs. */
-export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent' | 'execution' | 'policy_version'>, r: RequestFacts): string | null {
+export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 'resource' | 'amount' | 'intent' | 'execution' | 'policy_version'> & Partial<Pick<ObligationFacts, 'matched_rules'>>, r: RequestFacts): string | null {
   if (o.agent !== r.agent) return 'agent';
   if (o.action !== r.action) return 'action';
   if (o.resource !== r.resource) return 'resource';
@@ -31,5 +33,11 @@ export function uncoveredField(o: Pick<ObligationFacts, 'agent' | 'action' | 're
   // The statement names the policy version that asked for a person: an approval given under one
   // policy is not carried over to another (a new version may ask for approval for other reasons).
   if (r.policy_version !== undefined && o.policy_version !== r.policy_version) return 'policy_version';
+  // And the rules that asked: under the same version, another permit (its commitment, its depth) or
+  // another time may ask a person for a reason the approver never read (decision 0505, addendum).
+  const rules = o.matched_rules ?? null;
+  if (r.matched_rules !== undefined && rules !== null && !sameRules(rules, r.matched_rules)) return 'matched_rules';
   return null;
 }
+
+const sameRules = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((id, i) => id === b[i]);

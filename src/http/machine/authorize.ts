@@ -7,7 +7,7 @@ import { attachedErrors } from '../errors.ts';
 import type { AppDeps, AuthContext } from '../deps.ts';
 import { StaleReadEpoch, type ReadTag } from '../../store/read-epoch.ts';
 import type { AuthorizeInput } from '../../services/authorize/authorize.ts';
-import { errorResponses, Money, oneLineText } from '../schemas/common.ts';
+import { errorResponses, HIDES_IN_A_STATEMENT, Money, oneLineText } from '../schemas/common.ts';
 import { AgentDid } from '../schemas/agents.ts';
 import { ACTION_PATTERN } from '../../domain/policy/formats.ts';
 import { REQUEST_RESOURCE_FORMAT } from '../validation.ts';
@@ -58,7 +58,8 @@ export const AuthorizeResponse = Type.Object({
 }, { description: `The decision, audited whatever it is (or REPLAY of an execution already made); reason_code is one of ${REASON_CODES.join(', ')}` });
 
 /**
- * Refusals the schema cannot name precisely: both alternatives, and a url inside execution. The
+ * Refusals the schema cannot name precisely: both alternatives, a url inside execution, and text in
+ * execution an approval's statement would show otherwise than it is sent (400 invalid_request). The
  * refusal keeps its own code (both alternatives first) and carries every other error of the body
  * (`schemaErrors`, the schema's: inside `execution` and `chain_authorization` too), so all come at
  * once; only the schema's "not allowed" for `execution.url` is left out, being the same error.
@@ -66,30 +67,60 @@ export const AuthorizeResponse = Type.Object({
 export function refuseAmbiguousRequest(body: unknown, schemaErrors: readonly FieldError[]): void {
   const found = ambiguity(body);
   if (!found) return;
-  const { both, urls } = found;
+  const { both, urls, hidden } = found;
   const own: FieldError[] = [];
   const conflict = (pointer: string) => ({ pointer, code: 'both_execution_and_chain_authorization', message: 'send execution or chain_authorization, not both' });
   if (both) own.push(conflict('/execution'), conflict('/chain_authorization'));
   for (const pointer of urls) own.push({ pointer, code: 'execution_url_not_allowed', message: 'url is not allowed in execution' });
+  for (const pointer of hidden) own.push({ pointer, code: 'bad_format', message: HIDDEN_MESSAGE });
   const others = schemaErrors.filter((e) => !urls.includes(e.pointer));
   if (both) {
     throw new Problem(400, 'both_execution_and_chain_authorization',
       'send either an execution or a chain authorization, not both: one calls a merchant, the other issues an artifact, and doing both leaves the ALLOW ambiguous',
       { errors: listedErrors([...own, ...others]) });
   }
+  if (urls.length === 0) throw new Problem(400, 'invalid_request', 'the request is not valid; see errors', { errors: listedErrors([...own, ...others]) });
   throw new Problem(400, 'execution_url_not_allowed', 'a url in execution (anywhere, its payload included) is refused: name a configured merchant and operation; the service never calls a caller-supplied URL',
     { errors: listedErrors([...own, ...others]) });
 }
 
 /** What refuseAmbiguousRequest refuses, or null (the hot path's one cheap look: a plain decision has no execution). */
-function ambiguity(body: unknown): { both: boolean; urls: string[] } | null {
+function ambiguity(body: unknown): { both: boolean; urls: string[]; hidden: string[] } | null {
   if (typeof body !== 'object' || body === null) return null;
   const { execution, chain_authorization } = body as { execution?: unknown; chain_authorization?: unknown };
   if (execution === undefined) return null;
   const both = chain_authorization !== undefined;
   const urls: string[] = [];
   urlPointers(execution, '/execution', 0, urls);
-  return both || urls.length > 0 ? { both, urls } : null;
+  const hidden: string[] = [];
+  hidingPointers(execution, '/execution', 0, hidden);
+  return both || urls.length > 0 || hidden.length > 0 ? { both, urls, hidden } : null;
+}
+
+const HIDDEN_MESSAGE = 'holds a format character (such as a bidi override or a zero-width space; the joiners U+200C and U+200D are kept), a line or paragraph separator, DEL or a C1 control, which an approval\'s statement would show in another order than it is sent, or not at all';
+
+/**
+ * Where a string or member name in `execution` holds a character an approval's statement would show
+ * the approver otherwise than it is sent (HIDES_IN_A_STATEMENT: the call is in the statement,
+ * decision 0503, and RFC 8785 keeps these characters as they are): `{"to": "\u202e4321-98ED"}`
+ * reads as another account than the one paid. The rule intent already follows (decision 0500).
+ */
+function hidingPointers(value: unknown, at: string, depth: number, out: string[]): void {
+  if (out.length > MAX_FIELD_ERRORS || depth > 128) return;
+  if (typeof value === 'string') {
+    if (HIDES_IN_A_STATEMENT.test(value)) out.push(at);
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) hidingPointers(value[i], `${at}/${i}`, depth + 1, out);
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const pointer = `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (HIDES_IN_A_STATEMENT.test(k)) out.push(pointer);
+    else hidingPointers(v, pointer, depth + 1, out);
+  }
 }
 
 /**

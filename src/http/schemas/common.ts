@@ -162,6 +162,13 @@ const HIDING = '\\p{Cf}\\p{Zl}\\p{Zp}';
  * words) and joiner (U+200D, emoji sequences, Indic conjuncts). Neither moves text nor hides a letter.
  */
 const JOINERS = '[\\u200C\\u200D]';
+/**
+ * A character that would show a person other text than a statement holds, where the statement is
+ * RFC 8785 JSON (an approval's, docs/approvals.md): a hiding character, kept as is, and DEL and the
+ * C1 controls (U+007F–U+009F), which RFC 8785 does not escape either. Other controls are written as
+ * escapes a person can read.
+ */
+export const HIDES_IN_A_STATEMENT = new RegExp(`(?!${JOINERS})[${HIDING}\\u007F-\\u009F]`, 'u');
 /** One line of text a person reads: a visible character, and no control (Cc) or hiding character. */
 const ONE_LINE_TEXT_PATTERN = `^(?=[\\s\\S]*${VISIBLE_CHARACTER})(?:${JOINERS}|[^\\p{Cc}${HIDING}])*$`;
 /**

@@ -90,7 +90,7 @@ export async function commitDecision(trx: Tx, plan: DecisionPlan, env: SqlTarget
   let approvalRequestId: string | undefined;
   let consumed = false;
   if (combined.decision === 'REQUIRE_APPROVAL' && input.approval_request_id) {
-    const check = await checkApproval(trx, env.dialect, projectId, input.approval_request_id, { ...input, execution: plan.execution?.call ?? null, policy_version: plan.policyVersion }, now);
+    const check = await checkApproval(trx, env.dialect, projectId, input.approval_request_id, { ...input, execution: plan.execution?.call ?? null, policy_version: plan.policyVersion, matched_rules: policy?.matched_rules ?? [] }, now);
     if (check.kind === 'pending') approvalRequestId = input.approval_request_id;
     else if (check.kind === 'unsatisfied') combined = { ...combined, detail: check.detail };
     else {
