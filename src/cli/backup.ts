@@ -44,6 +44,8 @@ export function runBackup(argv: readonly string[]): string {
   // --force would rename the copy onto it, and fail.
   if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new BackupRefused(`${target} is a directory: name a file to write the copy to, such as ${join(target, 'gavel-backup.db')}`);
   if (existsSync(target) && !values.force) throw new BackupRefused(`${target} exists: name another file, or give --force to replace it`);
+  // resolve() drops a trailing slash: `backups/` names a directory (as cp reads it), never a file to make.
+  if (/\/\.?$/.test(positionals[0]!)) throw new BackupRefused(`cannot write ${positionals[0]}: it names a directory, which does not exist: name a file to write the copy to`);
   if (!existsSync(dirname(target))) throw new BackupRefused(`cannot write ${target}: its directory does not exist`);
   // The copy holds password, key and session hashes: its owner's alone, as the data directory is.
   process.umask(0o077);
@@ -85,6 +87,8 @@ export function runBackup(argv: readonly string[]): string {
     return `backed up ${database} to ${target} (${statSync(target).size} bytes, ${log}); keep it with ${join(config.dataDir, 'keys')} (README, "Backups and restores")`;
   } finally {
     rmSync(partial, { force: true });
+    // SQLite's journal of the copy, left when writing it failed part way (a full disk, a size limit).
+    rmSync(`${partial}-journal`, { force: true });
   }
 }
 

@@ -291,7 +291,10 @@ async function announce(service: Awaited<ReturnType<typeof createService>>, conf
   if (rollback) {
     lines.push('', `Warning: the audit log was rolled back (found ${rollback.at}): ${rollback.reason ?? ''}.`,
       '  Its witness will not cosign it again, and proofs of new events are not ready until it is put right:',
-      '  restore the newest copy of the database (docs/audit-log.md).');
+      '  restore the newest copy of the database (docs/audit-log.md).',
+      '  An older copy has also forgotten what was written since it was taken: budgets and use counts spent (revoke',
+      '  and issue again the permits that have them), executions (a nonce used since would call its merchant again),',
+      '  revocations, freezes, role changes, policy activations and consumed approvals (README, "Backups and restores").');
   }
   if (service.bootstrap.admin) {
     lines.push('', `First start: the password of "${service.bootstrap.admin.name}" is printed above, this once.`);

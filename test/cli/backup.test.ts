@@ -163,6 +163,9 @@ test('gavel backup copies a served SQLite database consistently under decision l
     restored = await spawnGavel({ ...env, GAVEL_DATA_DIR: restoredDir });
     const banner = restored.lines.join('\n');
     assert.match(banner, /^Warning: the audit log was rolled back \(found .*\): the witness holds a checkpoint of size \d+, larger than the log/m);
+    // What else the older copy forgot is said where the operator looks (backup/restore audit, session 53).
+    assert.match(banner, /forgotten what was written since it was taken: budgets and use counts spent/);
+    assert.match(banner, /a nonce used since would call its merchant again/);
     assert.match(banner, /restore the newest copy of the database/);
     assert.ok((await decide(restored.url)).length > 0, 'the restored copy serves decisions');
     const kept = await proof(restored.url, before[0]!);
