@@ -81,8 +81,10 @@ export function isRequestResource(value: unknown): value is string {
  */
 function ambiguousAuthority(value: string): boolean {
   const end = value.indexOf('/', RESOURCE_SCHEME.length);
-  const host = value.slice(RESOURCE_SCHEME.length, end === -1 ? value.length : end).replace(/%[0-9A-F]{2}/g, '');
-  return /[A-Z@:]/.test(host) || host.endsWith('.');
+  const host = value.slice(RESOURCE_SCHEME.length, end === -1 ? value.length : end);
+  // Escapes aside for the letters' case (their hex is uppercase), not for the trailing dot: in
+  // `docs.%C3%A9t%C3%A9` the dot is followed by "été", and `v1.%E2%82%AC` ends in "€".
+  return /[A-Z@:]/.test(host.replace(/%[0-9A-F]{2}/g, '')) || host.endsWith('.');
 }
 
 /**
