@@ -12,6 +12,7 @@ import {
 } from './limits.ts';
 import { isMoney } from './money.ts';
 import { isResourcePattern } from './pattern.ts';
+import { isAction as isActionName } from '../policy/formats.ts';
 import type { GavelConstraints, PermitClaims, PermitFailure } from './types.ts';
 import { fail, shownName } from './types.ts';
 
@@ -31,8 +32,11 @@ function isSeconds(v: unknown): v is number {
 }
 
 export function isAction(v: unknown): v is string {
-  // "*" alone means any action; a '*' inside a name would look like a wildcard and is not one.
-  return isId(v, MAX_ACTION_LENGTH) && (v === '*' || !v.includes('*'));
+  // A request's action, as the policy language reads it (printable ASCII without spaces, docs/permits.md
+  // "Format"): another name matches no request, and a delegated link's would reach the console's view
+  // with its control or bidi characters. "*" alone means any action; a '*' inside a name would look
+  // like a wildcard and is not one.
+  return isId(v, MAX_ACTION_LENGTH) && isActionName(v) && (v === '*' || !v.includes('*'));
 }
 
 type Checked<T> = { ok: true; value: T } | PermitFailure;
