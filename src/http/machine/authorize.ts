@@ -91,13 +91,33 @@ function ambiguity(body: unknown): { both: boolean; urls: string[]; hidden: stri
   if (execution === undefined) return null;
   const both = chain_authorization !== undefined;
   const urls: string[] = [];
-  urlPointers(execution, '/execution', 0, urls);
+  urlPointers(execution, urls);
   const hidden: string[] = [];
-  hidingPointers(execution, '/execution', 0, hidden);
+  hidingPointers(execution, hidden);
   return both || urls.length > 0 || hidden.length > 0 ? { both, urls, hidden } : null;
 }
 
 const HIDDEN_MESSAGE = 'holds a format character (such as a bidi override or a zero-width space; the joiners U+200C and U+200D are kept), a line or paragraph separator, DEL or a C1 control, which an approval\'s statement would show in another order than it is sent, or not at all';
+
+/**
+ * Visits every string and member name under `value` with its JSON pointer, while `full()` is false;
+ * `member` returns false to leave a member's value unvisited. Bodies are depth-bounded where they
+ * are parsed (http/body.ts); the bound here only keeps the walk finite on its own.
+ */
+function walkJson(value: unknown, at: string, visit: { full(): boolean; string?(s: string, at: string): void; member(name: string, at: string): boolean }, depth = 0): void {
+  if (visit.full() || depth > 128) return;
+  if (typeof value === 'string') { visit.string?.(value, at); return; }
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) walkJson(value[i], `${at}/${i}`, visit, depth + 1);
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (visit.full()) return;
+    const pointer = `${at}/${escapePointer(k)}`;
+    if (visit.member(k, pointer)) walkJson(v, pointer, visit, depth + 1);
+  }
+}
 
 /**
  * Where a string or member name in `execution` holds a character an approval's statement would show
@@ -105,43 +125,25 @@ const HIDDEN_MESSAGE = 'holds a format character (such as a bidi override or a z
  * decision 0503, and RFC 8785 keeps these characters as they are): `{"to": "\u202e4321-98ED"}`
  * reads as another account than the one paid. The rule intent already follows (decision 0500).
  */
-function hidingPointers(value: unknown, at: string, depth: number, out: string[]): void {
-  if (out.length > MAX_FIELD_ERRORS || depth > 128) return;
-  if (typeof value === 'string') {
-    if (HIDES_IN_A_STATEMENT.test(value)) out.push(at);
-    return;
-  }
-  if (typeof value !== 'object' || value === null) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) hidingPointers(value[i], `${at}/${i}`, depth + 1, out);
-    return;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    const pointer = `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-    if (HIDES_IN_A_STATEMENT.test(k)) out.push(pointer);
-    else hidingPointers(v, pointer, depth + 1, out);
-  }
+function hidingPointers(execution: unknown, out: string[]): void {
+  walkJson(execution, '/execution', {
+    full: () => out.length > MAX_FIELD_ERRORS,
+    string: (s, at) => { if (HIDES_IN_A_STATEMENT.test(s)) out.push(at); },
+    member: (name, at) => (HIDES_IN_A_STATEMENT.test(name) ? (out.push(at), false) : true),
+  });
 }
 
 /**
  * Where members named `url` sit in `execution`, at any depth (its payload included), each pushed on
  * `out`: the executions issue refuses "a `url` anywhere in `execution`" by name, in any case of its
  * letters (`URL`, `Url`: a merchant reading names loosely would see the same field), and every error
- * comes at once (decision 0001). Bodies are depth-bounded where they are parsed (http/body.ts); the
- * bound here only keeps the walk finite on its own.
+ * comes at once (decision 0001).
  */
-function urlPointers(value: unknown, at: string, depth: number, out: string[]): void {
-  if (typeof value !== 'object' || value === null || depth > 128) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) urlPointers(value[i], `${at}/${i}`, depth + 1, out);
-    return;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    const pointer = `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-    if (out.length > MAX_FIELD_ERRORS) return;
-    if (k.length === 3 && k.toLowerCase() === 'url') out.push(pointer);
-    else urlPointers(v, pointer, depth + 1, out);
-  }
+function urlPointers(execution: unknown, out: string[]): void {
+  walkJson(execution, '/execution', {
+    full: () => out.length > MAX_FIELD_ERRORS,
+    member: (name, at) => (name.length === 3 && name.toLowerCase() === 'url' ? (out.push(at), false) : true),
+  });
 }
 
 const NO_PARAMETERS: string[] = [];

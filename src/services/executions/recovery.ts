@@ -187,9 +187,7 @@ export class InstanceKeeper {
 
   /** Registers the instance and marks what dead instances left in flight, before serving. */
   async start(): Promise<number> {
-    const began = performance.now();
-    await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
-    this.#freshSince = began;
+    await this.#beat();
     // On PostgreSQL a starting instance has not watched the others beat: their heartbeats may be
     // stale because the database was unreachable to everyone (an outage it has just come back from),
     // not because they died. It judges them as an instance back from an outage does, once its own
@@ -204,11 +202,9 @@ export class InstanceKeeper {
       this.#busy = true;
       this.#tick = this.#tick.then(async () => {
         try {
-          const began = performance.now();
           try {
-            await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
+            await this.#beat();
           } catch (e) { this.#lastBeat = undefined; throw e; }
-          this.#freshSince = Math.max(this.#freshSince ?? began, began);
           // A beat that came late (the database hung, ticks were skipped) breaks the run as a failed
           // one does: everyone's heartbeat went stale meanwhile, not only the others'.
           const done = performance.now();
@@ -240,10 +236,15 @@ export class InstanceKeeper {
   async vouch(monotonicNow = performance.now()): Promise<void> {
     if (this.#timer === undefined) return;
     if (this.#lastBeat !== undefined && monotonicNow - this.#lastBeat <= 2 * HEARTBEAT_MS) return;
-    const began = performance.now();
-    const beating = beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
+    const beating = this.#beat();
     this.#vouching.add(beating);
     try { await beating; } finally { this.#vouching.delete(beating); }
+  }
+
+  /** One beat; once it has succeeded, the heartbeat it wrote is no older than its start (`fresh`). */
+  async #beat(): Promise<void> {
+    const began = performance.now();
+    await beat(this.#store, this.#instanceId, this.#now(), this.#maxTimeoutMs);
     this.#freshSince = Math.max(this.#freshSince ?? began, began);
   }
 
